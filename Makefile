@@ -1,0 +1,49 @@
+# dgb-pipeline: the local stack without Docker.
+#   make up      create/refresh .venv, start PostgreSQL, Pub/Sub emulator, Typesense, the local
+#                gov.br site, the model service and Airflow 3; bootstrap; unpause the DAGs
+#   make test    start (or reuse) the servers the tests need, run the whole test suite
+#   make down    stop exactly what `make up` started
+# Configuration: environment variables (README, "Configuration"); DGB_PORT_BASE shifts every port.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STATE_DIR ?= $(or $(DGB_STATE_DIR),$(CURDIR)/.state)
+INPUTS_HASH := $(shell cat requirements.txt constraints.txt pyproject.toml | sha256sum | cut -c1-16)
+STAMP := $(VENV)/.installed-$(INPUTS_HASH)
+PYTEST_ARGS ?=
+
+.PHONY: venv up down status test airflow lock bench clean-state
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "[venv] installing pinned dependencies into $(VENV) (first time: a few minutes)"
+	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
+	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+up: venv
+	@$(PY) -m dgb.stack up
+
+down:
+	@if [ -x $(PY) ]; then $(PY) -m dgb.stack down; \
+	 else PYTHONPATH=include $(PYTHON) -m dgb.stack down; fi
+
+status:
+	@$(PY) -m dgb.stack status
+
+test: venv
+	@$(PY) -m dgb.stack ensure postgres pubsub typesense
+	@# pytest exits 5 when no test ran: that is a failure here too (any non-zero exit fails)
+	@$(PY) -m pytest $(PYTEST_ARGS)
+
+airflow: venv
+	@$(PY) -m dgb.stack airflow $(ARGS)
+
+lock:
+	@$(PY) -m pip freeze --exclude-editable | sed 's/+cpu//' > constraints.txt
+	@echo "constraints.txt regenerated from $(VENV)"

@@ -1,0 +1,54 @@
+"""`dgb` command line.
+
+Each domain module that offers commands exposes ``register(subparsers)``; it adds its
+subcommands and sets ``func`` on each parser (a callable taking the parsed args and
+returning an exit code). Modules are listed in COMMAND_MODULES; one that is missing
+is skipped, so a partial checkout still runs the commands it has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMAND_MODULES = (
+    "dgb.db",
+    "dgb.topology",
+    "dgb.search.cli",
+    "dgb.scraper.cli",
+    "dgb.enrich.cli",
+    "dgb.mirror.cli",
+    "dgb.pipeline.cli",
+    "dgb.integrity.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dgb", description="dgb-pipeline command line")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and (exc.name == name or name.startswith(exc.name + ".")):
+                continue
+            raise
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return int(func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

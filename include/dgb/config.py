@@ -1,0 +1,147 @@
+"""One home for configuration: every setting is an environment variable with a default.
+
+Ports and paths are all here so that two checkouts can run side by side by exporting a
+different DGB_PORT_BASE (or individual ports) and DGB_STATE_DIR. Nothing in this module
+does I/O at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(name: str, default: str) -> str:
+    value = os.environ.get(name)
+    return default if value is None or value == "" else value
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse a KEY=VALUE file (the generated secrets file); missing file -> {}."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return {}
+    out = {}
+    for line in lines:
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _int(name: str, default: int) -> int:
+    raw = _env(name, str(default))
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def _bool(name: str, default: bool) -> bool:
+    raw = _env(name, "1" if default else "0").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings. Build with ``Settings.from_env()``; see README's configuration table."""
+
+    state_dir: Path
+    # PostgreSQL
+    pg_host: str
+    pg_port: int
+    pg_user: str
+    pg_password: str
+    pg_db: str
+    pg_airflow_db: str
+    pg_manage_cluster: bool
+    # Pub/Sub
+    gcp_project: str
+    pubsub_host: str
+    pubsub_port: int
+    # Typesense
+    typesense_host: str
+    typesense_port: int
+    typesense_api_key: str
+    typesense_collection: str
+    # Airflow
+    airflow_port: int
+    # Local gov.br-like site and the model service
+    mirror_port: int
+    model_port: int
+    source_mode: str  # "mirror" (default, offline) or "live" (real gov.br)
+    # Embeddings
+    embedding_model: str
+    embedding_dim: int
+    classifier_backend: str
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        base = _int("DGB_PORT_BASE", 0)  # optional offset added to every default port
+        state_dir = Path(_env("DGB_STATE_DIR", str(REPO_ROOT / ".state"))).resolve()
+        # Locally generated secrets (written by `make up`); real env vars win.
+        secrets = read_env_file(state_dir / "secrets.env")
+        source_mode = _env("DGB_SOURCE_MODE", "mirror")
+        if source_mode not in ("mirror", "live"):
+            raise ValueError(f"DGB_SOURCE_MODE must be 'mirror' or 'live', got {source_mode!r}")
+        backend = _env("DGB_CLASSIFIER", "local")
+        if backend not in ("local", "bedrock"):
+            raise ValueError(f"DGB_CLASSIFIER must be 'local' or 'bedrock', got {backend!r}")
+        return cls(
+            state_dir=state_dir,
+            pg_host=_env("DGB_PG_HOST", "127.0.0.1"),
+            pg_port=_int("DGB_PG_PORT", 5432),
+            pg_user=_env("DGB_PG_USER", "dgb"),
+            pg_password=_env("DGB_PG_PASSWORD", secrets.get("DGB_PG_PASSWORD", "")),
+            pg_db=_env("DGB_PG_DB", "dgb"),
+            pg_airflow_db=_env("DGB_PG_AIRFLOW_DB", "dgb_airflow"),
+            pg_manage_cluster=_bool("DGB_PG_MANAGE_CLUSTER", True),
+            gcp_project=_env("DGB_GCP_PROJECT", "local-dgb"),
+            pubsub_host=_env("DGB_PUBSUB_HOST", "127.0.0.1"),
+            pubsub_port=_int("DGB_PUBSUB_PORT", 8085 + base),
+            typesense_host=_env("DGB_TYPESENSE_HOST", "127.0.0.1"),
+            typesense_port=_int("DGB_TYPESENSE_PORT", 8108 + base),
+            typesense_api_key=_env("DGB_TYPESENSE_API_KEY", secrets.get("DGB_TYPESENSE_API_KEY", "")),
+            typesense_collection=_env("DGB_TYPESENSE_COLLECTION", "news"),
+            airflow_port=_int("DGB_AIRFLOW_PORT", 8080 + base),
+            mirror_port=_int("DGB_MIRROR_PORT", 8090 + base),
+            model_port=_int("DGB_MODEL_PORT", 8091 + base),
+            source_mode=source_mode,
+            embedding_model=_env("DGB_EMBEDDING_MODEL", "use-multilingual-v3"),
+            embedding_dim=_int("DGB_EMBEDDING_DIM", 512),
+            classifier_backend=backend,
+        )
+
+    # -- derived values -------------------------------------------------------------
+    @property
+    def pubsub_emulator_host(self) -> str:
+        return f"{self.pubsub_host}:{self.pubsub_port}"
+
+    @property
+    def mirror_url(self) -> str:
+        return _env("DGB_MIRROR_URL", f"http://127.0.0.1:{self.mirror_port}")
+
+    @property
+    def model_url(self) -> str:
+        return _env("DGB_MODEL_URL", f"http://127.0.0.1:{self.model_port}")
+
+    def pg_dsn(self, db: str | None = None) -> str:
+        return (
+            f"postgresql://{self.pg_user}:{self.pg_password}@{self.pg_host}:{self.pg_port}/"
+            f"{db or self.pg_db}"
+        )
+
+
+def settings() -> Settings:
+    """Settings as of the current environment (re-read each call; cheap)."""
+    return Settings.from_env()

@@ -1,0 +1,237 @@
+"""PostgreSQL access: connections, the migration runner and reference-data loading.
+
+Migrations are the ordered files ``migrations/NNNN_name.sql``. Each runs in its own
+transaction under an advisory lock and is recorded with a checksum in
+``schema_migrations``; re-running is a no-op, and an applied file that was edited
+afterwards is an error (write a new migration instead).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import psycopg2
+import psycopg2.extras
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_LOCK_ID = 0x64676200  # "dgb\0": serialises concurrent migrators
+
+
+class MigrationError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: str
+    name: str
+    path: Path
+
+    @property
+    def sql(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+def discover(folder: Path = MIGRATIONS_DIR) -> list[Migration]:
+    found = []
+    for path in sorted(folder.glob("*.sql")):
+        m = _NAME.match(path.name)
+        if not m:
+            raise MigrationError(f"bad migration file name {path.name!r} (want NNNN_name.sql)")
+        found.append(Migration(m.group(1), m.group(2), path))
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise MigrationError(f"duplicate migration versions in {folder}: {versions}")
+    return found
+
+
+def connect(dsn: str, **kwargs):
+    """A psycopg2 connection (autocommit off). Airflow tasks get theirs from PostgresHook."""
+    return psycopg2.connect(dsn, **kwargs)
+
+
+@contextmanager
+def transaction(conn) -> Iterator:
+    """Yield a cursor inside one transaction: commit on success, roll back on error."""
+    try:
+        with conn.cursor() as cur:
+            yield cur
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+
+
+def migrate(conn, folder: Path = MIGRATIONS_DIR) -> list[str]:
+    """Apply pending migrations; return the versions applied now."""
+    migrations = discover(folder)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(%s)", (_LOCK_ID,))
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version text PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cur.execute("SELECT version, checksum FROM schema_migrations")
+            done = dict(cur.fetchall())
+        applied = []
+        for mig in migrations:
+            if mig.version in done:
+                if done[mig.version] != mig.checksum:
+                    raise MigrationError(
+                        f"migration {mig.path.name} changed after it was applied; "
+                        "add a new migration instead of editing an applied one"
+                    )
+                continue
+            conn.autocommit = False
+            with transaction(conn) as cur:
+                cur.execute(mig.sql)
+                cur.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                    (mig.version, mig.name, mig.checksum),
+                )
+            conn.autocommit = True
+            applied.append(f"{mig.version}_{mig.name}")
+        return applied
+    finally:
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_ID,))
+
+
+def migrate_dsn(dsn: str) -> list[str]:
+    conn = connect(dsn)
+    try:
+        return migrate(conn)
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------- reference data
+
+
+def upsert_agencies(conn, agencies) -> int:
+    rows = [
+        (a.key, a.name, a.type, a.parent, a.url, a.site_kind, a.active, a.disabled_reason)
+        for a in agencies
+    ]
+    with transaction(conn) as cur:
+        psycopg2.extras.execute_values(
+            cur,
+            "INSERT INTO agencies (key, name, type, parent_key, url, site_kind, active, disabled_reason)"
+            " VALUES %s ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, type = EXCLUDED.type,"
+            " parent_key = EXCLUDED.parent_key, url = EXCLUDED.url, site_kind = EXCLUDED.site_kind,"
+            " active = EXCLUDED.active, disabled_reason = EXCLUDED.disabled_reason, updated_at = now()"
+            " WHERE (agencies.name, agencies.type, agencies.parent_key, agencies.url, agencies.site_kind,"
+            " agencies.active, agencies.disabled_reason) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.type,"
+            " EXCLUDED.parent_key, EXCLUDED.url, EXCLUDED.site_kind, EXCLUDED.active, EXCLUDED.disabled_reason)",
+            rows,
+        )
+    return len(rows)
+
+
+def upsert_themes(conn, rows: list[dict]) -> int:
+    """Load taxonomy rows (parents before children) into ``themes``; idempotent."""
+    ordered = sorted(rows, key=lambda r: (r["level"], r["code"]))
+    values = [
+        (r["code"], r["label"], r["full_name"], r["level"], r["parent_code"], r["description"],
+         list(r.get("keywords") or []))
+        for r in ordered
+    ]
+    with transaction(conn) as cur:
+        psycopg2.extras.execute_values(
+            cur,
+            "INSERT INTO themes (code, label, full_name, level, parent_code, description, keywords)"
+            " VALUES %s ON CONFLICT (code) DO UPDATE SET label = EXCLUDED.label,"
+            " full_name = EXCLUDED.full_name, level = EXCLUDED.level, parent_code = EXCLUDED.parent_code,"
+            " description = EXCLUDED.description, keywords = EXCLUDED.keywords, updated_at = now()"
+            " WHERE (themes.label, themes.full_name, themes.description, themes.keywords)"
+            " IS DISTINCT FROM (EXCLUDED.label, EXCLUDED.full_name, EXCLUDED.description, EXCLUDED.keywords)",
+            values,
+            page_size=1000,
+        )
+    return len(values)
+
+
+def load_reference_data(settings) -> str:
+    """Agencies and the theme taxonomy into PostgreSQL (whichever this checkout has)."""
+    parts = []
+    conn = connect(settings.pg_dsn())
+    try:
+        try:
+            from dgb import agencies
+        except ModuleNotFoundError:
+            agencies = None
+        if agencies is not None:
+            catalogue = agencies.load_agencies()
+            parts.append(f"{upsert_agencies(conn, catalogue.values())} agencies")
+        try:
+            from dgb import taxonomy
+        except ModuleNotFoundError:
+            taxonomy = None
+        if taxonomy is not None:
+            parts.append(f"{upsert_themes(conn, taxonomy.themes_rows(taxonomy.load_taxonomy()))} themes")
+    finally:
+        conn.close()
+    return ", ".join(parts) or "nothing to load"
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def register(sub) -> None:
+    p = sub.add_parser("db", help="database migrations and reference data")
+    dsub = p.add_subparsers(dest="db_command", required=True)
+    m = dsub.add_parser("migrate", help="apply pending migrations (idempotent)")
+    m.set_defaults(func=_cmd_migrate)
+    s = dsub.add_parser("status", help="list migrations and whether each is applied")
+    s.set_defaults(func=_cmd_status)
+    r = dsub.add_parser("load-reference", help="load agencies and themes (idempotent)")
+    r.set_defaults(func=_cmd_load)
+
+
+def _cmd_migrate(args) -> int:
+    from dgb.config import settings
+
+    applied = migrate_dsn(settings().pg_dsn())
+    print(f"applied {len(applied)}: {', '.join(applied)}" if applied else "up to date")
+    return 0
+
+
+def _cmd_status(args) -> int:
+    from dgb.config import settings
+
+    conn = connect(settings().pg_dsn())
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            done = {}
+            if cur.fetchone()[0]:
+                cur.execute("SELECT version, applied_at FROM schema_migrations")
+                done = dict(cur.fetchall())
+    finally:
+        conn.close()
+    for mig in discover():
+        when = done.get(mig.version)
+        print(f"{mig.version}_{mig.name:40s} {'applied ' + when.isoformat() if when else 'PENDING'}")
+    return 0
+
+
+def _cmd_load(args) -> int:
+    from dgb.config import settings
+
+    print(load_reference_data(settings()))
+    return 0

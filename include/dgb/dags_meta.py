@@ -23,11 +23,16 @@ BOOTSTRAP_DAG_ID = "dgb_bootstrap"
 
 def pipeline_dag_ids(settings=None) -> list[str]:
     """Every DAG id this checkout defines (the ones `make up` unpauses)."""
+    import importlib
+
+    from dgb import has_module
+
     ids = [BOOTSTRAP_DAG_ID]
-    try:
-        from dgb.scraper import dags as scrape_dags
-    except ModuleNotFoundError:
-        scrape_dags = None
-    if scrape_dags is not None:
-        ids += scrape_dags.dag_ids(settings)
+    for module in OPTIONAL_DAG_MODULES:
+        if has_module(module):
+            ids += importlib.import_module(module).dag_ids(settings)
     return ids
+
+
+# Domain modules that generate DAGs; each exposes dag_ids(settings) -> list[str].
+OPTIONAL_DAG_MODULES = ("dgb.scraper.dags", "dgb.pipeline.dags", "dgb.integrity.dags")

@@ -401,6 +401,8 @@ class Typesense(ManagedProcess):
             f"--api-key={self.s.typesense_api_key}",
             f"--api-address={self.host}",
             f"--api-port={self.port}",
+            f"--peering-address={self.host}",
+            f"--peering-port={self.s.typesense_peering_port}",
             "--enable-cors=false",
         ]
 
@@ -589,10 +591,10 @@ def component(settings: Settings, name: str) -> Component:
 
 def available(name: str) -> bool:
     """Whether this checkout has the code for a component (mirror/model arrive with later work)."""
-    import importlib.util
+    from dgb import has_module
 
     needs = {"mirror": "dgb.mirror.cli", "model": "dgb.embed.service"}.get(name)
-    return needs is None or importlib.util.find_spec(needs) is not None
+    return needs is None or has_module(needs)
 
 
 def ensure(names: list[str] | tuple[str, ...], settings: Settings | None = None) -> Settings:

@@ -1,0 +1,70 @@
+"""Shared fixtures. Tests talk to the real servers (PostgreSQL, Pub/Sub emulator, Typesense),
+started or reused through dgb.stack, but keep their own database, Pub/Sub project and
+Typesense alias so a running dev stack's data is never touched."""
+
+from __future__ import annotations
+
+import os
+
+# Test isolation, set before anything reads settings.
+os.environ["DGB_PG_DB"] = os.environ.get("DGB_TEST_PG_DB", "dgb_test")
+os.environ["DGB_PG_AIRFLOW_DB"] = os.environ.get("DGB_TEST_PG_AIRFLOW_DB", "dgb_airflow_test")
+os.environ["DGB_GCP_PROJECT"] = os.environ.get("DGB_TEST_GCP_PROJECT", "dgb-test")
+os.environ["DGB_TYPESENSE_COLLECTION"] = os.environ.get("DGB_TEST_TYPESENSE_COLLECTION", "test_news")
+
+import pytest  # noqa: E402
+
+from dgb import stack  # noqa: E402
+from dgb.config import Settings  # noqa: E402
+
+_settings = stack.ensure_secrets(Settings.from_env())
+_airflow = stack.airflow_env(_settings)
+_airflow["AIRFLOW_HOME"] = str(_settings.state_dir / "airflow-test")
+for _key, _value in _airflow.items():
+    if _key.startswith(("AIRFLOW", "PUBSUB_EMULATOR_HOST")):
+        os.environ[_key] = _value
+
+TRUNCATE = ("news_update_history", "integrity_state", "news", "outbox", "dead_letters", "scrape_runs")
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+@pytest.fixture(scope="session")
+def pg_server(settings):
+    """PostgreSQL running, our role and the test databases created, migrations applied."""
+    stack.ensure(["postgres"], settings)
+    pg = stack.Postgres(settings)
+    stack.ensure_database(pg, settings.pg_db)
+    stack.ensure_database(pg, settings.pg_airflow_db)
+    from dgb import db
+
+    db.migrate_dsn(settings.pg_dsn())
+    return settings
+
+
+@pytest.fixture
+def pg(pg_server):
+    """A connection to a clean test database (pipeline tables truncated)."""
+    from dgb import db
+
+    conn = db.connect(pg_server.pg_dsn())
+    with db.transaction(conn) as cur:
+        cur.execute(f"TRUNCATE {', '.join(TRUNCATE)} RESTART IDENTITY CASCADE")
+    yield conn
+    conn.close()
+
+
+@pytest.fixture(scope="session")
+def pubsub_server(settings):
+    stack.ensure(["pubsub"], settings)
+    os.environ["PUBSUB_EMULATOR_HOST"] = settings.pubsub_emulator_host
+    return settings
+
+
+@pytest.fixture(scope="session")
+def typesense_server(settings):
+    stack.ensure(["typesense"], settings)
+    return settings

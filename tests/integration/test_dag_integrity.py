@@ -1,0 +1,44 @@
+"""Every DAG imports cleanly and follows the project's conventions."""
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.airflow
+
+DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
+
+
+@pytest.fixture(scope="module")
+def dagbag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(DAGS_DIR))
+
+
+def test_no_import_errors(dagbag):
+    assert dagbag.import_errors == {}
+
+
+def test_registry_matches_dag_files(dagbag):
+    from dgb.dags_meta import pipeline_dag_ids
+
+    assert set(pipeline_dag_ids()) == set(dagbag.dag_ids)
+
+
+@pytest.mark.parametrize("check", ["tags", "owner", "retries", "catchup", "doc_md"])
+def test_dag_conventions(dagbag, check):
+    assert dagbag.dags, "no DAGs found"
+    bad = []
+    for dag_id, dag in dagbag.dags.items():
+        if check == "tags" and not dag.tags:
+            bad.append(dag_id)
+        elif check == "owner" and any(t.owner in (None, "", "airflow") for t in dag.tasks):
+            bad.append(dag_id)
+        elif check == "retries" and any((t.retries or 0) < 2 for t in dag.tasks):
+            bad.append(dag_id)
+        elif check == "catchup" and dag.catchup:
+            bad.append(dag_id)
+        elif check == "doc_md" and not (dag.doc_md or "").strip():
+            bad.append(dag_id)
+    assert bad == [], f"DAGs failing the {check} convention: {bad}"

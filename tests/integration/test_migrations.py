@@ -1,0 +1,104 @@
+"""Migrations against a real PostgreSQL: fresh database, applied twice, schema as expected."""
+
+import uuid
+
+import psycopg2
+import pytest
+
+from dgb import db, stack
+
+pytestmark = pytest.mark.stack
+
+
+@pytest.fixture
+def fresh_db(pg_server):
+    name = f"dgb_migtest_{uuid.uuid4().hex[:8]}"
+    pg = stack.Postgres(pg_server)
+    stack.ensure_database(pg, name)
+    dsn = pg_server.pg_dsn(name)
+    yield dsn
+    pg._psql_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _columns(conn, table):
+    with conn.cursor() as cur:
+        cur.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s", (table,))
+        return dict(cur.fetchall())
+
+
+def test_apply_twice_is_a_noop(fresh_db):
+    first = db.migrate_dsn(fresh_db)
+    assert first == [f"{m.version}_{m.name}" for m in db.discover()]
+    assert db.migrate_dsn(fresh_db) == []
+    conn = db.connect(fresh_db)
+    with conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM schema_migrations")
+        assert cur.fetchone()[0] == len(first)
+    conn.close()
+
+
+def test_schema_has_expected_tables_and_columns(fresh_db):
+    db.migrate_dsn(fresh_db)
+    conn = db.connect(fresh_db)
+    news = _columns(conn, "news")
+    for col in ("unique_id", "agency_key", "title", "url", "published_at", "content_hash", "tags",
+                "theme_l1_id", "most_specific_theme_id", "summary", "content_embedding", "embedding_model",
+                "embedding_dim", "scraped_at", "enriched_at", "embedded_at", "indexed_at", "last_error",
+                "attempts", "version", "trace_id"):
+        assert col in news, col
+    assert news["content_embedding"] == "ARRAY"  # dimension travels with the row, not the type
+    assert news["tags"] == "ARRAY"
+    for table, cols in {
+        "agencies": ("key", "name", "type", "parent_key", "url", "site_kind", "active"),
+        "themes": ("code", "label", "full_name", "level", "parent_code", "description"),
+        "outbox": ("topic", "aggregate_id", "payload", "attributes", "published_at", "attempts"),
+        "dead_letters": ("subscription", "reason", "trace_id", "first_seen", "last_seen", "attempts"),
+        "scrape_runs": ("agency_key", "status", "error_category", "articles_scraped", "execution_time_seconds"),
+        "news_update_history": ("news_id", "field_changed", "old_value", "new_value", "detected_at"),
+        "integrity_state": ("news_id", "last_checked_at", "next_due_at", "etag", "last_modified"),
+    }.items():
+        have = _columns(conn, table)
+        assert set(cols) <= set(have), (table, set(cols) - set(have))
+    conn.close()
+
+
+def test_constraints_guard_identity_and_embedding_dimension(fresh_db):
+    db.migrate_dsn(fresh_db)
+    conn = db.connect(fresh_db)
+    insert = ("INSERT INTO news (unique_id, agency_key, title, url, published_at, content_embedding, embedding_dim)"
+              " VALUES (%s, 'mec', 't', %s, now(), %s, %s)")
+    with db.transaction(conn) as cur:
+        cur.execute(insert, ("a_1", "https://x/1", [0.1, 0.2, 0.3], 3))
+    with pytest.raises(psycopg2.errors.UniqueViolation):
+        with db.transaction(conn) as cur:  # same (agency, url): one row per article
+            cur.execute(insert, ("a_2", "https://x/1", None, None))
+    with pytest.raises(psycopg2.errors.CheckViolation):
+        with db.transaction(conn) as cur:  # vector length must match its declared dimension
+            cur.execute(insert, ("a_3", "https://x/3", [0.1, 0.2], 3))
+    conn.close()
+
+
+def test_edited_applied_migration_is_refused(fresh_db, tmp_path):
+    for mig in db.discover():
+        (tmp_path / mig.path.name).write_text(mig.sql)
+    conn = db.connect(fresh_db)
+    assert db.migrate(conn, tmp_path)
+    first = sorted(tmp_path.glob("*.sql"))[0]
+    first.write_text(first.read_text() + "\n-- edited\n")
+    with pytest.raises(db.MigrationError, match="changed after it was applied"):
+        db.migrate(conn, tmp_path)
+    conn.close()
+
+
+def test_bad_migration_rolls_back_whole_file(fresh_db, tmp_path):
+    (tmp_path / "0001_ok.sql").write_text("CREATE TABLE t1 (id int);")
+    (tmp_path / "0002_bad.sql").write_text("CREATE TABLE t2 (id int); SELECT * FROM missing_table;")
+    conn = db.connect(fresh_db)
+    with pytest.raises(psycopg2.errors.UndefinedTable):
+        db.migrate(conn, tmp_path)
+    with conn.cursor() as cur:
+        cur.execute("SELECT to_regclass('t1') IS NOT NULL, to_regclass('t2') IS NOT NULL")
+        assert cur.fetchone() == (True, False)
+        cur.execute("SELECT version FROM schema_migrations")
+        assert [r[0] for r in cur.fetchall()] == ["0001"]
+    conn.close()

@@ -36,3 +36,9 @@ def pipeline_dag_ids(settings=None) -> list[str]:
 
 # Domain modules that generate DAGs; each exposes dag_ids(settings) -> list[str].
 OPTIONAL_DAG_MODULES = ("dgb.scraper.dags", "dgb.pipeline.dags", "dgb.integrity.dags")
+
+# Airflow pools (created by `make up`; airflow_settings.yaml for Astro): name -> (slots, description)
+SCRAPE_POOL = "scrape_http"
+POOLS = {
+    SCRAPE_POOL: (4, "Concurrent scrape tasks (each fetches one host at a time, politely)"),
+}

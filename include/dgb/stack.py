@@ -474,7 +474,8 @@ def airflow_env(settings: Settings) -> dict[str, str]:
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__PARALLELISM": os.environ.get("AIRFLOW__CORE__PARALLELISM", "8"),
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+        # local stack: a DAG that appears later (an agency added to the mirror) runs at once
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{s.airflow_port}/execution/",
         "AIRFLOW__CORE__AUTH_MANAGER":
             "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
@@ -633,6 +634,10 @@ def up_airflow(settings: Settings) -> None:
     log(f"airflow db migrate: {time.monotonic() - t0:.1f}s")
     home = settings.state_dir / "airflow"
     home.mkdir(parents=True, exist_ok=True)
+    from dgb.dags_meta import POOLS
+
+    for pool, (slots, description) in POOLS.items():
+        airflow_cli(settings, ["pools", "set", pool, str(slots), description], capture=True)
     for part in AIRFLOW_PARTS:
         t1 = time.monotonic()
         status = AirflowPart(settings, part).up()
@@ -725,6 +730,7 @@ def main(argv: list[str] | None = None) -> int:
     p_ensure = sub.add_parser("ensure", help="start (or reuse) only the named services")
     p_ensure.add_argument("services", nargs="+", choices=SERVICES)
     p_ensure.add_argument("--bootstrap", action="store_true")
+    sub.add_parser("bootstrap", help="migrations, reference data, topology, collection (servers must be up)")
     sub.add_parser("down")
     sub.add_parser("status")
     p_af = sub.add_parser("airflow", help="run the Airflow CLI against the local stack")
@@ -737,6 +743,8 @@ def main(argv: list[str] | None = None) -> int:
             settings = ensure(args.services)
             if args.bootstrap:
                 bootstrap(settings)
+        elif args.cmd == "bootstrap":
+            bootstrap(Settings.from_env())
         elif args.cmd == "down":
             down()
         elif args.cmd == "status":

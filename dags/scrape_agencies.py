@@ -1,0 +1,52 @@
+"""Scrape DAGs: one per active agency (`scrape_<key>`) and `scrape_ebc`, from the agency config."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pendulum
+from airflow.sdk import DAG, Asset, Param
+from dgb_airflow.operators.scrape import OutboxRelayOperator, ScrapeAgencyOperator
+
+from dgb.dags_meta import DEFAULT_ARGS, SCRAPE_POOL
+from dgb.scraper.dags import scrape_specs
+
+NEWS_TABLE = Asset(name="dgb_news", uri="dgb://postgres/news")
+SCRAPED_TOPIC = Asset(name="dgb.news.scraped", uri="dgb://pubsub/dgb.news.scraped")
+
+DOC = """
+### {dag_id}
+Scrapes {what} every 10 minutes (staggered), stores new and edited articles in PostgreSQL
+(`news`, with `news_update_history` for edits and a `scrape_runs` row per agency run) and,
+in the same transaction, their `dgb.news.scraped` events in the outbox; `relay_outbox` then
+publishes them to Pub/Sub.
+
+**Backfill**: `airflow dags trigger {dag_id} -c '{{"start_date": "2026-11-01"}}'`
+(optional `end_date`, and `allow_update: false` to leave known articles untouched).
+"""
+
+for spec in scrape_specs():
+    what = "the EBC sources" if len(spec.agency_keys) > 1 or spec.dag_id == "scrape_ebc" else f"agency `{spec.agency_key}`"
+    with DAG(
+        dag_id=spec.dag_id,
+        schedule=spec.schedule,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        dagrun_timeout=timedelta(minutes=30),
+        default_args=DEFAULT_ARGS,
+        tags=["dgb", "scrape"],
+        params={
+            "start_date": Param(None, type=["null", "string"], format="date",
+                                description="backfill from this date (YYYY-MM-DD)"),
+            "end_date": Param(None, type=["null", "string"], format="date",
+                              description="backfill up to this date (YYYY-MM-DD)"),
+            "allow_update": Param(True, type="boolean", description="update known articles that changed"),
+        },
+        doc_md=DOC.format(dag_id=spec.dag_id, what=what),
+    ) as dag:
+        scrape = ScrapeAgencyOperator(task_id="scrape", agency_keys=spec.agency_keys, pool=SCRAPE_POOL,
+                                      outlets=[NEWS_TABLE])
+        relay = OutboxRelayOperator(task_id="relay_outbox", outlets=[SCRAPED_TOPIC])
+        scrape >> relay
+    globals()[spec.dag_id] = dag

@@ -1,0 +1,91 @@
+"""``dgb mirror serve|agencies``: run the local gov.br-like site, list the agencies it serves."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from dgb.config import Settings
+from dgb.mirror.server import Faults, MirrorServer, start_in_thread, start_ticker
+from dgb.mirror.site import DEFAULT_CORPUS, Site
+
+__all__ = ["register", "start_in_thread"]
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("mirror", help="local gov.br-like site for tests and the offline stack")
+    sub = parser.add_subparsers(dest="mirror_command", metavar="ACTION")
+    parser.set_defaults(func=lambda args: (parser.print_help(sys.stderr), 2)[1])
+
+    serve = sub.add_parser("serve", help="serve the mirror on a loopback port")
+    serve.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default: DGB_MIRROR_PORT, 8090)")
+    serve.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="articles JSONL")
+    serve.add_argument("--tick", type=float, default=None, metavar="SECONDS",
+                       help="publish a held-back article and edit one every SECONDS (off by default)")
+    serve.add_argument("--seed", type=int, default=0, help="seed of the --tick edits")
+    serve.add_argument("--faults", type=Path, default=None, metavar="FILE", help="JSON list of startup faults")
+    serve.add_argument("--removed-status", type=int, choices=(404, 410), default=404,
+                       help="status of removed articles (default 404)")
+    serve.set_defaults(func=_serve)
+
+    agencies = sub.add_parser("agencies", help="print the agency keys the mirror serves")
+    agencies.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    agencies.add_argument("--unknown", action="store_true", help="only keys missing from the agency catalogue")
+    agencies.set_defaults(func=_agencies)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    if not _loopback(args.host):
+        print(f"dgb mirror: refusing to serve on non-loopback host {args.host!r}; use 127.0.0.1", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    port = args.port if args.port is not None else Settings.from_env().mirror_port
+    try:
+        faults = Faults.from_file(args.faults) if args.faults else Faults()
+    except (OSError, ValueError) as exc:
+        print(f"dgb mirror: bad --faults file {args.faults}: {exc}", file=sys.stderr)
+        return 2
+    site = Site(args.corpus, removed_status=args.removed_status,
+                hold_back=0.1 if args.tick else 0.0, seed=args.seed)
+    try:
+        server = MirrorServer((args.host, port), site, faults)
+    except OSError as exc:
+        print(f"dgb mirror: cannot listen on {args.host}:{port}: {exc}", file=sys.stderr)
+        return 1
+    stop_tick = start_ticker(site, args.tick) if args.tick else None
+    state = site.state()
+    logging.info("dgb mirror on %s: %d articles, %d agencies%s", server.base_url, state["articles"],
+                 len(state["agencies"]), f", tick every {args.tick}s" if args.tick else "")
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if stop_tick:
+            stop_tick.set()
+        server.server_close()
+    return 0
+
+
+def _agencies(args: argparse.Namespace) -> int:
+    site = Site(args.corpus)
+    site.refresh_extra()
+    for key in site.unknown_agency_keys() if args.unknown else site.agency_keys():
+        print(key)
+    return 0

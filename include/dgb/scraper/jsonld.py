@@ -1,0 +1,93 @@
+"""JSON-LD (``script[type="application/ld+json"]``) article metadata, tolerant of broken JSON."""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterator
+
+from selectolax.lexbor import LexborHTMLParser
+
+from dgb.scraper.dates import parse_iso_datetime
+
+_ARTICLE_TYPES = ("NewsArticle", "ReportageNewsArticle", "AnalysisNewsArticle", "Article", "BlogPosting")
+
+
+@dataclass
+class JsonLdArticle:
+    headline: str | None = None
+    published_at: datetime | None = None
+    updated_at: datetime | None = None
+    image: str | None = None
+
+
+def _walk(data: Any) -> Iterator[dict]:
+    if isinstance(data, list):
+        for entry in data:
+            yield from _walk(entry)
+    elif isinstance(data, dict):
+        yield data
+        yield from _walk(data.get("@graph"))
+
+
+def _types(obj: dict) -> list[str]:
+    kind = obj.get("@type")
+    return [kind] if isinstance(kind, str) else [k for k in kind or [] if isinstance(k, str)]
+
+
+def _rank(obj: dict) -> int:
+    types = _types(obj)
+    return next((i for i, name in enumerate(_ARTICLE_TYPES) if name in types),
+                len(_ARTICLE_TYPES) if "datePublished" in obj else 99)
+
+
+def _image(value: Any) -> str | None:
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if isinstance(value, dict):
+        value = value.get("url") or value.get("contentUrl")
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _regex_field(raw: str, name: str) -> str | None:
+    match = re.search(rf'"{name}"\s*:\s*"([^"]*)"', raw)
+    return match.group(1) if match else None
+
+
+def extract_jsonld_article(tree: LexborHTMLParser) -> JsonLdArticle:
+    """Headline, dates and image of the page's article object.
+
+    Every ld+json script is read (lists and ``@graph`` included); a NewsArticle is preferred over
+    other article types, then over any object with ``datePublished``. Scripts that are not valid
+    JSON (e.g. an unescaped quote in ``headline``) still yield their ``datePublished`` /
+    ``dateModified`` through a regular expression; their headline is not trusted.
+    """
+    candidates: list[dict] = []
+    broken: list[str] = []
+    for script in tree.css('script[type="application/ld+json"]'):
+        raw = script.text(deep=True) or ""
+        if not raw.strip():
+            continue
+        try:
+            candidates.extend(_walk(json.loads(raw, strict=False)))
+        except ValueError:
+            broken.append(raw)
+    ranked = sorted((c for c in candidates if _rank(c) < 99), key=_rank)
+    if ranked:
+        obj = ranked[0]
+        headline = obj.get("headline") or obj.get("name")
+        return JsonLdArticle(
+            headline=" ".join(htmllib.unescape(headline).split()) if isinstance(headline, str) else None,
+            published_at=parse_iso_datetime(obj.get("datePublished")),
+            updated_at=parse_iso_datetime(obj.get("dateModified")),
+            image=_image(obj.get("image")),
+        )
+    for raw in broken:
+        published = parse_iso_datetime(_regex_field(raw, "datePublished"))
+        if published:
+            return JsonLdArticle(published_at=published,
+                                 updated_at=parse_iso_datetime(_regex_field(raw, "dateModified")))
+    return JsonLdArticle()

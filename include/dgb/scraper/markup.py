@@ -1,0 +1,163 @@
+"""Shared HTML helpers: byte decoding, text extraction, URL resolution, Markdown conversion."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from urllib.parse import urljoin, urlsplit
+
+from markdownify import markdownify
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from dgb.scraper.errors import HtmlChangedError
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+# Browsers decode these labels as windows-1252.
+_AS_CP1252 = {"iso-8859-1", "iso8859-1", "latin-1", "latin1", "l1", "us-ascii", "ascii", "cp819"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def _codec(label: str | None) -> str | None:
+    if not label:
+        return None
+    label = label.strip().strip("\"'").lower()
+    if label in _AS_CP1252:
+        return "cp1252"
+    try:
+        return codecs.lookup(label).name
+    except LookupError:
+        return None
+
+
+def decode_bytes(data: bytes, charset: str | None = None) -> str:
+    """Decode a fetched page: its declared charset (HTTP header, else ``<meta charset>``), or,
+    when it declares none, UTF-8 then cp1252.
+
+    A page whose bytes are invalid in the charset it declares is broken, not guessed at (a
+    guess would store mojibake): :class:`~dgb.scraper.errors.HtmlChangedError`. So is input
+    that decodes under no candidate, or decodes to text full of control characters (binary).
+    """
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+        charset = "utf-8"
+    meta = _META_CHARSET.search(data[:4096])
+    declared = _codec(charset) or _codec(meta.group(1).decode("ascii") if meta else None)
+    candidates = [declared] if declared else ["utf-8", "cp1252"]
+    for codec in candidates:
+        try:
+            text = data.decode(codec)
+        except (UnicodeDecodeError, LookupError) as exc:
+            if declared:
+                raise HtmlChangedError(
+                    f"broken encoding: page declares {declared} but its bytes are not valid {declared} "
+                    f"({exc.reason} at byte {getattr(exc, 'start', '?')})") from exc
+            continue
+        if "\x00" in text or len(_CONTROL.findall(text)) > max(8, len(text) // 200):
+            break  # decodes, but it is binary
+        return text
+    raise HtmlChangedError(f"undecodable page: {len(data)} bytes are not UTF-8 or cp1252 text (binary content?)")
+
+
+def parse_html(html: str) -> LexborHTMLParser:
+    return LexborHTMLParser(html)
+
+
+def text_of(node: LexborNode | None, sep: str = "") -> str:
+    """Node text with whitespace collapsed ("" for None). ``sep`` joins text nodes."""
+    if node is None:
+        return ""
+    return " ".join(node.text(deep=True, separator=sep).split())
+
+
+def first_text(root: LexborNode | LexborHTMLParser, *selectors: str, sep: str = "") -> str | None:
+    """Text of the first node matching one of ``selectors`` (in order) that has any text."""
+    for selector in selectors:
+        for node in root.css(selector):
+            text = text_of(node, sep)
+            if text:
+                return text
+    return None
+
+
+def meta_content(tree: LexborHTMLParser, *names: str) -> str | None:
+    for name in names:
+        node = tree.css_first(f'meta[property="{name}"], meta[name="{name}"]')
+        if node is not None and (node.attributes.get("content") or "").strip():
+            return (node.attributes.get("content") or "").strip()
+    return None
+
+
+def first_path_segment(url: str) -> str:
+    """``mec`` for ``https://www.gov.br/mec/pt-br/...`` (the gov.br agency key); "" for a bare host."""
+    return next((part for part in urlsplit(url).path.split("/") if part), "")
+
+
+def site_root(page_url: str, agency: str | None = None) -> str:
+    """``https://host/<agency>/``: the Plone site that serves ``page_url``.
+
+    The site root ends at the agency's path segment, keeping any prefix before it (the local
+    mirror serves ``http://127.0.0.1:P/www.gov.br/<agency>/...``). When ``agency`` is not
+    given, or not in the path, the page URL's first segment is used.
+    """
+    parts = urlsplit(page_url)
+    segments = [p for p in parts.path.split("/") if p]
+    if agency and agency in segments:
+        prefix = segments[: segments.index(agency) + 1]
+    else:
+        prefix = segments[:1] if (agency is None or not segments) else [agency]
+    path = "/".join(prefix)
+    return f"{parts.scheme or 'https'}://{parts.netloc}/{path + '/' if path else ''}"
+
+
+def drop_nodes(nodes: list[LexborNode]) -> None:
+    """Destroy ``nodes``, skipping those inside another one of them (destroyed with it).
+
+    Destroying a node frees its subtree, so nested matches must not be touched afterwards.
+    """
+    unique = list({n.mem_id: n for n in nodes}.values())
+    ids = set(n.mem_id for n in unique)
+    outer = []
+    for node in unique:
+        parent = node.parent
+        while parent is not None and parent.mem_id not in ids:
+            parent = parent.parent
+        if parent is None:
+            outer.append(node)
+    for node in outer:
+        node.decompose()
+
+
+def absolute_url(href: str | None, page_url: str, agency: str | None = None) -> str | None:
+    """Make ``href`` absolute against ``page_url``.
+
+    resolveuid rule: a relative link containing ``resolveuid/<uid>`` (``resolveuid/abc``,
+    ``../../resolveuid/abc/@@images/image``) points at Plone's UID resolver of the *site root*,
+    so everything from ``resolveuid/`` on is appended to ``https://host/<agency>/``
+    (:func:`site_root`), whatever the page's own path. Absolute URLs are kept as they are
+    (protocol-relative ones get the page's scheme); ``data:``/``javascript:``/``mailto:`` and
+    bare fragments give None.
+    """
+    href = (href or "").strip()
+    if not href or href.startswith("#") or re.match(r"(?i)(data|javascript|mailto|tel):", href):
+        return None
+    if not urlsplit(href).scheme and not href.startswith("//"):
+        idx = href.find("resolveuid/")
+        if idx >= 0:
+            return site_root(page_url, agency) + href[idx:]
+    return urljoin(page_url, href)
+
+
+def absolutise_links(root: LexborNode, page_url: str, agency: str | None = None) -> None:
+    """Rewrite ``img[src]`` and ``a[href]`` under ``root`` to absolute URLs (in place)."""
+    for attr, selector in (("src", "img[src]"), ("href", "a[href]")):
+        for node in root.css(selector):
+            url = absolute_url(node.attributes.get(attr), page_url, agency)
+            if url:
+                node.attrs[attr] = url
+
+
+def to_markdown(html: str) -> str:
+    """Markdown of an HTML fragment: ATX headings, "-" bullets, at most one blank line in a row."""
+    md = markdownify(html, heading_style="ATX", bullets="-", strip=["iframe", "video", "audio", "source"])
+    lines = [line.rstrip() for line in md.replace("\xa0", " ").splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()

@@ -1,0 +1,153 @@
+"""Plone 6 (Volto) agencies, read through the REST API ``@search`` endpoint.
+
+Request shape: ``https://www.gov.br/<agency>/++api++/<path>/@search?portal_type=News Item&
+sort_on=effective&sort_order=descending&b_start=N&b_size=25&fullobjects=1``.
+
+Each entry of ``items[]`` becomes a full :class:`ListingItem`: ``@id`` (``/++api++`` removed) is
+the URL, ``title``, ``effective`` -> published_at, ``modified`` -> updated_at, ``description`` ->
+summary (the article's subtitle), ``head_title`` (the chapéu, when present) -> category,
+``Subject`` -> tags, ``image.download`` / ``image.scales`` / ``image_scales`` -> image_url, and
+``blocks`` rendered to Markdown in ``blocks_layout.items`` order (slate blocks from their
+``value`` tree, else ``plaintext``; text/html blocks from their HTML; title/description blocks
+skipped as they repeat the metadata). ``batching.next`` is the next page.
+"""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+from typing import Any
+from urllib.parse import urljoin
+
+from dgb.scraper.dates import parse_iso_datetime
+from dgb.scraper.errors import AntiBotError, EmptyContentError, HtmlChangedError, detect_anti_bot
+from dgb.scraper.markup import to_markdown
+from dgb.scraper.models import Article, ListingItem, ListingPage
+
+_SLATE_TAGS = {"p": "p", "paragraph": "p", "h1": "h2", "h2": "h2", "h3": "h3", "h4": "h4", "ul": "ul",
+               "ol": "ol", "li": "li", "blockquote": "blockquote", "strong": "strong", "b": "strong",
+               "em": "em", "i": "em", "u": "u", "del": "del", "sub": "sub", "sup": "sup", "code": "code"}
+_SKIP_BLOCKS = {"title", "description", "documentByLine", "toc", "listing", "search"}
+
+
+def _page_url(api_url: str) -> str:
+    return api_url.replace("/++api++", "")
+
+
+def _slate_html(nodes: Any) -> str:
+    """HTML of a slate value (list of nodes: text leaves or elements with ``type``/``children``)."""
+    if isinstance(nodes, dict):
+        nodes = [nodes]
+    out = []
+    for node in nodes if isinstance(nodes, list) else []:
+        if not isinstance(node, dict):
+            continue
+        if "text" in node and "type" not in node:
+            out.append(htmllib.escape(str(node["text"])).replace("\n", "<br>"))
+            continue
+        inner = _slate_html(node.get("children"))
+        kind = node.get("type")
+        if kind == "link":
+            href = ((node.get("data") or {}).get("url") or "")
+            out.append(f'<a href="{htmllib.escape(href, quote=True)}">{inner}</a>' if href else inner)
+        elif kind in _SLATE_TAGS:
+            out.append(f"<{_SLATE_TAGS[kind]}>{inner}</{_SLATE_TAGS[kind]}>")
+        else:
+            out.append(inner)
+    return "".join(out)
+
+
+def _block_markdown(block: dict, base: str) -> str:
+    kind = block.get("@type")
+    if kind in _SKIP_BLOCKS:
+        return ""
+    if kind == "slate":
+        rendered = to_markdown(_slate_html(block.get("value"))) if block.get("value") else ""
+        return rendered or " ".join(str(block.get("plaintext") or "").split())
+    if kind in ("text", "html"):
+        value = block.get("text") if kind == "text" else block.get("html")
+        value = value if value is not None else block.get("value")
+        if isinstance(value, dict) and isinstance(value.get("data"), str):  # RichText {"data": "<p>..."}
+            return to_markdown(value["data"])
+        if isinstance(value, dict):  # draft.js {"blocks": [{"text": ...}]}
+            return "\n\n".join(b.get("text", "") for b in value.get("blocks", []) if b.get("text"))
+        return to_markdown(value) if isinstance(value, str) else ""
+    if kind == "image" and isinstance(block.get("url"), str):
+        alt = " ".join(str(block.get("alt") or "").split())
+        return f"![{alt}]({urljoin(base + '/', block['url'])})"
+    return ""
+
+
+def _blocks_markdown(item: dict, base: str) -> str:
+    blocks = item.get("blocks") if isinstance(item.get("blocks"), dict) else {}
+    order = (item.get("blocks_layout") or {}).get("items") or list(blocks)
+    parts = [_block_markdown(blocks[key], base) for key in order if isinstance(blocks.get(key), dict)]
+    if not any(parts) and isinstance(item.get("text"), dict):  # classic RichText field
+        parts = [to_markdown(item["text"].get("data") or "")]
+    return "\n\n".join(p for p in parts if p).strip()
+
+
+def _image_url(item: dict, base: str) -> str | None:
+    image = item.get("image")
+    if isinstance(image, dict):
+        scales = image.get("scales") or {}
+        src = image.get("download") or (scales.get("great") or scales.get("large") or {}).get("download")
+        if src:
+            return _page_url(urljoin(base + "/", src))
+    scales = (item.get("image_scales") or {}).get("image")
+    if isinstance(scales, list) and scales and isinstance(scales[0], dict) and scales[0].get("download"):
+        return _page_url(urljoin(base + "/", scales[0]["download"]))
+    return None
+
+
+def parse_plone6_item(item: dict, base_url: str) -> ListingItem | None:
+    """One ``@search`` item (None when it has no ``@id`` or title)."""
+    api_url, title = item.get("@id"), " ".join(str(item.get("title") or "").split())
+    if not isinstance(api_url, str) or not api_url or not title:
+        return None
+    url = _page_url(urljoin(base_url, api_url))
+    subjects = item.get("Subject") or item.get("subjects") or []
+    return ListingItem(
+        title=title,
+        url=url,
+        published_at=parse_iso_datetime(item.get("effective")) or parse_iso_datetime(item.get("created")),
+        updated_at=parse_iso_datetime(item.get("modified")),
+        category=" ".join(str(item.get("head_title") or "").split()) or None,
+        summary=" ".join(str(item.get("description") or "").split()) or None,
+        tags=[str(s).strip() for s in subjects if str(s).strip()] if isinstance(subjects, list) else [],
+        image_url=_image_url(item, url),
+        content=_blocks_markdown(item, url),
+    )
+
+
+def parse_plone6_search(json_text: str, base_url: str, agency: str | None = None) -> ListingPage:
+    """Items and ``batching.next`` of a Plone 6 ``@search`` response.
+
+    Not JSON (or JSON without an ``items`` list) raises ``html_changed``; an anti-bot page
+    served instead of JSON raises ``anti_bot``.
+    """
+    try:
+        data = json.loads(json_text)
+    except ValueError as exc:
+        if detect_anti_bot(json_text):
+            raise AntiBotError(f"Plone 6 API {base_url} returned an anti-bot challenge page") from exc
+        raise HtmlChangedError(f"Plone 6 API {base_url} did not return valid JSON: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+        raise HtmlChangedError(f"Plone 6 API {base_url}: response has no 'items' list")
+    items = [item for raw in data["items"] if isinstance(raw, dict)
+             if (item := parse_plone6_item(raw, base_url)) is not None]
+    batching = data.get("batching") if isinstance(data.get("batching"), dict) else {}
+    next_url = batching.get("next") if isinstance(batching.get("next"), str) else None
+    return ListingPage(items, urljoin(base_url, next_url) if next_url else None)
+
+
+def parse_plone6_article(json_text: str, url: str, agency: str) -> Article:
+    """A single Plone 6 content object (``GET .../++api++/<path>``) as an :class:`Article`."""
+    try:
+        data = json.loads(json_text)
+    except ValueError as exc:
+        raise HtmlChangedError(f"Plone 6 API {url} did not return valid JSON: {exc}") from exc
+    item = parse_plone6_item(data, url) if isinstance(data, dict) else None
+    if item is None:
+        raise EmptyContentError(f"Plone 6 API {url}: object has no @id or title")
+    return item.to_article(agency)

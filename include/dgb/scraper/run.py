@@ -1,0 +1,215 @@
+"""One scrape run of one agency: listing pages -> articles -> storage (+ outbox), reported.
+
+Listing pages are walked newest first. A regular run stops after ``fence`` consecutive
+already-known URLs (the known-URL fence; the known ones it passes are re-read so edits are
+caught); a backfill (``start_date`` given) walks back until articles are older than
+``start_date``. Each listing page's articles are stored in one transaction. A failing
+article is skipped and reported (the run is then ``partial``); a failing listing page ends
+the run with that page's error category, keeping what earlier pages stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, timezone
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from dgb.fetch import Fetcher
+from dgb.scraper import store
+from dgb.scraper.article import parse_article_bytes
+from dgb.scraper.ebc import parse_ebc_article, parse_ebc_listing
+from dgb.scraper.errors import HtmlChangedError, ScrapeError
+from dgb.scraper.listing import parse_listing_page
+from dgb.scraper.markup import decode_bytes
+from dgb.scraper.models import Article, ListingItem, ListingPage
+from dgb.scraper.plone6 import parse_plone6_search
+
+log = logging.getLogger(__name__)
+
+PLONE6_PAGE_SIZE = 25
+
+
+@dataclass(frozen=True)
+class ScrapeParams:
+    start_date: date | None = None
+    end_date: date | None = None
+    allow_update: bool = True
+    fence: int = 3
+    max_pages: int = 3            # regular runs; a backfill may walk up to backfill_max_pages
+    backfill_max_pages: int = 200
+
+    @property
+    def backfill(self) -> bool:
+        return self.start_date is not None
+
+    @classmethod
+    def from_params(cls, params: dict | None) -> "ScrapeParams":
+        """From DAG params / trigger conf: ``start_date``, ``end_date`` (YYYY-MM-DD), ``allow_update``."""
+        params = params or {}
+
+        def day(name: str) -> date | None:
+            value = params.get(name)
+            if value in (None, ""):
+                return None
+            if isinstance(value, date):
+                return value
+            try:
+                return date.fromisoformat(str(value)[:10])
+            except ValueError as exc:
+                raise ValueError(f"{name} must be a date YYYY-MM-DD, got {value!r}") from exc
+
+        start, end = day("start_date"), day("end_date")
+        if start and end and end < start:
+            raise ValueError(f"end_date {end} is before start_date {start}")
+        allow = params.get("allow_update", True)
+        if isinstance(allow, str):
+            allow = allow.strip().lower() not in ("0", "false", "no")
+        return cls(start_date=start, end_date=end, allow_update=bool(allow))
+
+
+@dataclass
+class RunReport:
+    agency: str
+    status: str = "success"
+    error_category: str | None = None
+    error_message: str | None = None
+    pages: int = 0
+    scraped: int = 0
+    new: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    article_errors: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["new"], out["updated"] = len(self.new), len(self.updated)
+        return out
+
+
+def listing_url(agency) -> str:
+    """First listing URL: the HTML listing, or the Plone 6 ``@search`` API for plone6_api sites."""
+    if agency.site_kind != "plone6_api":
+        return agency.url
+    parts = urlsplit(agency.url)
+    segments = parts.path.strip("/").split("/")
+    try:
+        at = segments.index(agency.key)
+    except ValueError as exc:
+        raise ValueError(f"agency {agency.key}: URL path has no '{agency.key}' segment: {agency.url}") from exc
+    path = "/" + "/".join(segments[: at + 1] + ["++api++"] + segments[at + 1:] + ["@search"])
+    query = urlencode({
+        "portal_type": "News Item", "sort_on": "effective", "sort_order": "descending",
+        "b_start": 0, "b_size": PLONE6_PAGE_SIZE, "fullobjects": 1,
+    })
+    return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
+
+
+def _parse_listing(agency, resp) -> ListingPage:
+    if agency.site_kind == "plone6_api":
+        return parse_plone6_search(decode_bytes(resp.content, resp.charset), resp.url, agency.key)
+    text = decode_bytes(resp.content, resp.charset)
+    if agency.site_kind == "ebc":
+        return parse_ebc_listing(text, resp.url)
+    return parse_listing_page(text, resp.url, agency.key)
+
+
+def _fetch_article(agency, item: ListingItem, fetcher: Fetcher) -> Article:
+    if item.content is not None:  # Plone 6 API: the listing carries the whole article
+        art = item.to_article(agency.key)
+    else:
+        resp = fetcher.get(item.url)
+        if agency.site_kind == "ebc":
+            art = parse_ebc_article(decode_bytes(resp.content, resp.charset), item.url, agency.key,
+                                    published_fallback=item.published_at)
+        else:
+            art = parse_article_bytes(resp.content, item.url, agency.key, charset=resp.charset,
+                                      published_fallback=item.published_at)
+    if art.published_at is None and item.published_at is not None:
+        art.with_published_at(item.published_at)
+    if art.published_at is None:
+        raise HtmlChangedError(f"no publication date found for {item.url}")
+    if not art.title.strip() or not (art.content or "").strip():
+        from dgb.scraper.errors import EmptyContentError
+
+        raise EmptyContentError(f"article without title or body: {item.url}")
+    return art
+
+
+def scrape_agency(conn, agency, fetcher: Fetcher, params: ScrapeParams | None = None,
+                  run_id: str | None = None, record: bool = True) -> RunReport:
+    params = params or ScrapeParams()
+    report = RunReport(agency=agency.key)
+    started = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    url: str | None = listing_url(agency)
+    consecutive_known = 0
+    max_pages = params.backfill_max_pages if params.backfill else params.max_pages
+    try:
+        while url and report.pages < max_pages:
+            page = _parse_listing(agency, fetcher.get(url))
+            report.pages += 1
+            if not page.items and report.pages == 1:
+                log.info("agency %s: listing has no items", agency.key)
+            known = store.known_urls(conn, agency.key, [i.url for i in page.items])
+            batch: list[Article] = []
+            stop = False
+            for item in page.items:
+                day = item.published_at.date() if item.published_at else None
+                if params.end_date and day and day > params.end_date:
+                    continue
+                if params.start_date and day and day < params.start_date:
+                    stop = True
+                    break
+                if item.url in known:
+                    consecutive_known += 1
+                    if not params.backfill and params.fence and consecutive_known > params.fence:
+                        stop = True
+                        break
+                    if not params.allow_update:
+                        report.unchanged += 1
+                        continue
+                else:
+                    consecutive_known = 0
+                try:
+                    batch.append(_fetch_article(agency, item, fetcher))
+                except ScrapeError as exc:
+                    report.article_errors += 1
+                    report.status = "partial"
+                    report.error_category = report.error_category or exc.category
+                    report.error_message = report.error_message or str(exc)
+                    log.warning("agency %s: article skipped: %s", agency.key, exc)
+            report.scraped += len(batch)
+            saved = store.save_articles(conn, agency.key, agency.name, batch, allow_update=params.allow_update)
+            report.new += saved.new
+            report.updated += saved.updated
+            report.unchanged += saved.unchanged
+            if stop:
+                break
+            url = page.next_url
+    except ScrapeError as exc:
+        report.status = "failed" if not (report.new or report.updated) else "partial"
+        report.error_category, report.error_message = exc.category, str(exc)
+        log.warning("agency %s: scrape stopped: %s", agency.key, exc)
+    except Exception as exc:  # noqa: BLE001 - recorded as 'unknown', then re-raised for Airflow's retry
+        report.status, report.error_category, report.error_message = "failed", "unknown", repr(exc)[:2000]
+        report.seconds = time.monotonic() - t0
+        if record:
+            _record(conn, report, started, run_id)
+        raise
+    report.seconds = time.monotonic() - t0
+    if record:
+        _record(conn, report, started, run_id)
+    return report
+
+
+def _record(conn, report: RunReport, started: datetime, run_id: str | None) -> None:
+    try:
+        conn.rollback()
+    except Exception:  # noqa: BLE001
+        pass
+    store.record_run(conn, report.agency, status=report.status, error_category=report.error_category,
+                     error_message=report.error_message, scraped=report.scraped, saved=len(report.new),
+                     updated=len(report.updated), started_at=started, seconds=report.seconds, run_id=run_id)

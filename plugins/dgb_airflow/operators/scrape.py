@@ -1,0 +1,80 @@
+"""Operators for the scrape side: scrape one agency, relay the outbox to Pub/Sub."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from airflow.sdk import BaseOperator
+
+
+class ScrapeAgencyOperator(BaseOperator):
+    """Scrape one agency (or several, in turn) into PostgreSQL, events into the outbox.
+
+    Reads DAG params / trigger conf ``start_date``, ``end_date`` (YYYY-MM-DD) and
+    ``allow_update``. Fails (so Airflow retries with backoff) only when every agency of the
+    task failed on the network; parse-level failures are recorded in ``scrape_runs``.
+    """
+
+    template_fields: Sequence[str] = ("agency_keys",)
+    ui_color = "#d9f2e6"
+
+    def __init__(self, *, agency_keys: Sequence[str], postgres_conn_id: str = "dgb_db", **kwargs):
+        super().__init__(**kwargs)
+        self.agency_keys = list(agency_keys)
+        self.postgres_conn_id = postgres_conn_id
+
+    def execute(self, context: Any) -> list[dict]:
+        from airflow.providers.postgres.hooks.postgres import PostgresHook
+
+        from dgb.fetch import Fetcher, FetchPolicy
+        from dgb.scraper.dags import agency_by_key
+        from dgb.scraper.run import ScrapeParams, scrape_agency
+
+        params = ScrapeParams.from_params({**(context.get("params") or {}),
+                                           **((context["dag_run"].conf or {}) if context.get("dag_run") else {})})
+        run_id = context["run_id"] if "run_id" in context else None
+        conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
+        reports = []
+        try:
+            with Fetcher(FetchPolicy.from_env()) as fetcher:
+                for key in self.agency_keys:
+                    report = scrape_agency(conn, agency_by_key(key), fetcher, params, run_id=run_id)
+                    self.log.info("scrape %s: %s", key, report.as_dict())
+                    reports.append(report.as_dict())
+                self.log.info("fetch stats: %s", fetcher.stats)
+        finally:
+            conn.close()
+        if reports and all(r["status"] == "failed" and r["error_category"] == "network_error" for r in reports):
+            raise RuntimeError(f"every agency failed on the network: {[r['error_message'] for r in reports]}")
+        return reports
+
+
+class OutboxRelayOperator(BaseOperator):
+    """Publish pending outbox events to Pub/Sub; fails (to be retried) if any publish failed."""
+
+    ui_color = "#e6ecf9"
+
+    def __init__(self, *, postgres_conn_id: str = "dgb_db", gcp_conn_id: str = "google_cloud_default",
+                 batch_size: int = 500, **kwargs):
+        super().__init__(**kwargs)
+        self.postgres_conn_id = postgres_conn_id
+        self.gcp_conn_id = gcp_conn_id
+        self.batch_size = batch_size
+
+    def execute(self, context: Any) -> dict:
+        from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
+        from airflow.providers.postgres.hooks.postgres import PostgresHook
+
+        from dgb import outbox
+
+        hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
+        conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
+        try:
+            result = outbox.relay(conn, hook.get_conn(), hook.project_id, batch_size=self.batch_size)
+            pending = outbox.pending_count(conn)
+        finally:
+            conn.close()
+        self.log.info("outbox relay: %s, still pending: %d", result, pending)
+        if result.failed:
+            raise RuntimeError(f"outbox relay: {result}")
+        return {"published": result.published, "pending": pending}

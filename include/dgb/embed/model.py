@@ -308,8 +308,6 @@ def _load_uncached(name: str) -> SentenceTransformerEmbedder:
     try:
         model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=trust,
                                     local_files_only=True)
-    except ModelUnavailable:
-        raise
     except OSError as exc:
         raise ModelUnavailable(
             f"embedding model {name!r} at {folder} is incomplete or unreadable ({exc}); models are "

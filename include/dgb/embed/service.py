@@ -30,7 +30,6 @@ import socket
 import sys
 import threading
 import time
-from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -47,7 +46,11 @@ class ServiceConfigError(ValueError):
 
 
 class BadRequest(ValueError):
-    pass
+    """Invalid request: answered with ``status`` (400 unless said otherwise) and the message."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def is_loopback(host: str) -> bool:
@@ -98,7 +101,6 @@ class ModelState:
         self.model_name = model_name
         self.wanted_dim = dim
         self.embedder = None
-        self.error: str | None = None
         self.encode_lock = threading.Lock()
 
     def load(self) -> None:
@@ -150,7 +152,7 @@ class Handler(BaseHTTPRequestHandler):
             raise BadRequest("Content-Length is not an integer") from None
         if length < 0 or length > MAX_BODY_BYTES:
             self.close_connection = True  # we do not read it: the connection cannot be reused
-            raise BadRequest(f"body of {length} bytes; at most {MAX_BODY_BYTES}")
+            raise BadRequest(f"body of {length} bytes; at most {MAX_BODY_BYTES}", status=413)
         return self.rfile.read(length)
 
     # -- routes -------------------------------------------------------------------------
@@ -185,7 +187,7 @@ class Handler(BaseHTTPRequestHandler):
                                        "vectors": vectors.tolist()}).encode("utf-8")
                     status = 200
         except BadRequest as exc:
-            status, body = 400, {"error": str(exc)}
+            status, body = exc.status, {"error": str(exc)}
         except Exception as exc:  # never let one request take the server down
             log.exception("embed failed")
             status, body = 500, {"error": f"embedding failed: {type(exc).__name__}: {exc}"}
@@ -226,7 +228,8 @@ def serve(host: str, port: int, model_name: str, dim: int | None = None, *,
             f"address (127.0.0.1) or pass --allow-remote (containers behind a private network)"
         )
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+        # ours at INFO; libraries (torch, transformers) only from WARNING up
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)
     state = ModelState(model_name, dim)

@@ -1,0 +1,64 @@
+"""Event-driven stages: enrich_news, embed_news, index_news (seed 000), on Pub/Sub asset watchers."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+import pendulum
+from airflow.sdk import DAG, Asset, AssetWatcher
+from airflow.timetables.assets import AssetOrTimeSchedule
+from airflow.timetables.trigger import CronTriggerTimetable
+from dgb_airflow.operators.stage import StageOperator
+from dgb_airflow.triggers.pubsub import PubSubAckTrigger
+
+from dgb import topology
+from dgb.dags_meta import DEFAULT_ARGS
+from dgb.pipeline.dags import STAGE_DAGS
+
+PROJECT = os.environ.get("DGB_GCP_PROJECT", "local-dgb")
+
+DOC = """
+### {dag_id}
+{doc}
+
+**Triggers**: an asset per subscription ({subs}) with an AssetWatcher on the ack-mode Pub/Sub
+trigger (`dgb_airflow.triggers.pubsub.PubSubAckTrigger`: a message is acked only after its asset
+event is stored; poison messages go to the subscription's dead-letter topic), OR every 2 minutes
+to sweep work the events missed. A run processes every triggering event and message, plus up to
+200 pending articles from PostgreSQL.
+
+**Manual run**: `airflow dags trigger {dag_id} -c '{{"unique_ids": ["<unique_id>", ...]}}'`
+"""
+
+
+def subscription_asset(name: str) -> Asset:
+    sub = topology.subscription(name)
+    return Asset(
+        name=name,
+        uri=f"dgb://pubsub/{PROJECT}/{name}",
+        watchers=[AssetWatcher(name=f"watch_{name.replace('.', '_').replace('-', '_')}", trigger=PubSubAckTrigger(
+            project_id=PROJECT, subscription=name, dead_letter_topic=sub.dead_letter_topic,
+            max_failures=sub.max_delivery_attempts))],
+    )
+
+
+for spec in STAGE_DAGS:
+    assets = [subscription_asset(s) for s in spec.subscriptions]
+    condition = assets[0]
+    for extra in assets[1:]:
+        condition = condition | extra
+    with DAG(
+        dag_id=spec.dag_id,
+        schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable(spec.sweep_cron, timezone="UTC"),
+                                     assets=condition),
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=4,
+        dagrun_timeout=timedelta(minutes=30),
+        default_args={**DEFAULT_ARGS, "retry_delay": timedelta(seconds=10)},
+        tags=["dgb", "pipeline", spec.stage],
+        doc_md=DOC.format(dag_id=spec.dag_id, doc=spec.doc, subs=", ".join(f"`{s}`" for s in spec.subscriptions)),
+    ) as dag:
+        StageOperator(task_id=spec.stage, stage=spec.stage)
+    globals()[spec.dag_id] = dag

@@ -1,0 +1,1 @@
+"""The event-driven stages: one shared mechanism (stage.py) and the three stages (stages.py)."""

@@ -1,0 +1,100 @@
+"""StageOperator: runs one event-driven stage over the messages that triggered the DAG run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+
+def triggering_messages(context: Any) -> list:
+    """Every message of every asset event that triggered this run (events get coalesced)."""
+    from dgb.pipeline.stage import InMessage
+
+    accessor = context.get("triggering_asset_events") or {}
+    messages = []
+    for key, asset_events in accessor.items():
+        for ev in asset_events:
+            asset = getattr(ev, "asset", None) or key
+            subscription = getattr(asset, "name", None) or str(key)
+            payload = (ev.extra or {}).get("payload")
+            if isinstance(payload, dict) and "message_id" in payload:
+                messages.append(InMessage.from_payload(subscription, payload))
+    return messages
+
+
+class StageOperator(BaseOperator):
+    """Consume -> process -> publish for one stage (``enrich``, ``embed`` or ``index``).
+
+    Reads every triggering asset event, also sweeps pending work from PostgreSQL (bounded),
+    accepts manual runs with ``{"unique_ids": [...]}``, writes results and the next stage's
+    events in one transaction, then relays the outbox so the next stage starts at once.
+    """
+
+    ui_color = "#f3e8fd"
+
+    def __init__(self, *, stage: str, postgres_conn_id: str = "dgb_db", gcp_conn_id: str = "google_cloud_default",
+                 typesense_conn_id: str = "typesense_default", model_conn_id: str = "dgb_model_service",
+                 sweep_limit: int = 200, **kwargs):
+        super().__init__(**kwargs)
+        self.stage = stage
+        self.postgres_conn_id = postgres_conn_id
+        self.gcp_conn_id = gcp_conn_id
+        self.typesense_conn_id = typesense_conn_id
+        self.model_conn_id = model_conn_id
+        self.sweep_limit = sweep_limit
+
+    def _embedder(self):
+        from airflow.sdk.bases.hook import BaseHook
+
+        from dgb.embed.client import ServiceEmbedder
+
+        conn = BaseHook.get_connection(self.model_conn_id)
+        return ServiceEmbedder(f"{conn.schema or 'http'}://{conn.host}:{conn.port}")
+
+    def _build(self, conn):
+        from dgb.config import settings
+        from dgb.pipeline import stages
+
+        s = settings()
+        if self.stage == "enrich":
+            from dgb.enrich.base import get_classifier
+
+            embedder = self._embedder() if s.classifier_backend == "local" else None
+            return stages.EnrichStage(get_classifier(s, embedder=embedder), conn)
+        if self.stage == "embed":
+            return stages.EmbedStage(self._embedder(), s.embedding_model)
+        if self.stage == "index":
+            from dgb_airflow.hooks.typesense import TypesenseHook
+
+            return stages.IndexStage(TypesenseHook(self.typesense_conn_id).get_conn(), s.typesense_collection,
+                                     conn, s.embedding_dim)
+        raise ValueError(f"unknown stage {self.stage!r}")
+
+    def execute(self, context: Any) -> dict:
+        from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
+        from airflow.providers.postgres.hooks.postgres import PostgresHook
+
+        from dgb import outbox
+        from dgb.pipeline.stage import run_stage
+
+        messages = triggering_messages(context)
+        conf = (context["dag_run"].conf or {}) if context.get("dag_run") else {}
+        unique_ids = conf.get("unique_ids") or []
+        if not isinstance(unique_ids, list) or not all(isinstance(u, str) for u in unique_ids):
+            raise ValueError("conf 'unique_ids' must be a list of strings")
+        ti = context["ti"]
+        final_attempt = ti.try_number > (self.retries or 0)
+        conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
+        try:
+            report = run_stage(self._build(conn), conn, messages, sweep_limit=self.sweep_limit,
+                               final_attempt=final_attempt, unique_ids=unique_ids)
+            self.log.info("stage %s: %s", self.stage, report.summary())
+            try:
+                hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
+                self.log.info("relay: %s", outbox.relay(conn, hook.get_conn(), hook.project_id))
+            except Exception as exc:  # noqa: BLE001 - outbox_relay catches up; the work is committed
+                self.log.warning("relay after %s failed (outbox_relay will retry): %s", self.stage, exc)
+        finally:
+            conn.close()
+        return report.summary()

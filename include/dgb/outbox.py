@@ -74,7 +74,7 @@ def _relay_batch(conn, publisher, project, batch_size, timeout, result: RelayRes
     with transaction(conn) as cur:
         cur.execute(
             "SELECT id, topic, payload, attributes, attempts FROM outbox"
-            " WHERE published_at IS NULL AND available_at <= now()"
+            " WHERE published_at IS NULL AND available_at <= clock_timestamp()"
             " ORDER BY created_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
             (batch_size,),
         )

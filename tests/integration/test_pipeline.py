@@ -1,0 +1,309 @@
+"""The shared stage mechanism end to end on real servers: scrape -> outbox -> Pub/Sub (emulator)
+-> enrich -> embed -> index (Typesense), with redelivery, poison messages and transient failures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from dataclasses import replace
+
+import pytest
+
+from dgb import db, outbox, topology
+from dgb.fetch import Fetcher
+from dgb.mirror.server import start_in_thread
+from dgb.mirror.site import Site
+from dgb.pipeline import stages
+from dgb.pipeline.stage import Failure, InMessage, StageRetry, run_stage
+from dgb.scraper.run import scrape_agency
+from dgb.search import schema
+
+from .test_scrape import ARTICLES, FAST, _agency, _article
+
+pytestmark = pytest.mark.stack
+
+N = len([a for a in ARTICLES if a[0] == "mec"])
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from dgb.embed.model import load_model
+
+    return load_model("use-multilingual-v3", 512)
+
+
+@pytest.fixture(scope="module")
+def classifier(embedder):
+    from dgb.enrich.base import get_classifier
+
+    return get_classifier(embedder=embedder, backend="local")
+
+
+@pytest.fixture
+def project(pubsub_server):
+    name = f"dgb-pipe-{uuid.uuid4().hex[:8]}"
+    topology.apply(name)
+    return name
+
+
+@pytest.fixture
+def scraped(pg, tmp_path, project, pubsub_server):
+    """mec's articles scraped from the local site, their events relayed to the emulator."""
+    from google.cloud import pubsub_v1
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps(_article(*a), ensure_ascii=False) for a in ARTICLES) + "\n")
+    server, base = start_in_thread(Site(corpus, extra_dir=None))
+    try:
+        with Fetcher(FAST) as f:
+            report = scrape_agency(pg, _agency(base, "mec"), f)
+    finally:
+        server.shutdown()
+        server.server_close()
+    from dgb.taxonomy import load_taxonomy, themes_rows
+
+    db.upsert_themes(pg, themes_rows(load_taxonomy()))
+    assert outbox.relay(pg, pubsub_v1.PublisherClient(), project).published == N
+    return report.new
+
+
+def pull(project: str, subscription: str, want: int, ack: bool = True) -> list[InMessage]:
+    """Pull messages as the trigger hands them to a DAG run (its raw-event payload)."""
+    from google.cloud import pubsub_v1
+
+    from dgb_airflow.triggers.pubsub import raw_event
+
+    sub = pubsub_v1.SubscriberClient()
+    path = f"projects/{project}/subscriptions/{subscription}"
+    out = []
+    for _ in range(20):
+        resp = sub.pull(request={"subscription": path, "max_messages": 100}, timeout=5)
+        for m in resp.received_messages:
+            out.append(InMessage.from_payload(subscription, raw_event(m)))
+        if resp.received_messages and ack:
+            sub.acknowledge(request={"subscription": path, "ack_ids": [m.ack_id for m in resp.received_messages]})
+        if len(out) >= want:
+            break
+    return out
+
+
+def count(conn, sql, *args):
+    with conn.cursor() as cur:
+        cur.execute(sql, args or None)
+        return cur.fetchone()[0]
+
+
+def test_each_message_three_times_gives_one_result_and_one_document(pg, scraped, project, classifier,
+                                                                    embedder, typesense_server):
+    from google.cloud import pubsub_v1
+
+    msgs = pull(project, topology.SUB_ENRICHMENT, N)
+    assert len(msgs) == N
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, msgs * 3, sweep_limit=0)
+    assert sorted(report.processed) == sorted(scraped) and report.dead_lettered == []
+    assert count(pg, "SELECT count(*) FROM outbox WHERE topic = %s", topology.TOPIC_ENRICHED) == N
+    assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL AND most_specific_theme_id"
+                     " IS NOT NULL AND summary <> ''") == N
+    # delivered again later: nothing is classified twice
+    again = run_stage(stages.EnrichStage(classifier, pg), pg, msgs, sweep_limit=0)
+    assert again.processed == [] and len(again.skipped) == N
+    assert count(pg, "SELECT count(*) FROM outbox WHERE topic = %s", topology.TOPIC_ENRICHED) == N
+
+    # the enriched events fan out to embeddings and typesense (through the real emulator)
+    outbox.relay(pg, pubsub_v1.PublisherClient(), project)
+    emb_msgs = pull(project, topology.SUB_EMBEDDINGS, N)
+    emb = run_stage(stages.EmbedStage(embedder, embedder.name), pg, emb_msgs * 3, sweep_limit=0)
+    assert len(emb.processed) == N
+    assert count(pg, "SELECT count(*) FROM news WHERE array_length(content_embedding, 1) = 512"
+                     " AND embedding_model = 'use-multilingual-v3'") == N
+
+    alias = f"t_{uuid.uuid4().hex[:8]}"
+    s = replace(typesense_server, typesense_collection=alias, embedding_dim=512)
+    ts = schema.client(s)
+    schema.ensure_collection(s, ts)
+    try:
+        outbox.relay(pg, pubsub_v1.PublisherClient(), project)
+        idx_msgs = pull(project, topology.SUB_TYPESENSE, N) + pull(project, topology.SUB_TYPESENSE_UPDATE, N)
+        assert len(idx_msgs) == 2 * N
+        index = stages.IndexStage(ts, alias, pg, 512)
+        rep = run_stage(index, pg, idx_msgs * 3, sweep_limit=0)
+        assert len(rep.processed) == N and rep.retry == []
+        assert ts.collections[alias].retrieve()["num_documents"] == N
+        doc = ts.collections[alias].documents[scraped[0]].retrieve()
+        assert doc["theme_l1_code"] and len(doc["content_embedding"]) == 512
+        assert count(pg, "SELECT count(*) FROM news WHERE indexed_version = version") == N
+    finally:
+        target = ts.aliases[alias].retrieve()["collection_name"]
+        ts.aliases[alias].delete()
+        ts.collections[target].delete()
+
+
+def test_poison_messages_are_dead_lettered_and_the_rest_processed(pg, scraped, project, classifier):
+    from google.cloud import pubsub_v1
+
+    msgs = pull(project, topology.SUB_ENRICHMENT, N)
+    good = msgs[1:]
+    poison = [
+        InMessage(topology.SUB_ENRICHMENT, "p1", b"not json{", {**msgs[0].attributes}),
+        InMessage(topology.SUB_ENRICHMENT, "p2", msgs[0].data, {**msgs[0].attributes, "event_version": "9.9"}),
+        InMessage(topology.SUB_ENRICHMENT, "p3",
+                  json.dumps({**json.loads(msgs[0].data), "unique_id": "no-such-article_000000"}).encode(),
+                  {**msgs[0].attributes, "unique_id": "no-such-article_000000"}),
+    ]
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, good + poison, sweep_limit=0)
+    assert len(report.processed) == N - 1
+    with pg.cursor() as cur:
+        cur.execute("SELECT reason, subscription, trace_id IS NOT NULL FROM dead_letters ORDER BY reason")
+        rows = cur.fetchall()
+    assert rows == [("malformed_json", topology.SUB_ENRICHMENT, True),
+                    ("unknown_id", topology.SUB_ENRICHMENT, True),
+                    ("unsupported_version", topology.SUB_ENRICHMENT, True)]
+    # and each is on the subscription's dead-letter topic, with its reason
+    outbox.relay(pg, pubsub_v1.PublisherClient(), project)
+    dlq = topology.subscription(topology.SUB_ENRICHMENT)
+    got = pull(project, dlq.dead_letter_subscription, 3)
+    assert sorted(m.attributes["dgb_dead_letter_reason"] for m in got) == \
+        ["malformed_json", "unknown_id", "unsupported_version"]
+
+
+class FlakyClassifier:
+    """The real classifier, failing transiently for chosen articles (fault injection)."""
+
+    def __init__(self, inner, fail_for: set[str], times: int):
+        self.inner, self.fail_for, self.times = inner, fail_for, times
+        self.name, self.version = inner.name, inner.version
+
+    def classify_batch(self, items):
+        from dgb.enrich.base import ClassificationFailure
+
+        results = self.inner.classify_batch(items)
+        if self.times > 0:
+            self.times -= 1
+            results = [ClassificationFailure("throttled", "ThrottlingException (injected)", True)
+                       if it.unique_id in self.fail_for else r for it, r in zip(items, results)]
+        return results
+
+
+def test_transient_failure_is_retried_then_processed(pg, scraped, project, classifier):
+    msgs = pull(project, topology.SUB_ENRICHMENT, N)
+    victim = scraped[0]
+    flaky = FlakyClassifier(classifier, {victim}, times=1)
+    with pytest.raises(StageRetry, match=victim):
+        run_stage(stages.EnrichStage(flaky, pg), pg, msgs, sweep_limit=0)
+    # the others are committed; the victim carries its error, nothing dead-lettered
+    assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL") == N - 1
+    with pg.cursor() as cur:
+        cur.execute("SELECT last_error, attempts FROM news WHERE unique_id = %s", (victim,))
+        err, attempts = cur.fetchone()
+    assert "throttled" in err and attempts == 1
+    # Airflow's retry runs the same triggering messages again
+    report = run_stage(stages.EnrichStage(flaky, pg), pg, msgs, sweep_limit=0)
+    assert report.processed == [victim] and len(report.skipped) == N - 1
+    assert count(pg, "SELECT count(*) FROM dead_letters") == 0
+
+
+def test_failure_on_last_attempt_is_dead_lettered_per_article(pg, scraped, project, classifier):
+    msgs = pull(project, topology.SUB_ENRICHMENT, N)
+    flaky = FlakyClassifier(classifier, set(scraped[:2]), times=5)
+    report = run_stage(stages.EnrichStage(flaky, pg), pg, msgs, sweep_limit=0, final_attempt=True)
+    assert sorted(k for k, _ in report.dead_lettered) == sorted(scraped[:2])
+    assert {r for _, r in report.dead_lettered} == {"retries_exhausted"}
+    assert count(pg, "SELECT count(*) FROM news WHERE problem = 'dead_letter'") == 2
+
+
+def test_sweep_takes_up_work_that_no_message_announced(pg, scraped, classifier):
+    # no messages at all (an asset event that got no DAG run): the timer's run sweeps PostgreSQL
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=3)
+    assert report.swept == 3 and len(report.processed) == 3
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100)
+    assert report.swept == N - 3
+
+
+def test_edit_during_processing_is_left_to_its_own_event(pg, scraped, project, classifier):
+    msgs = pull(project, topology.SUB_ENRICHMENT, N)
+
+    class EditingClassifier(FlakyClassifier):
+        def classify_batch(self, items):
+            results = self.inner.classify_batch(items)
+            with db.transaction(pg) as cur:  # the article is edited while we classify it
+                cur.execute("UPDATE news SET version = version + 1 WHERE unique_id = %s", (scraped[0],))
+            return results
+
+    report = run_stage(stages.EnrichStage(EditingClassifier(classifier, set(), 0), pg), pg, msgs, sweep_limit=0)
+    assert scraped[0] in report.skipped and len(report.processed) == N - 1
+    with pg.cursor() as cur:
+        cur.execute("SELECT enriched_at FROM news WHERE unique_id = %s", (scraped[0],))
+        assert cur.fetchone()[0] is None
+
+
+# ------------------------------------------------------------------ the ack-mode trigger's producer
+
+
+def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project, pubsub_server):
+    from google.cloud import pubsub_v1
+
+    from dgb_airflow.triggers.pubsub import PubSubAckTrigger, PubSubStreamProducer
+
+    try:
+        from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome
+    except ImportError:
+        pytest.skip("Airflow without shared streams")
+    sub = topology.subscription(topology.SUB_TYPESENSE)
+    publisher = pubsub_v1.PublisherClient()
+    topic = f"projects/{project}/topics/{sub.topic}"
+    attrs = {"trace_id": str(uuid.uuid4()), "event_version": "1.0", "unique_id": "a_1"}
+    body = json.dumps({"unique_id": "a_1", "enriched_at": "x", "most_specific_theme_code": "01",
+                       "has_summary": True}).encode()
+    for data, extra in ((body, {}), (b"{broken", {}), (body, {"unique_id": "a_1"})):
+        publisher.publish(topic, data, **{**attrs, **extra}).result(timeout=10)
+
+    trigger = PubSubAckTrigger(project_id=project, subscription=sub.name, dead_letter_topic=sub.dead_letter_topic,
+                               max_failures=2, poll_timeout_s=2)
+    producer = PubSubAckTrigger.create_shared_stream_producer(trigger.serialize()[1])
+    assert isinstance(producer, PubSubStreamProducer)
+
+    async def scenario():
+        stream = producer.open_stream()
+        got = [await stream.__anext__() for _ in range(3)]
+        by_id = {}
+        for raw, payload in got:
+            by_id.setdefault("bad" if raw["data"] == "e2Jyb2tlbg==" else "good", []).append(payload)
+        clean, failed = by_id["good"]
+        await producer.advance([AdvanceItem(clean, AdvanceOutcome(acked=1, failed=0)),
+                                AdvanceItem(by_id["bad"][0], AdvanceOutcome(acked=0, failed=0, rejected=1)),
+                                AdvanceItem(failed, AdvanceOutcome(acked=0, failed=1))])
+        # the failed one was not acked: it returns after its backoff (10 s), not at once
+        assert failed[0] not in producer.outstanding
+        again = await asyncio.wait_for(stream.__anext__(), timeout=40)
+        assert again[0]["message_id"] == failed[1].message.message_id
+        # a second failure reaches max_failures=2: dead-lettered and acked
+        await producer.advance([AdvanceItem(again[1], AdvanceOutcome(acked=0, failed=1))])
+        await stream.aclose()
+        await producer.aclose()
+
+    asyncio.run(scenario())
+    dlq = pull(project, sub.dead_letter_subscription, 2)
+    assert sorted(m.attributes["dgb_dead_letter_reason"] for m in dlq) == ["delivery_failed_2_times",
+                                                                           "malformed_json"]
+    # nothing is left on the source subscription
+    from google.api_core import exceptions
+
+    s = pubsub_v1.SubscriberClient()
+    try:
+        resp = s.pull(request={"subscription": f"projects/{project}/subscriptions/{sub.name}", "max_messages": 10},
+                      timeout=3)
+        assert list(resp.received_messages) == []
+    except exceptions.DeadlineExceeded:
+        pass
+
+
+def test_filter_rejects_only_structurally_invalid_messages():
+    from dgb_airflow.triggers.pubsub import message_problem
+
+    ok = {"trace_id": "t", "event_version": "1.0", "unique_id": "u"}
+    assert message_problem(b'{"unique_id": "u"}', ok) is None
+    assert message_problem(b"nope", ok) == "malformed_json"
+    assert message_problem(b'{"unique_id": "u"}', {**ok, "event_version": "2.0"}) == "unsupported_version"
+    assert message_problem(b'{"unique_id": "u"}', {"event_version": "1.0"}) == "missing_attributes"
+    assert message_problem(b'["u"]', ok) == "malformed_payload"

@@ -294,3 +294,16 @@ def test_relay_survives_pubsub_outage(pg, site_url, pubsub_server, tmp_path, mon
         assert sorted(ids) == sorted(report.new) and len(set(ids)) == 5
     finally:
         emulator.down()
+
+
+def test_parser_moving_images_is_not_an_edit(pg, site_url):
+    """Content compared for edits ignores images and photo credits (image_url tracks images)."""
+    site, server, base = site_url
+    with Fetcher(FAST) as f:
+        scrape_agency(pg, _agency(base, "mec"), f)
+    with pg.cursor() as cur:  # as if stored by an older parser that kept the lead image + credit
+        cur.execute("UPDATE news SET content = '![Título](http://x/img.jpg)' || E'\\n\\nFoto: Divulgação/MEC\\n\\n' || content")
+    pg.commit()
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, _agency(base, "mec"), f)
+    assert report.updated == [] and _count(pg, "SELECT count(*) FROM news_update_history") == 0

@@ -384,3 +384,17 @@ def test_detect_source():
     assert detect_source("https://agenciabrasil.ebc.com.br/ultimas", "<html></html>") == "ebc"
     assert detect_source("http://127.0.0.1:8080/agenciabrasil/ultimas", page("ebc_listing_agenciabrasil.html")) == "ebc"
     assert detect_source(MEC_NEWS, page("listing_tileitem.html")) == "classic"
+
+
+def test_lead_image_and_credit_leave_the_body_but_later_images_stay():
+    html = """<html><body><div id="content"><h1 class="documentFirstHeading">Título da notícia</h1>
+    <div id="content-core"><div id="parent-fieldname-text">
+    <figure><img src="resolveuid/abc123/@@images/image" alt="Título da notícia"><figcaption>Foto: Divulgação/MEC</figcaption></figure>
+    <p>Foto: Fulano de Tal/Agência Gov</p>
+    <p>Primeiro parágrafo do texto.</p>
+    <p><img src="https://www.gov.br/mec/grafico.png" alt="gráfico"></p>
+    <p>Segundo parágrafo.</p></div></div></div></body></html>"""
+    art = parse_article_html(html, "https://www.gov.br/mec/pt-br/assuntos/noticias/x", "mec")
+    assert art.image_url == "https://www.gov.br/mec/resolveuid/abc123/@@images/image"
+    assert art.content.startswith("Primeiro parágrafo do texto.")
+    assert "Foto:" not in art.content and "grafico.png" in art.content

@@ -97,6 +97,28 @@ def _container(body: LexborNode) -> LexborNode:
             return body
 
 
+_CREDIT = re.compile(r"^\s*(foto|fotos|imagem|crédito|credito)s?\s*:", re.IGNORECASE)
+
+
+def _drop_lead_image(body: LexborNode, image_url: str | None, url: str, agency: str | None) -> None:
+    """Remove the lead image (already ``image_url``) and its caption/credit from the body when
+    it opens the text, so the content is the text and republished copies compare equal.
+    Images further down the article stay."""
+    if not image_url:
+        return
+    for block in list(_container(body).iter()):
+        text = text_of(block, " ").strip()
+        imgs = [block] if block.tag == "img" else block.css("img[src]")
+        if imgs and len(text) <= 200 and absolute_url(imgs[0].attributes.get("src"), url, agency) == image_url:
+            block.decompose()
+            continue
+        if text and _CREDIT.match(text) and len(text) <= 200:
+            block.decompose()
+            continue
+        if text or block.tag in ("p", "div", "section"):
+            break
+
+
 def clean_body(body: LexborNode) -> None:
     """Remove boilerplate from an article body in place (see module docstring)."""
     inside = [n for sel in _NOISE for n in body.css(sel) if n.mem_id != body.mem_id]
@@ -163,6 +185,7 @@ def parse_article_html(html: str, url: str, agency: str | None = None,
     content = ""
     if body is not None:
         clean_body(body)
+        _drop_lead_image(body, image_url, url, agency)
         absolutise_links(body, url, agency)
         content = to_markdown(body.html or "")
     if not content and not subtitle and not video_url:

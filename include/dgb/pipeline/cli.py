@@ -1,0 +1,51 @@
+"""`dgb status`: counts, backlog and latency of the pipeline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+
+
+def register(sub) -> None:
+    p = sub.add_parser("status", help="pipeline counts per stage, backlog and commit->indexed latency")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--since", help="ISO 8601 start of the latency window (default: the last hour)")
+    p.set_defaults(func=_cmd_status)
+
+
+def _cmd_status(args) -> int:
+    from dgb import db
+    from dgb.config import settings
+    from dgb.pipeline.status import pipeline_status
+
+    since = None
+    if args.since:
+        try:
+            since = datetime.fromisoformat(args.since)
+        except ValueError:
+            print(f"error: --since must be ISO 8601, got {args.since!r}", file=sys.stderr)
+            return 2
+        if since.tzinfo is None:
+            since = since.replace(tzinfo=timezone.utc)
+    try:
+        conn = db.connect(settings().pg_dsn(), connect_timeout=5)
+    except Exception as exc:  # noqa: BLE001
+        print(f"error: cannot reach PostgreSQL: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    try:
+        status = pipeline_status(conn, since)
+    finally:
+        conn.close()
+    if args.json:
+        print(json.dumps(status))
+        return 0
+    print(f"articles {status['articles']}  enriched {status['enriched']}  embedded {status['embedded']}  "
+          f"indexed {status['indexed']}  dead_letters {status['dead_letters']}  "
+          f"outbox_pending {status['outbox_pending']}")
+    for stage, b in status["backlog"].items():
+        age = "-" if b["oldest_age_s"] is None else f"{b['oldest_age_s']:.0f}s"
+        print(f"  backlog {stage:7s} pending {b['pending']:6d}  oldest {age}")
+    p50, p95 = status["latency_p50_s"], status["latency_p95_s"]
+    print(f"  commit->indexed since {status['since']}: p50 {p50}s  p95 {p95}s  (n={status['latency_sample']})")
+    return 0

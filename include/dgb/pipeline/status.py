@@ -1,0 +1,50 @@
+"""Pipeline status from our own state (seed 002's oldest-unacked-age signal, per stage)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+# stage -> (pending condition over news, the column whose oldest value dates the backlog)
+BACKLOG = {
+    "enrich": ("enriched_at IS NULL AND removed_at IS NULL", "scraped_at"),
+    "embed": ("enriched_at IS NOT NULL AND embedded_at IS NULL AND removed_at IS NULL", "enriched_at"),
+    "index": ("enriched_at IS NOT NULL AND indexed_version IS DISTINCT FROM version", "updated_at"),
+}
+
+
+def pipeline_status(conn, since: datetime | None = None, now: datetime | None = None) -> dict:
+    now = now or datetime.now(timezone.utc)
+    since = since or now - timedelta(hours=1)
+    out: dict = {}
+    with conn.cursor() as cur:
+        cur.execute("SELECT count(*), count(enriched_at), count(embedded_at), count(indexed_at) FROM news")
+        out["articles"], out["enriched"], out["embedded"], out["indexed"] = cur.fetchone()
+        cur.execute("SELECT count(*) FROM dead_letters WHERE status = 'open'")
+        out["dead_letters"] = cur.fetchone()[0]
+        cur.execute("SELECT count(*), min(created_at) FROM outbox WHERE published_at IS NULL")
+        pending, oldest = cur.fetchone()
+        out["outbox_pending"] = pending
+        backlog = {}
+        for stage, (condition, column) in BACKLOG.items():
+            cur.execute(f"SELECT count(*), min({column}) FROM news WHERE {condition}")
+            n, first = cur.fetchone()
+            backlog[stage] = {"pending": n, "oldest_age_s": _age(now, first)}
+        backlog["outbox"] = {"pending": pending, "oldest_age_s": _age(now, oldest)}
+        out["backlog"] = backlog
+        cur.execute(
+            "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s), percentile_cont(0.95) WITHIN GROUP"
+            " (ORDER BY s), count(*) FROM (SELECT extract(epoch FROM indexed_at - scraped_at) AS s FROM news"
+            " WHERE scraped_at >= %s AND indexed_at IS NOT NULL AND indexed_version = version) t",
+            (since,),
+        )
+        p50, p95, n = cur.fetchone()
+    conn.commit()
+    out["latency_p50_s"] = None if p50 is None else round(float(p50), 3)
+    out["latency_p95_s"] = None if p95 is None else round(float(p95), 3)
+    out["latency_sample"] = n
+    out["since"] = since.isoformat()
+    return out
+
+
+def _age(now: datetime, first) -> float | None:
+    return None if first is None else round(max(0.0, (now - first).total_seconds()), 1)

@@ -24,7 +24,7 @@ for _key, _value in _airflow.items():
     if _key.startswith(("AIRFLOW", "PUBSUB_EMULATOR_HOST")):
         os.environ[_key] = _value
 
-TRUNCATE = ("news_update_history", "integrity_state", "news", "outbox", "dead_letters", "scrape_runs")
+KEEP = ("schema_migrations", "agencies", "themes")  # reference data survives between tests
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +52,10 @@ def pg(pg_server):
 
     conn = db.connect(pg_server.pg_dsn())
     with db.transaction(conn) as cur:
-        cur.execute(f"TRUNCATE {', '.join(TRUNCATE)} RESTART IDENTITY CASCADE")
+        cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND NOT (tablename = ANY(%s))",
+                    (list(KEEP),))
+        tables = [r[0] for r in cur.fetchall()]
+        cur.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
     yield conn
     conn.close()
 

@@ -41,4 +41,5 @@ OPTIONAL_DAG_MODULES = ("dgb.scraper.dags", "dgb.pipeline.dags", "dgb.integrity.
 SCRAPE_POOL = "scrape_http"
 POOLS = {
     SCRAPE_POOL: (4, "Concurrent scrape tasks (each fetches one host at a time, politely)"),
+    "integrity_http": (2, "Concurrent integrity-check tasks (HEAD/conditional GET re-checks of stored news)"),
 }

@@ -490,6 +490,9 @@ def airflow_env(settings: Settings) -> dict[str, str]:
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "True",
+        # event-driven stages: an idle scheduler looks for new asset-triggered runs 4x a second
+        "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": os.environ.get(
+            "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME", "0.25"),
         "AIRFLOW__METRICS__STATSD_ON": os.environ.get("AIRFLOW__METRICS__STATSD_ON", "False"),
         "PUBSUB_EMULATOR_HOST": s.pubsub_emulator_host,
         "AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT": json.dumps({

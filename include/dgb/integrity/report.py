@@ -1,0 +1,147 @@
+"""Integrity metrics, read from the SQL views of migration 0003.
+
+Per agency (``integrity_agency_metrics``): modification rate (checked articles with at least one
+recorded modification / checked articles), modification types (title / content / image /
+subtitle change counts), mean time from publication to the first detected modification,
+broken-link rate ((removed + broken image) / checked). Per tier (``integrity_tier_outcomes``):
+check counts and outcomes. Plus the latest change-history rows and open problems.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any
+
+from psycopg.rows import dict_row
+
+from dgb.integrity.service import OUTCOMES
+from dgb.integrity.tiers import Schedule
+
+FIELD_LABELS = {"title": "title", "content": "content", "image_url": "image", "subtitle": "subtitle"}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _rows(cur, sql: str, params=None) -> list[dict]:
+    cur.execute(sql, params)
+    return [{k: _plain(v) for k, v in r.items()} for r in cur.fetchall()]
+
+
+def integrity_report(conn, *, recent: int = 20, schedule: Schedule | None = None) -> dict[str, Any]:
+    schedule = schedule or Schedule.from_env()
+    with conn.cursor(row_factory=dict_row) as cur:
+        agencies = _rows(cur, "SELECT * FROM integrity_agency_metrics ORDER BY checked_articles DESC, agency_key")
+        tier_rows = _rows(cur, "SELECT tier, outcome, checks, checks_recent, bytes FROM integrity_tier_outcomes")
+        types = _rows(cur, "SELECT field_changed, source, sum(changes)::bigint AS changes"
+                           " FROM integrity_modification_types GROUP BY field_changed, source")
+        recent_rows = _rows(cur, "SELECT n.unique_id, n.agency_key, n.title, h.field_changed, h.source,"
+                                 " left(h.old_value, 200) AS old_value, left(h.new_value, 200) AS new_value,"
+                                 " h.detected_at FROM news_update_history h JOIN news n ON n.id = h.news_id"
+                                 " ORDER BY h.detected_at DESC, h.id DESC LIMIT %s", (recent,))
+        problems = _rows(cur, "SELECT coalesce(problem, CASE WHEN image_broken THEN 'image_broken'"
+                              " WHEN removed_at IS NOT NULL THEN 'removed' ELSE 'failing_checks' END) AS problem,"
+                              " count(*)::bigint AS articles FROM integrity_problems GROUP BY 1 ORDER BY 1")
+    conn.commit()
+    tiers = []
+    by_tier: dict[str, list[dict]] = {}
+    for r in tier_rows:
+        by_tier.setdefault(r["tier"], []).append(r)
+    known = [t.name for t in schedule.tiers]
+    for name in known + sorted(set(by_tier) - set(known)):
+        rows = by_tier.get(name, [])
+        outcomes = {o: 0 for o in OUTCOMES}
+        recent_outcomes = {o: 0 for o in OUTCOMES}
+        for r in rows:
+            outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + int(r["checks"])
+            recent_outcomes[r["outcome"]] = recent_outcomes.get(r["outcome"], 0) + int(r["checks_recent"])
+        try:
+            t = schedule.tier(name)
+            label, dag_id = t.label, t.dag_id
+            every = schedule.dag_interval(t).total_seconds() / 60
+        except KeyError:
+            label, dag_id, every = name, None, None
+        tiers.append({"tier": name, "label": label, "dag_id": dag_id, "every_minutes": every,
+                      "checks": sum(outcomes.values()), "checks_recent": sum(recent_outcomes.values()),
+                      "bytes": sum(int(r["bytes"]) for r in rows), "outcomes": outcomes,
+                      "outcomes_recent": recent_outcomes})
+    mod_types: dict[str, int] = {}
+    mod_types_integrity: dict[str, int] = {}
+    for r in types:
+        label = FIELD_LABELS.get(r["field_changed"], r["field_changed"])
+        mod_types[label] = mod_types.get(label, 0) + int(r["changes"])
+        if r["source"] == "integrity":
+            mod_types_integrity[label] = mod_types_integrity.get(label, 0) + int(r["changes"])
+    checked = sum(a["checked_articles"] for a in agencies)
+    modified = sum(a["modified_articles"] for a in agencies)
+    broken = sum(a["broken_articles"] for a in agencies)
+    totals = {
+        "articles": sum(a["articles"] for a in agencies),
+        "checked_articles": checked,
+        "modified_articles": modified,
+        "broken_articles": broken,
+        "removed_articles": sum(a["removed_articles"] for a in agencies),
+        "image_broken_articles": sum(a["image_broken_articles"] for a in agencies),
+        "checks": sum(t["checks"] for t in tiers),
+        "modification_rate": round(modified / checked, 4) if checked else None,
+        "broken_link_rate": round(broken / checked, 4) if checked else None,
+    }
+    return {
+        "generated_at": datetime.now(timezone.utc).isoformat(),
+        "schedule": {"mode": schedule.mode,
+                     "tiers": [{"tier": t.name, "label": t.label, "dag_id": t.dag_id,
+                                "every_minutes": schedule.dag_interval(t).total_seconds() / 60}
+                               for t in schedule.tiers]},
+        "totals": totals,
+        "agencies": agencies,
+        "modification_types": mod_types,
+        "modification_types_integrity": mod_types_integrity,
+        "tiers": tiers,
+        "problems": {r["problem"]: int(r["articles"]) for r in problems},
+        "recent_changes": recent_rows,
+    }
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """The report as plain-text tables (``dgb integrity-report``)."""
+    lines = []
+    t = report["totals"]
+    lines.append(f"Integrity report ({report['generated_at']}, schedule: {report['schedule']['mode']})")
+    lines.append(f"articles {t['articles']}  checked {t['checked_articles']}  modified {t['modified_articles']}"
+                 f" ({_pct(t['modification_rate'])})  broken {t['broken_articles']} ({_pct(t['broken_link_rate'])})"
+                 f"  checks {t['checks']}")
+    lines.append("")
+    head = f"{'agency':<28} {'checked':>8} {'modified':>8} {'mod.rate':>8} {'title':>6} {'content':>7} " \
+           f"{'image':>6} {'h->1st mod':>10} {'removed':>7} {'img.brk':>7} {'brk.rate':>8}"
+    lines += [head, "-" * len(head)]
+    for a in report["agencies"]:
+        hours = a["mean_hours_to_first_modification"]
+        lines.append(
+            f"{a['agency_key'][:28]:<28} {a['checked_articles']:>8} {a['modified_articles']:>8} "
+            f"{_pct(a['modification_rate']):>8} {a['title_changes']:>6} {a['content_changes']:>7} "
+            f"{a['image_changes']:>6} {('-' if hours is None else f'{hours:.1f}'):>10} {a['removed_articles']:>7} "
+            f"{a['image_broken_articles']:>7} {_pct(a['broken_link_rate']):>8}")
+    lines.append("")
+    head = f"{'tier':<8} {'label':<12} {'every':>8} {'checks':>8} " + " ".join(f"{o:>12}" for o in OUTCOMES)
+    lines += [head, "-" * len(head)]
+    for tier in report["tiers"]:
+        every = tier["every_minutes"]
+        lines.append(f"{tier['tier']:<8} {tier['label']:<12} {('-' if every is None else f'{every:g}m'):>8} "
+                     f"{tier['checks']:>8} " + " ".join(f"{tier['outcomes'].get(o, 0):>12}" for o in OUTCOMES))
+    if report["modification_types"]:
+        lines.append("")
+        lines.append("modification types: " + ", ".join(f"{k} {v}" for k, v in
+                                                        sorted(report["modification_types"].items())))
+    if report["problems"]:
+        lines.append("open problems: " + ", ".join(f"{k} {v}" for k, v in report["problems"].items()))
+    return "\n".join(lines)

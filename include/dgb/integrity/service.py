@@ -1,0 +1,400 @@
+"""The integrity service: check one article fully, or a tier's due articles in a run.
+
+One check (:func:`check_article`):
+
+1. content (conditional GET, see :mod:`dgb.integrity.checks`);
+2. on ``modified``: :func:`dgb.scraper.store.save_articles` with ``source="integrity"`` updates
+   the row, writes one ``news_update_history`` row per changed field, bumps the version, resets
+   the downstream stage state (theme, summary, embedding) and enqueues a ``dgb.news.scraped``
+   event in the outbox, in one transaction, so enrichment, embedding and indexing follow;
+3. the image (skipped for a removed article), HEAD then GET+Range;
+4. flags: removed (404/410) -> ``news.removed_at``, ``problem='removed'``; broken image ->
+   ``image_broken``, ``problem='image_broken'`` (unless a problem is already set); recoveries
+   clear them. A flag change sets ``indexed_version = NULL`` so the index stage, which builds
+   documents whole from PostgreSQL (and deletes removed ones), re-syncs the row; nothing else
+   is enqueued;
+5. ``integrity_state`` (tier, next due time, validators, statuses, consecutive failures), one
+   ``integrity_checks`` row and the ``integrity_daily`` roll-up, in one transaction.
+
+A transient failure (429/503 after backoff, timeout, anti-bot) is outcome ``error``: the stored
+ETag/Last-Modified, flags and article are kept, ``consecutive_failures`` grows and the next
+check is pushed back. New validators are stored only once the article row reflects the page,
+so a failed save can never hide a change behind a later 304.
+
+Every log line carries ``unique_id=`` and ``outcome=``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from psycopg.rows import dict_row
+
+from dgb.db import transaction
+from dgb.fetch import Fetcher
+from dgb.integrity.checks import ContentResult, ImageResult, check_content, check_image
+from dgb.integrity.policy import current_unique_id
+from dgb.integrity.tiers import Schedule, assign_tiers, due_articles
+from dgb.scraper import store
+
+log = logging.getLogger("dgb.integrity")
+
+OUTCOMES = ("unchanged", "modified", "removed", "image_broken", "error")
+
+LOAD_SQL = """
+SELECT n.id, n.unique_id, n.agency_key, n.agency_name, n.url, n.title, n.subtitle, n.content, n.image_url,
+       n.published_at, n.updated_datetime, n.removed_at, n.image_broken, n.problem,
+       a.site_kind,
+       s.news_id AS state_news_id, s.tier, s.etag, s.last_modified, s.page_updated_at, s.checks,
+       s.image_status, s.content_status, s.consecutive_failures
+FROM news n
+LEFT JOIN agencies a ON a.key = n.agency_key
+LEFT JOIN integrity_state s ON s.news_id = n.id
+WHERE n.unique_id = %s
+"""
+
+
+class ArticleNotFound(KeyError):
+    pass
+
+
+@dataclass
+class CheckResult:
+    unique_id: str
+    news_id: int
+    agency_key: str
+    tier: str
+    outcome: str
+    content: ContentResult
+    image: ImageResult | None
+    flags: list[str] = field(default_factory=list)      # flag changes made: removed, restored, image_broken, image_ok
+    history_rows: int = 0
+    event_enqueued: bool = False
+    next_due_at: datetime | None = None
+    consecutive_failures: int = 0
+    bytes_fetched: int = 0
+    duration_ms: int = 0
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "unique_id": self.unique_id, "agency_key": self.agency_key, "tier": self.tier, "outcome": self.outcome,
+            "content": self.content.as_dict(), "image": self.image.as_dict() if self.image else None,
+            "flags": list(self.flags), "history_rows": self.history_rows, "event_enqueued": self.event_enqueued,
+            "next_due_at": self.next_due_at.isoformat() if self.next_due_at else None,
+            "consecutive_failures": self.consecutive_failures, "bytes_fetched": self.bytes_fetched,
+            "duration_ms": self.duration_ms, "error": self.error,
+        }
+
+
+def load_article(conn, unique_id: str) -> dict:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(LOAD_SQL, (unique_id,))
+        row = cur.fetchone()
+    conn.commit()   # no transaction left open while we wait on the network
+    if row is None:
+        raise ArticleNotFound(f"no article with unique_id {unique_id!r}")
+    return row
+
+
+def _outcome(content: ContentResult, image: ImageResult | None) -> str:
+    if content.status == "removed":
+        return "removed"
+    if content.status == "modified":
+        return "modified"
+    if image is not None and image.broken:
+        return "image_broken"
+    if content.transient or (image is not None and image.transient):
+        return "error"
+    return "unchanged"
+
+
+def check_article(conn, fetcher: Fetcher, unique_id: str, *, schedule: Schedule | None = None,
+                  now: datetime | None = None) -> CheckResult:
+    """Fully check one article now (content, then image) and record everything."""
+    schedule = schedule or Schedule.from_env()
+    token = current_unique_id.set(unique_id)
+    t0 = time.monotonic()
+    try:
+        row = load_article(conn, unique_id)
+        content = check_content(fetcher, conn, row, row if row["state_news_id"] is not None else None)
+        history_rows, event, save_error = 0, False, None
+        if content.status == "modified" and content.article is not None:
+            try:
+                saved = store.save_articles(conn, row["agency_key"], row["agency_name"], [content.article],
+                                            source="integrity")
+                history_rows, event = saved.history_rows, bool(saved.updated)
+            except Exception as exc:  # noqa: BLE001 - recorded as this check's error, state kept
+                conn.rollback()
+                save_error = f"saving the modified article failed: {exc!r}"
+                log.warning("integrity unique_id=%s outcome=error %s", unique_id, save_error)
+                content = ContentResult("error", bytes_fetched=content.bytes_fetched,
+                                        http_status=content.http_status, etag=row["etag"],
+                                        last_modified=row["last_modified"], error=save_error,
+                                        error_category="unknown")
+        image = None
+        if content.status != "removed":
+            image_url = content.article.image_url if content.article is not None else row["image_url"]
+            image = check_image(fetcher, image_url)
+        outcome = _outcome(content, image)
+        checked_at = now or datetime.now(timezone.utc)
+        result = _record(conn, row, content, image, outcome, schedule, checked_at,
+                         int((time.monotonic() - t0) * 1000))
+        result.history_rows, result.event_enqueued = history_rows, event
+        _log_result(result)
+        return result
+    finally:
+        current_unique_id.reset(token)
+
+
+def _flag_updates(row: dict, content: ContentResult, image: ImageResult | None) -> list[tuple[str, str]]:
+    """(flag, SQL assignment list) for every flag change this check makes."""
+    out = []
+    if content.status == "removed":
+        if row["removed_at"] is None or row["problem"] != "removed":
+            out.append(("removed", "removed_at = coalesce(removed_at, %(now)s), problem = 'removed',"
+                                   " problem_at = %(now)s"))
+    elif row["removed_at"] is not None and content.status in ("unchanged", "modified"):
+        out.append(("restored", "removed_at = NULL, problem_at = %(now)s, problem = CASE WHEN problem = 'removed'"
+                                " THEN (CASE WHEN image_broken THEN 'image_broken' END) ELSE problem END"))
+    if image is not None:
+        if image.broken and not row["image_broken"]:
+            out.append(("image_broken", "image_broken = true, problem_at = CASE WHEN problem IS NULL THEN %(now)s"
+                                        " ELSE problem_at END, problem = coalesce(problem, 'image_broken')"))
+        elif image.status in ("ok", "redirect", "no_image") and row["image_broken"]:
+            out.append(("image_ok", "image_broken = false, problem = CASE WHEN problem = 'image_broken' THEN NULL"
+                                    " ELSE problem END"))
+    return out
+
+
+def _record(conn, row: dict, content: ContentResult, image: ImageResult | None, outcome: str,
+            schedule: Schedule, now: datetime, duration_ms: int) -> CheckResult:
+    failed = outcome == "error" or content.transient or (image is not None and image.transient)
+    failures = (row["consecutive_failures"] or 0) + 1 if failed else 0
+    tier = schedule.tier_for(row["published_at"], now).name
+    next_due = schedule.next_due(row["published_at"], now, failures)
+    if content.status in ("unchanged", "modified"):
+        etag, last_modified = content.etag, content.last_modified
+    else:
+        etag, last_modified = row["etag"], row["last_modified"]
+    errors = [e for e in (content.error, image.error if image is not None and image.transient else None) if e]
+    last_error = "; ".join(errors)[:2000] or None
+    flags = _flag_updates(row, content, image)
+    nbytes = content.bytes_fetched + (image.bytes_fetched if image is not None else 0)
+    with transaction(conn) as cur:
+        for _, assignments in flags:
+            cur.execute(f"UPDATE news SET {assignments}, indexed_version = NULL WHERE id = %(id)s",
+                        {"now": now, "id": row["id"]})
+        cur.execute(
+            "INSERT INTO integrity_state (news_id, tier, last_checked_at, next_due_at, checks, etag, last_modified,"
+            " page_updated_at, image_status, content_status, http_status, consecutive_failures, last_error)"
+            " VALUES (%(id)s, %(tier)s, %(now)s, %(due)s, 1, %(etag)s, %(lm)s, %(pu)s, %(img)s, %(cs)s, %(http)s,"
+            " %(fails)s, %(err)s)"
+            " ON CONFLICT (news_id) DO UPDATE SET tier = EXCLUDED.tier, last_checked_at = EXCLUDED.last_checked_at,"
+            " next_due_at = EXCLUDED.next_due_at, checks = integrity_state.checks + 1, etag = EXCLUDED.etag,"
+            " last_modified = EXCLUDED.last_modified,"
+            " page_updated_at = coalesce(EXCLUDED.page_updated_at, integrity_state.page_updated_at),"
+            " image_status = coalesce(EXCLUDED.image_status, integrity_state.image_status),"
+            " content_status = EXCLUDED.content_status, http_status = EXCLUDED.http_status,"
+            " consecutive_failures = EXCLUDED.consecutive_failures, last_error = EXCLUDED.last_error",
+            {"id": row["id"], "tier": tier, "now": now, "due": next_due, "etag": etag, "lm": last_modified,
+             "pu": content.page_updated_at, "img": image.status if image is not None else None,
+             "cs": content.status, "http": content.http_status, "fails": failures, "err": last_error},
+        )
+        cur.execute(
+            "INSERT INTO integrity_checks (news_id, agency_key, tier, checked_at, outcome, content_status,"
+            " image_status, http_status, bytes, changed_fields, duration_ms, error)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (row["id"], row["agency_key"], tier, now, outcome, content.status,
+             image.status if image is not None else None, content.http_status, nbytes,
+             list(content.changed_fields), duration_ms, last_error),
+        )
+        cur.execute(
+            "INSERT INTO integrity_daily (day, tier, agency_key, outcome, checks, bytes)"
+            " VALUES (%s, %s, %s, %s, 1, %s)"
+            " ON CONFLICT (day, tier, agency_key, outcome) DO UPDATE SET checks = integrity_daily.checks + 1,"
+            " bytes = integrity_daily.bytes + EXCLUDED.bytes",
+            (now.astimezone(timezone.utc).date(), tier, row["agency_key"], outcome, nbytes),
+        )
+    return CheckResult(unique_id=row["unique_id"], news_id=row["id"], agency_key=row["agency_key"], tier=tier,
+                       outcome=outcome, content=content, image=image, flags=[f for f, _ in flags],
+                       next_due_at=next_due, consecutive_failures=failures, bytes_fetched=nbytes,
+                       duration_ms=duration_ms, error=last_error)
+
+
+def _log_result(r: CheckResult) -> None:
+    img = r.image.status if r.image is not None else "skipped"
+    msg = ("integrity unique_id=%s outcome=%s tier=%s content=%s image=%s http=%s changed=%s flags=%s bytes=%d"
+           " failures=%d")
+    args = (r.unique_id, r.outcome, r.tier, r.content.status, img, r.content.http_status,
+            ",".join(r.content.changed_fields) or "-", ",".join(r.flags) or "-", r.bytes_fetched,
+            r.consecutive_failures)
+    if r.outcome == "error":
+        log.warning(msg + " error=%s", *args, r.error)
+    else:
+        log.info(msg, *args)
+
+
+def record_failure(conn, news_id: int, unique_id: str, error: str, schedule: Schedule | None = None) -> None:
+    """An unexpected exception while checking: push the article back, keep its state."""
+    schedule = schedule or Schedule.from_env()
+    now = datetime.now(timezone.utc)
+    with transaction(conn) as cur:
+        cur.execute("SELECT published_at, agency_key FROM news WHERE id = %s", (news_id,))
+        found = cur.fetchone()
+        if found is None:
+            return
+        published, agency_key = found
+        cur.execute("SELECT consecutive_failures FROM integrity_state WHERE news_id = %s", (news_id,))
+        prev = cur.fetchone()
+        failures = (prev[0] if prev else 0) + 1
+        tier = schedule.tier_for(published, now).name
+        cur.execute(
+            "INSERT INTO integrity_state (news_id, tier, last_checked_at, next_due_at, checks, content_status,"
+            " consecutive_failures, last_error) VALUES (%s, %s, %s, %s, 1, 'error', %s, %s)"
+            " ON CONFLICT (news_id) DO UPDATE SET tier = EXCLUDED.tier, last_checked_at = EXCLUDED.last_checked_at,"
+            " next_due_at = EXCLUDED.next_due_at, checks = integrity_state.checks + 1,"
+            " content_status = 'error', consecutive_failures = EXCLUDED.consecutive_failures,"
+            " last_error = EXCLUDED.last_error",
+            (news_id, tier, now, schedule.next_due(published, now, failures), failures, error[:2000]),
+        )
+        cur.execute("INSERT INTO integrity_checks (news_id, agency_key, tier, checked_at, outcome, content_status,"
+                    " error) VALUES (%s, %s, %s, %s, 'error', 'error', %s)",
+                    (news_id, agency_key, tier, now, error[:2000]))
+        cur.execute("INSERT INTO integrity_daily (day, tier, agency_key, outcome, checks) VALUES (%s, %s, %s,"
+                    " 'error', 1) ON CONFLICT (day, tier, agency_key, outcome) DO UPDATE SET"
+                    " checks = integrity_daily.checks + 1", (now.date(), tier, agency_key))
+    log.error("integrity unique_id=%s outcome=error unexpected failure: %s", unique_id, error)
+
+
+# -- system load ("sensors for system load", seed 001) -----------------------------------------
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def backlog(conn, threshold: int | None = None, outbox_max_age_s: float | None = None) -> str | None:
+    """Why the event pipeline is behind (so checks should yield), or None.
+
+    * an outbox row still unpublished ``outbox_max_age_s`` after it was written
+      (``DGB_INTEGRITY_OUTBOX_MAX_AGE_S``, default 60; 0 disables);
+    * more than ``threshold`` articles waiting for enrichment
+      (``DGB_INTEGRITY_BACKLOG_MAX``, default 5000; 0 disables).
+    Both read partial indexes and stop early, so this is cheap at any table size.
+    """
+    threshold = _env_int("DGB_INTEGRITY_BACKLOG_MAX", 5000) if threshold is None else threshold
+    max_age = float(_env_int("DGB_INTEGRITY_OUTBOX_MAX_AGE_S", 60)) if outbox_max_age_s is None else outbox_max_age_s
+    reason = None
+    with conn.cursor() as cur:
+        if max_age > 0:
+            cur.execute("SELECT min(created_at), count(*) FROM (SELECT created_at FROM outbox"
+                        " WHERE published_at IS NULL AND created_at < now() - make_interval(secs => %s)"
+                        " LIMIT 1000) old", (max_age,))
+            oldest, stale = cur.fetchone()
+            if stale:
+                reason = f"{stale}{'+' if stale >= 1000 else ''} outbox event(s) unpublished for over {max_age:.0f} s"
+        if reason is None and threshold > 0:
+            cur.execute("SELECT count(*) FROM (SELECT 1 FROM news WHERE enriched_at IS NULL LIMIT %s) p",
+                        (threshold + 1,))
+            pending = cur.fetchone()[0]
+            if pending > threshold:
+                reason = f"more than {threshold} articles pending enrichment"
+    conn.commit()
+    return reason
+
+
+def purge_old_checks(conn, days: int | None = None, batch: int = 10_000) -> int:
+    """Drop ``integrity_checks`` rows older than ``DGB_INTEGRITY_LOG_DAYS`` (default 14); the
+    daily roll-up keeps the counts."""
+    days = _env_int("DGB_INTEGRITY_LOG_DAYS", 14) if days is None else days
+    if days <= 0:
+        return 0
+    with transaction(conn) as cur:
+        cur.execute("DELETE FROM integrity_checks WHERE id IN (SELECT id FROM integrity_checks"
+                    " WHERE checked_at < now() - make_interval(days => %s) LIMIT %s)", (days, batch))
+        return cur.rowcount
+
+
+# -- a tier run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class TierRunSummary:
+    tier: str
+    due: int = 0
+    checked: int = 0
+    placed: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    bytes_fetched: int = 0
+    seconds: float = 0.0
+    skipped_backlog: bool = False
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tier": self.tier, "due": self.due, "checked": self.checked, "placed": self.placed,
+                "outcomes": {o: self.outcomes.get(o, 0) for o in OUTCOMES}, "bytes_fetched": self.bytes_fetched,
+                "seconds": round(self.seconds, 3), "skipped_backlog": self.skipped_backlog, "note": self.note}
+
+
+def run_tier(conn, fetcher: Fetcher, tier: str, limit: int | None = None, backlog_threshold: int | None = None,
+             *, schedule: Schedule | None = None, outbox_max_age_s: float | None = None,
+             max_seconds: float | None = None, on_result: Callable[[CheckResult], None] | None = None,
+             recheck_every: int = 50) -> TierRunSummary:
+    """Check the tier's due articles (at most ``limit``), yielding when the pipeline is behind."""
+    schedule = schedule or Schedule.from_env()
+    schedule.tier(tier)  # unknown tier -> KeyError now
+    limit = schedule.batch_size if limit is None else limit
+    summary = TierRunSummary(tier=tier)
+    t0 = time.monotonic()
+    reason = backlog(conn, backlog_threshold, outbox_max_age_s)
+    if reason:
+        summary.skipped_backlog, summary.note = True, f"skipped_backlog: {reason}"
+        log.info("integrity tier=%s outcome=skipped_backlog %s", tier, reason)
+        return summary
+    summary.placed = assign_tiers(conn, schedule)
+    due = due_articles(conn, tier, limit)
+    summary.due = len(due)
+    for i, item in enumerate(due):
+        if max_seconds is not None and time.monotonic() - t0 > max_seconds:
+            summary.note = f"stopped after {max_seconds:.0f} s with {len(due) - i} due articles left"
+            break
+        if i and recheck_every and i % recheck_every == 0:
+            reason = backlog(conn, backlog_threshold, outbox_max_age_s)
+            if reason:
+                summary.skipped_backlog, summary.note = True, f"skipped_backlog: {reason} (after {i} checks)"
+                log.info("integrity tier=%s outcome=skipped_backlog %s after %d checks", tier, reason, i)
+                break
+        try:
+            result = check_article(conn, fetcher, item.unique_id, schedule=schedule)
+        except ArticleNotFound:
+            continue
+        except Exception as exc:  # noqa: BLE001 - one article's failure must not stop the tier
+            conn.rollback()
+            record_failure(conn, item.news_id, item.unique_id, repr(exc), schedule)
+            summary.checked += 1
+            summary.outcomes["error"] += 1
+            continue
+        summary.checked += 1
+        summary.outcomes[result.outcome] += 1
+        summary.bytes_fetched += result.bytes_fetched
+        if on_result is not None:
+            try:
+                on_result(result)
+            except Exception:  # noqa: BLE001 - metrics must never fail a run
+                log.debug("on_result callback failed", exc_info=True)
+    try:
+        purge_old_checks(conn)
+    except Exception:  # noqa: BLE001
+        conn.rollback()
+        log.warning("integrity: purging old check rows failed", exc_info=True)
+    summary.seconds = time.monotonic() - t0
+    log.info("integrity tier=%s run: %s", tier, summary.as_dict())
+    return summary

@@ -1,0 +1,1 @@
+"""UI extensions (Airflow 3 plugin pages) of dgb-pipeline."""

@@ -1,0 +1,306 @@
+"""The "DGB integrity" page of the Airflow UI: a small FastAPI app (mounted by the plugin in
+``plugins/dgb_airflow_plugins.py`` under ``/dgb-integrity``) rendering the integrity report as
+server-side HTML with inline SVG charts (no scripts, no CDN), plus the same data as JSON.
+
+* ``GET /``            the page: totals, per-agency modification-rate and broken-link-rate bars,
+                       check outcomes per tier (stacked bars), modification types, latest changes;
+* ``GET /api/report``  :func:`dgb.integrity.report.integrity_report` as JSON;
+* ``GET /health``      liveness.
+
+Data comes from PostgreSQL through the ``dgb_db`` Airflow connection (falling back to the
+``DGB_PG_*`` settings). Inside the API server the routes require an authenticated Airflow user
+(the UI's session cookie or a bearer token), like the rest of the UI.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+from datetime import datetime
+from typing import Any, Callable
+
+from fastapi import Depends, FastAPI
+from fastapi.responses import HTMLResponse, JSONResponse
+
+log = logging.getLogger(__name__)
+
+OUTCOME_COLORS = {
+    "unchanged": "#2e7d32",
+    "modified": "#1565c0",
+    "removed": "#6a1b9a",
+    "image_broken": "#ef6c00",
+    "error": "#c62828",
+}
+FIELD_COLORS = {"title": "#1565c0", "content": "#00838f", "image": "#ef6c00", "subtitle": "#7b1fa2"}
+
+
+# -- data ------------------------------------------------------------------------------------------
+
+
+def default_dsn() -> str:
+    """DSN of the ``dgb_db`` Airflow connection, else of the DGB_PG_* settings."""
+    try:
+        from airflow.models.connection import Connection
+
+        c = Connection.get_connection_from_secrets("dgb_db")
+        if c.host:
+            from urllib.parse import quote
+
+            auth = quote(c.login or "", safe="") + (":" + quote(c.password, safe="") if c.password else "")
+            return f"postgresql://{auth}@{c.host}:{c.port or 5432}/{c.schema or 'dgb'}"
+    except Exception as exc:  # noqa: BLE001 - outside Airflow, or no such connection
+        log.debug("dgb_db connection unavailable (%s); using DGB_PG_* settings", exc)
+    from dgb.config import Settings
+
+    return Settings.from_env().pg_dsn()
+
+
+def default_connect():
+    from dgb import db
+
+    return db.connect(default_dsn(), connect_timeout=5)
+
+
+def load_report(connect: Callable[[], Any]) -> dict:
+    from dgb.integrity.report import integrity_report
+
+    conn = connect()
+    try:
+        return integrity_report(conn, recent=25)
+    finally:
+        conn.close()
+
+
+# -- SVG charts ------------------------------------------------------------------------------------
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def rate_bars(chart_id: str, title: str, rows: list[dict], key: str, color: str, detail: Callable[[dict], str]) -> str:
+    """Horizontal bars, one per agency, for a 0..1 rate. Agencies without checks show "–"."""
+    bar_h, gap, label_w, width = 22, 6, 190, 640
+    plot_w = width - label_w - 70
+    rows = rows or []
+    height = max(1, len(rows)) * (bar_h + gap) + 34
+    top = max([r.get(key) or 0 for r in rows] + [0.0001])
+    scale_max = min(1.0, max(0.05, top * 1.15))
+    parts = [f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="{_e(title)}" '
+             f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
+             f'<title>{_e(title)}</title>']
+    for tick in (0, 0.5, 1.0):
+        x = label_w + plot_w * tick
+        parts.append(f'<line x1="{x:.1f}" y1="4" x2="{x:.1f}" y2="{height - 26}" stroke="#ddd"/>'
+                     f'<text x="{x:.1f}" y="{height - 10}" font-size="11" text-anchor="middle" fill="#666">'
+                     f'{_e(_pct(scale_max * tick))}</text>')
+    if not rows:
+        parts.append(f'<text x="{label_w}" y="20" font-size="13" fill="#666">no data yet</text>')
+    for i, r in enumerate(rows):
+        y = 4 + i * (bar_h + gap)
+        value = r.get(key)
+        w = 0 if value is None else plot_w * min(1.0, value / scale_max)
+        agency = r.get("agency_key")
+        parts.append(
+            f'<g class="bar-row"><text x="{label_w - 8}" y="{y + bar_h * 0.7:.1f}" font-size="12" text-anchor="end">'
+            f'{_e(agency)}</text>'
+            f'<rect class="bar" data-agency="{_e(agency)}" data-value="{"" if value is None else f"{value:.4f}"}" '
+            f'x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" rx="3" fill="{color}">'
+            f'<title>{_e(agency)}: {_e(_pct(value))} ({_e(detail(r))})</title></rect>'
+            f'<text x="{label_w + w + 6:.1f}" y="{y + bar_h * 0.7:.1f}" font-size="12" fill="#333">'
+            f'{_e(_pct(value))}</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def tier_bars(chart_id: str, tiers: list[dict]) -> str:
+    """One stacked horizontal bar per tier: check outcomes."""
+    bar_h, gap, label_w, width = 26, 8, 150, 640
+    plot_w = width - label_w - 80
+    height = max(1, len(tiers)) * (bar_h + gap) + 40
+    top = max([t["checks"] for t in tiers] + [1])
+    parts = [f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="Check outcomes per tier" '
+             f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
+             "<title>Check outcomes per tier</title>"]
+    for i, t in enumerate(tiers):
+        y = 4 + i * (bar_h + gap)
+        parts.append(f'<text x="{label_w - 8}" y="{y + bar_h * 0.65:.1f}" font-size="12" text-anchor="end">'
+                     f'{_e(t["tier"])} ({_e(t["label"])})</text>')
+        x = float(label_w)
+        for outcome, color in OUTCOME_COLORS.items():
+            n = t["outcomes"].get(outcome, 0)
+            if not n:
+                continue
+            w = plot_w * n / top
+            parts.append(f'<rect class="seg" data-tier="{_e(t["tier"])}" data-outcome="{outcome}" data-count="{n}" '
+                         f'x="{x:.1f}" y="{y}" width="{max(w, 1):.1f}" height="{bar_h}" fill="{color}">'
+                         f'<title>{_e(t["tier"])} {outcome}: {n}</title></rect>')
+            x += w
+        parts.append(f'<text x="{x + 6:.1f}" y="{y + bar_h * 0.65:.1f}" font-size="12" fill="#333">'
+                     f'{t["checks"]}</text>')
+    lx = label_w
+    for outcome, color in OUTCOME_COLORS.items():
+        parts.append(f'<rect x="{lx}" y="{height - 18}" width="12" height="12" fill="{color}"/>'
+                     f'<text x="{lx + 16}" y="{height - 8}" font-size="11">{outcome}</text>')
+        lx += 16 + 8 * len(outcome) + 14
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def type_bars(chart_id: str, types: dict[str, int]) -> str:
+    items = sorted(types.items(), key=lambda kv: -kv[1])
+    width, bar_w, gap, height = 360, 56, 24, 190
+    top = max([v for _, v in items] + [1])
+    parts = [f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="Modification types" '
+             f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
+             "<title>Modification types</title>"]
+    if not items:
+        parts.append('<text x="10" y="20" font-size="13" fill="#666">no modifications recorded</text>')
+    for i, (name, n) in enumerate(items):
+        h = 130 * n / top
+        x = 20 + i * (bar_w + gap)
+        parts.append(f'<rect class="type" data-field="{_e(name)}" data-count="{n}" x="{x}" y="{150 - h:.1f}" '
+                     f'width="{bar_w}" height="{h:.1f}" fill="{FIELD_COLORS.get(name, "#555")}">'
+                     f'<title>{_e(name)}: {n}</title></rect>'
+                     f'<text x="{x + bar_w / 2}" y="{145 - h:.1f}" font-size="12" text-anchor="middle">{n}</text>'
+                     f'<text x="{x + bar_w / 2}" y="168" font-size="12" text-anchor="middle">{_e(name)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# -- page ------------------------------------------------------------------------------------------
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;padding:18px 22px;color:#222;background:#fafafa}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:15px;margin:0 0 8px}
+.sub{color:#666;font-size:12px;margin-bottom:14px}
+.cards{display:flex;gap:10px;flex-wrap:wrap;margin-bottom:14px}
+.card{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:10px 14px;min-width:120px}
+.card .v{font-size:22px;font-weight:600} .card .k{font-size:12px;color:#666}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:14px}
+.panel{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:12px 14px}
+table{border-collapse:collapse;width:100%;font-size:12px} th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #eee;vertical-align:top}
+th{color:#555;font-weight:600} td.num{text-align:right} .muted{color:#888}
+.diff-old{color:#9b1c1c} .diff-new{color:#1b5e20}
+"""
+
+
+def render_page(report: dict) -> str:
+    t = report["totals"]
+    agencies = report["agencies"]
+    checked = [a for a in agencies if a.get("checked_articles")]
+    cards = [
+        ("articles", t["articles"]), ("checked", t["checked_articles"]), ("checks", t["checks"]),
+        ("modification rate", _pct(t["modification_rate"])), ("broken-link rate", _pct(t["broken_link_rate"])),
+        ("removed", t["removed_articles"]), ("broken images", t["image_broken_articles"]),
+    ]
+    card_html = "".join(f'<div class="card"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'
+                        for k, v in cards)
+    mod_chart = rate_bars("chart-modification-rate", "Modification rate per agency", checked, "modification_rate",
+                          "#1565c0", lambda r: f"{r['modified_articles']} of {r['checked_articles']} checked")
+    broken_chart = rate_bars("chart-broken-rate", "Broken-link rate per agency", checked, "broken_link_rate",
+                             "#c62828", lambda r: f"{r['removed_articles']} removed, "
+                                                  f"{r['image_broken_articles']} broken images")
+    tiers_chart = tier_bars("chart-tier-outcomes", report["tiers"])
+    types_chart = type_bars("chart-modification-types", report["modification_types"])
+    agency_rows = "".join(
+        f"<tr><td>{_e(a['agency_key'])}</td><td class=num>{a['checked_articles']}</td>"
+        f"<td class=num>{a['modified_articles']}</td><td class=num>{_e(_pct(a['modification_rate']))}</td>"
+        f"<td class=num>{a['title_changes']}/{a['content_changes']}/{a['image_changes']}</td>"
+        f"<td class=num>{_e(_hours(a['mean_hours_to_first_modification']))}</td>"
+        f"<td class=num>{a['removed_articles']}</td><td class=num>{a['image_broken_articles']}</td>"
+        f"<td class=num>{_e(_pct(a['broken_link_rate']))}</td></tr>" for a in agencies)
+    history_rows = "".join(
+        f"<tr><td class=muted>{_e(_short_time(h['detected_at']))}</td><td>{_e(h['agency_key'])}</td>"
+        f"<td>{_e(h['title'])}</td><td>{_e(h['field_changed'])}</td><td>{_e(h['source'])}</td>"
+        f"<td><span class=diff-old>{_e(h['old_value'])}</span><br><span class=diff-new>{_e(h['new_value'])}"
+        f"</span></td></tr>" for h in report["recent_changes"]) or \
+        '<tr><td colspan=6 class=muted>no changes recorded yet</td></tr>'
+    sched = ", ".join(f"{s['tier']} every {s['every_minutes']:g} min" for s in report["schedule"]["tiers"])
+    problems = ", ".join(f"{k}: {v}" for k, v in report["problems"].items()) or "none"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>DGB integrity</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
+<body>
+<h1>News integrity</h1>
+<div class="sub">Generated {_e(_short_time(report['generated_at']))} UTC · schedule <b>{_e(report['schedule']['mode'])}</b>
+({_e(sched)}) · open problems: {_e(problems)} · <a href="api/report">JSON</a></div>
+<div class="cards">{card_html}</div>
+<div class="grid">
+<div class="panel"><h2>Modification rate per agency</h2>{mod_chart}</div>
+<div class="panel"><h2>Broken-link rate per agency</h2>{broken_chart}</div>
+<div class="panel"><h2>Check outcomes per tier</h2>{tiers_chart}</div>
+<div class="panel"><h2>Modification types</h2>{types_chart}</div>
+</div>
+<div class="panel" style="margin-top:14px"><h2>Agencies</h2>
+<table><thead><tr><th>agency</th><th>checked</th><th>modified</th><th>mod. rate</th><th>title/content/image</th>
+<th>mean time to 1st change</th><th>removed</th><th>broken img</th><th>broken-link rate</th></tr></thead>
+<tbody>{agency_rows}</tbody></table></div>
+<div class="panel" style="margin-top:14px"><h2>Latest changes</h2>
+<table><thead><tr><th>detected</th><th>agency</th><th>article</th><th>field</th><th>source</th><th>old → new</th></tr></thead>
+<tbody>{history_rows}</tbody></table></div>
+</body></html>"""
+
+
+def _hours(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f} h"
+
+
+def _short_time(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    return "" if value is None else str(value)
+
+
+def _auth_dependencies(require_auth: bool) -> list:
+    if not require_auth:
+        return []
+    try:
+        from airflow.api_fastapi.core_api.security import get_user
+    except Exception:  # noqa: BLE001 - outside the API server: nothing to authenticate against
+        log.warning("dgb integrity UI: Airflow auth unavailable; the page is not protected")
+        return []
+    return [Depends(get_user)]
+
+
+def create_app(connect: Callable[[], Any] | None = None, *, require_auth: bool | None = None) -> FastAPI:
+    """The page's FastAPI app. ``connect`` returns a psycopg connection (default: ``dgb_db``)."""
+    connect = connect or default_connect
+    if require_auth is None:
+        require_auth = os.environ.get("DGB_UI_REQUIRE_AUTH", "1").lower() not in ("0", "false", "no")
+    app = FastAPI(title="DGB integrity", docs_url=None, redoc_url=None, openapi_url=None,
+                  dependencies=_auth_dependencies(require_auth))
+
+    @app.get("/", response_class=HTMLResponse)
+    def page() -> HTMLResponse:
+        try:
+            report = load_report(connect)
+        except Exception as exc:  # noqa: BLE001 - show the operator what is wrong, not a bare 500
+            log.exception("dgb integrity UI: report failed")
+            return HTMLResponse(f"<!DOCTYPE html><html><body><h1>News integrity</h1><p>Report unavailable: "
+                                f"{_e(type(exc).__name__)}: {_e(exc)}</p></body></html>", status_code=503)
+        return HTMLResponse(render_page(report))
+
+    @app.get("/api/report")
+    def report_json() -> JSONResponse:
+        try:
+            return JSONResponse(load_report(connect))
+        except Exception as exc:  # noqa: BLE001
+            log.exception("dgb integrity UI: report failed")
+            return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=503)
+
+    @app.get("/health")
+    def health() -> dict:
+        return {"status": "ok", "service": "dgb-integrity-ui"}
+
+    return app

@@ -1,0 +1,31 @@
+"""Airflow plugin registration of dgb-pipeline (Airflow loads AirflowPlugin subclasses from the
+modules of the plugins folder).
+
+UI (Airflow 3): the integrity page is a FastAPI app mounted by the API server under
+``/dgb-integrity`` (``fastapi_apps``), shown inside the Airflow UI from a "DGB integrity" entry of
+the Browse menu (``external_views`` with a ``url_route``: the UI frames ``href`` at
+``/plugin/dgb-integrity``; ``href`` is relative to the UI's base URL).
+"""
+
+from __future__ import annotations
+
+from airflow.plugins_manager import AirflowPlugin
+from dgb_airflow.ui.integrity import create_app
+
+INTEGRITY_PREFIX = "/dgb-integrity"
+
+
+class DgbPipelinePlugin(AirflowPlugin):
+    name = "dgb_pipeline"
+    fastapi_apps = [
+        {"app": create_app(), "url_prefix": INTEGRITY_PREFIX, "name": "DGB integrity"},
+    ]
+    external_views = [
+        {
+            "name": "DGB integrity",
+            "href": INTEGRITY_PREFIX.lstrip("/") + "/",
+            "url_route": "dgb-integrity",
+            "destination": "nav",
+            "category": "browse",
+        },
+    ]

@@ -20,15 +20,15 @@ import pytest
 
 from dgb import db, topology
 from dgb.agencies import load_agencies
-from dgb.fetch import Fetcher, FetchPolicy
+from dgb.fetch import Fetcher
 from dgb.integrity import tiers
 from dgb.integrity.policy import UrlPolicy, guarded_transport
 from dgb.integrity.report import integrity_report
 from dgb.integrity.service import check_article, run_tier
 from dgb.integrity.tiers import DEFAULT_TIERS, Schedule, assign_tiers, due_articles
-from dgb.mirror.server import start_in_thread
-from dgb.mirror.site import Site
 from dgb.scraper.run import scrape_agency
+
+from .support import FAST
 
 pytestmark = pytest.mark.stack
 
@@ -42,18 +42,8 @@ ARTICLES = [
     ("mulheres", "ligue-180", "Ligue 180 amplia atendimento por mensagem", "2026-11-10T10:00:00-03:00"),
 ]
 
-FAST = FetchPolicy(min_interval=0.0, retries=2, backoff_base=0.05, backoff_max=0.2, read_timeout=3.0,
-                   total_timeout=2.0, connect_timeout=2.0)
 
 
-def _article(agency, slug, title, published):
-    return {
-        "agency": agency, "url_slug": slug, "title": title, "published_at": published,
-        "subtitle": f"Linha fina de {title.lower()}", "category": "Notícias", "tags": ["governo", agency],
-        "content": f"{title}. Primeiro parágrafo com detalhes do anúncio.\n\n"
-                   "Segundo parágrafo com números e uma declaração do ministério.",
-        "image_url": f"imagens/{slug}.jpg",
-    }
 
 
 @pytest.fixture(autouse=True)
@@ -65,15 +55,8 @@ def _clean_integrity_tables(pg):
 
 
 @pytest.fixture
-def site_url(tmp_path, monkeypatch):
-    monkeypatch.delenv("DGB_MIRROR_EXTRA", raising=False)
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(_article(*a), ensure_ascii=False) for a in ARTICLES) + "\n")
-    site = Site(corpus, extra_dir=None)
-    server, base = start_in_thread(site)
-    yield site, server, base
-    server.shutdown()
-    server.server_close()
+def site_url(mirror):
+    return mirror(ARTICLES)
 
 
 def _agency(base, key, kind=None):

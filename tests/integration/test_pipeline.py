@@ -12,14 +12,13 @@ import pytest
 
 from dgb import db, outbox, topology
 from dgb.fetch import Fetcher
-from dgb.mirror.server import start_in_thread
-from dgb.mirror.site import Site
 from dgb.pipeline import stages
 from dgb.pipeline.stage import Failure, InMessage, StageRetry, run_stage
 from dgb.scraper.run import scrape_agency
 from dgb.search import schema
 
-from .test_scrape import ARTICLES, FAST, _agency, _article
+from .support import FAST
+from .test_scrape import ARTICLES, _agency
 
 pytestmark = pytest.mark.stack
 
@@ -48,19 +47,13 @@ def project(pubsub_server):
 
 
 @pytest.fixture
-def scraped(pg, tmp_path, project, pubsub_server):
+def scraped(pg, mirror, project, pubsub_server):
     """mec's articles scraped from the local site, their events relayed to the emulator."""
     from google.cloud import pubsub_v1
 
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(_article(*a), ensure_ascii=False) for a in ARTICLES) + "\n")
-    server, base = start_in_thread(Site(corpus, extra_dir=None))
-    try:
-        with Fetcher(FAST) as f:
-            report = scrape_agency(pg, _agency(base, "mec"), f)
-    finally:
-        server.shutdown()
-        server.server_close()
+    _site, _server, base = mirror(ARTICLES)
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, _agency(base, "mec"), f)
     from dgb.taxonomy import load_taxonomy, themes_rows
 
     db.upsert_themes(pg, themes_rows(load_taxonomy()))

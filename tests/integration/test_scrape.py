@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import uuid
 from dataclasses import replace
@@ -12,10 +11,10 @@ import pytest
 
 from dgb import db, outbox, stack, topology
 from dgb.agencies import load_agencies
-from dgb.fetch import Fetcher, FetchPolicy
-from dgb.mirror.server import start_in_thread
-from dgb.mirror.site import Site
+from dgb.fetch import Fetcher
 from dgb.scraper.run import ScrapeParams, scrape_agency
+
+from .support import FAST
 
 pytestmark = pytest.mark.stack
 
@@ -31,26 +30,11 @@ ARTICLES = [
 ]
 
 
-def _article(agency, slug, title, published):
-    return {
-        "agency": agency, "url_slug": slug, "title": title, "published_at": published,
-        "subtitle": f"Linha fina de {title.lower()}", "category": "Notícias", "tags": ["governo", agency],
-        "content": f"{title}. Primeiro parágrafo com detalhes do anúncio.\n\n"
-                   "Segundo parágrafo com números e uma declaração do ministério.",
-        "image_url": f"imagens/{slug}.jpg",
-    }
 
 
 @pytest.fixture
-def site_url(tmp_path, monkeypatch):
-    monkeypatch.delenv("DGB_MIRROR_EXTRA", raising=False)
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(_article(*a), ensure_ascii=False) for a in ARTICLES) + "\n")
-    site = Site(corpus, extra_dir=None)
-    server, base = start_in_thread(site)
-    yield site, server, base
-    server.shutdown()
-    server.server_close()
+def site_url(mirror):
+    return mirror(ARTICLES)
 
 
 def _agency(base, key, kind="html"):
@@ -68,8 +52,6 @@ def _count(conn, sql, *args):
         return cur.fetchone()[0]
 
 
-FAST = FetchPolicy(min_interval=0.0, retries=2, backoff_base=0.05, backoff_max=0.2, read_timeout=3.0,
-                   total_timeout=2.0, connect_timeout=2.0)
 
 
 def test_scrape_stores_articles_and_events_once(pg, site_url):

@@ -1,0 +1,52 @@
+"""`dgb classify --json` end to end: a real process, the configured (local) backend, the bundled
+model in-process, 5 corpus articles and one bad line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dgb.taxonomy import load_taxonomy
+
+CORPUS = Path(__file__).resolve().parents[2] / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
+
+
+def test_classify_json_end_to_end(tmp_path):
+    arts = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()[:5]]
+    lines = [json.dumps({"title": a["title"], "subtitle": a["subtitle"], "content": a["content"]},
+                        ensure_ascii=False) for a in arts]
+    lines.insert(2, '{"title": "Notícia sem fim de JSON", "content": ')  # line 3 is bad
+    env = dict(os.environ, DGB_CLASSIFIER="local", DGB_EMBEDDER="local")
+    proc = subprocess.run(
+        [sys.executable, "-m", "dgb.cli", "classify", "--json"],
+        input="\n".join(lines) + "\n", capture_output=True, text=True, env=env, timeout=180,
+    )
+    assert proc.returncode != 0, proc.stderr
+    assert "line 3" in proc.stderr and "invalid JSON" in proc.stderr
+    out = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(out) == 5, proc.stdout + proc.stderr
+    assert [o["line"] for o in out] == [1, 2, 4, 5, 6]
+
+    taxonomy = load_taxonomy()
+    for o, a in zip(out, arts):
+        assert set(o) == {"line", "l1", "l2", "l3", "most_specific", "summary", "confidence"}
+        assert taxonomy.is_valid_path(o["l1"], o["l2"], o["l3"])
+        assert o["most_specific"] == (o["l3"] or o["l2"] or o["l1"])
+        assert o["summary"] and 0 < o["confidence"] <= 1
+    # the corpus's first articles are easy ones: the editor's level-1 theme comes out
+    assert sum(o["l1"] == a["theme_l1"] for o, a in zip(out, arts)) >= 4
+
+
+def test_classify_reports_non_object_and_missing_title():
+    env = dict(os.environ, DGB_CLASSIFIER="local", DGB_EMBEDDER="local")
+    proc = subprocess.run(
+        [sys.executable, "-m", "dgb.cli", "classify", "--json"],
+        input='[1, 2]\n\n{"content": "sem título"}\n', capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert "line 1: bad input: expected a JSON object" in proc.stderr
+    assert "line 3: bad input: missing or empty 'title'" in proc.stderr

@@ -159,7 +159,7 @@ def test_model_id_from_environment(taxonomy, monkeypatch):
     assert BedrockClassifier(taxonomy, client=FakeClient()).model_id == DEFAULT_MODEL_ID
 
 
-def test_get_classifier_picks_bedrock_from_settings(settings, monkeypatch):
+def test_get_classifier_picks_bedrock_from_settings(settings):
     clf = get_classifier(dataclasses.replace(settings, classifier_backend="bedrock"))
     assert isinstance(clf, BedrockClassifier)
     assert clf._client is None  # the AWS client is only built on first use

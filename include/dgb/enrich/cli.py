@@ -70,14 +70,16 @@ def run(args, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
         backend = args.backend
     else:
         backend = settings.classifier_backend
-    classifier = get_classifier(settings, backend=backend)
+    classifier = None  # built on the first valid batch: a run with only bad lines loads no model
     errors = 0
     pending: list[tuple[int, ArticleText]] = []
 
     def flush() -> None:
-        nonlocal errors
+        nonlocal errors, classifier
         if not pending:
             return
+        if classifier is None:
+            classifier = get_classifier(settings, backend=backend)
         results = classifier.classify_batch([item for _, item in pending])
         for (line_no, _), result in zip(pending, results):
             if isinstance(result, ClassificationFailure):
@@ -90,18 +92,24 @@ def run(args, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
         stdout.flush()
         pending.clear()
 
-    for line_no, raw in enumerate(stdin, start=1):
-        if not raw.strip():
-            continue
-        try:
-            pending.append((line_no, parse_line(raw)))
-        except ValueError as exc:
-            errors += 1
-            stderr.write(f"line {line_no}: bad input: {exc}\n")
-            continue
-        if len(pending) >= args.batch_size:
-            flush()
-    flush()
+    try:
+        for line_no, raw in enumerate(stdin, start=1):
+            if not raw.strip():
+                continue
+            try:
+                pending.append((line_no, parse_line(raw)))
+            except ValueError as exc:
+                errors += 1
+                stderr.write(f"line {line_no}: bad input: {exc}\n")
+                continue
+            if len(pending) >= args.batch_size:
+                flush()
+        flush()
+    except Exception as exc:  # the classifier itself failed (no model, no credentials, ...)
+        first = pending[0][0] if pending else "?"
+        stderr.write(f"dgb classify: the {backend} classifier failed at the batch starting on line "
+                     f"{first}: {type(exc).__name__}: {exc}\n")
+        return 2
     if errors:
         stderr.write(f"dgb classify: {errors} line(s) failed\n")
         return 1

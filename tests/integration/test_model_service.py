@@ -347,3 +347,21 @@ def test_serve_exits_when_the_model_cannot_be_loaded(tmp_path):
                          capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 1
     assert "not installed locally" in out.stderr
+
+
+def test_base64_vectors_equal_json_vectors(service):
+    """The compact float32 encoding the client uses carries exactly the JSON floats."""
+    import base64
+
+    import httpx
+    import numpy as np
+
+    base = service["url"]
+    texts = ["vacinação contra a gripe", "leilão de energia eólica"]
+    js = httpx.post(f"{base}/embed", json={"texts": texts}, timeout=60).json()
+    b6 = httpx.post(f"{base}/embed", json={"texts": texts, "encoding": "base64"}, timeout=60).json()
+    decoded = np.frombuffer(base64.b64decode(b6["vectors_b64"]), dtype="<f4").reshape(b6["shape"])
+    assert b6["shape"] == [2, js["dim"]]
+    np.testing.assert_array_equal(decoded, np.asarray(js["vectors"], dtype=np.float32))
+    bad = httpx.post(f"{base}/embed", json={"texts": texts, "encoding": "xml"}, timeout=60)
+    assert bad.status_code == 400 and "encoding" in bad.json()["error"]

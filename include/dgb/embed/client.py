@@ -9,6 +9,8 @@ anything else (a 4xx, a malformed answer, a read timeout on a long encode) raise
 
 from __future__ import annotations
 
+import base64
+
 import random
 import threading
 import time
@@ -114,14 +116,18 @@ class ServiceEmbedder:
         parts = []
         for start in range(0, len(items), MAX_TEXTS_PER_REQUEST):
             chunk = items[start:start + MAX_TEXTS_PER_REQUEST]
-            answer = self._call("POST", "/embed", {"texts": chunk, "batch_size": batch_size})
+            answer = self._call("POST", "/embed", {"texts": chunk, "batch_size": batch_size, "encoding": "base64"})
             parts.append(self._vectors(answer, len(chunk)))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _vectors(self, answer: dict[str, Any], n: int) -> np.ndarray:
         self._remember(answer)
         try:
-            vectors = np.asarray(answer["vectors"], dtype=np.float32)
+            if "vectors_b64" in answer:
+                raw = base64.b64decode(answer["vectors_b64"])
+                vectors = np.frombuffer(raw, dtype="<f4").reshape(tuple(answer["shape"])).astype(np.float32)
+            else:
+                vectors = np.asarray(answer["vectors"], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelServiceError(f"model service at {self.base_url} sent malformed vectors: {exc}") from exc
         if vectors.shape != (n, self._dim):

@@ -206,7 +206,7 @@ def load_agencies(
     """Load and validate the catalogue (file order kept); rewrite URLs when ``base_url`` is set."""
     source = Path(path) if path is not None else DEFAULT_PATH
     try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+        data = yaml.load(source.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise AgencyConfigError(f"{source}: not valid YAML: {exc}") from exc
     return parse_agencies(data, base_url=base_url)

@@ -291,7 +291,7 @@ def load_taxonomy(folder: str | Path | None = None, *, strict: bool = True) -> T
         problems.append(f"no *.yaml files in {folder}")
     for path in files:
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            doc = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except (OSError, yaml.YAMLError) as exc:
             problems.append(f"{path.name}: cannot read YAML: {exc}")
             continue

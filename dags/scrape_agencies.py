@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import DAG, Asset, Param
-from dgb_airflow.operators.scrape import OutboxRelayOperator, ScrapeAgencyOperator
+from dgb_airflow.operators.scrape import ScrapeAgencyOperator
 
 from dgb.dags_meta import DEFAULT_ARGS, SCRAPE_POOL
 from dgb.scraper.dags import scrape_specs
@@ -18,8 +18,8 @@ DOC = """
 ### {dag_id}
 Scrapes {what} every 10 minutes (staggered), stores new and edited articles in PostgreSQL
 (`news`, with `news_update_history` for edits and a `scrape_runs` row per agency run) and,
-in the same transaction, their `dgb.news.scraped` events in the outbox; `relay_outbox` then
-publishes them to Pub/Sub.
+in the same transaction, their `dgb.news.scraped` events in the outbox; the task then publishes
+them to Pub/Sub at once (the `outbox_relay` DAG is the safety net).
 
 **Backfill**: `airflow dags trigger {dag_id} -c '{{"start_date": "2026-11-01"}}'`
 (optional `end_date`, and `allow_update: false` to leave known articles untouched).
@@ -45,8 +45,6 @@ for spec in scrape_specs():
         },
         doc_md=DOC.format(dag_id=spec.dag_id, what=what),
     ) as dag:
-        scrape = ScrapeAgencyOperator(task_id="scrape", agency_keys=spec.agency_keys, pool=SCRAPE_POOL,
-                                      outlets=[NEWS_TABLE])
-        relay = OutboxRelayOperator(task_id="relay_outbox", outlets=[SCRAPED_TOPIC])
-        scrape >> relay
+        ScrapeAgencyOperator(task_id="scrape", agency_keys=spec.agency_keys, pool=SCRAPE_POOL,
+                             outlets=[NEWS_TABLE, SCRAPED_TOPIC])
     globals()[spec.dag_id] = dag

@@ -7,8 +7,28 @@ from typing import Any, Sequence
 from airflow.sdk import BaseOperator
 
 
+def relay_outbox(conn, gcp_conn_id: str = "google_cloud_default", batch_size: int = 500):
+    """Publish the pending outbox through the GCP connection's Pub/Sub; returns the RelayResult."""
+    from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
+
+    from dgb import outbox
+
+    hook = PubSubHook(gcp_conn_id=gcp_conn_id)
+    return outbox.relay(conn, hook.get_conn(), hook.project_id, batch_size=batch_size)
+
+
+def relay_soon(conn, gcp_conn_id: str, log) -> None:
+    """Relay right after a commit so the next stage starts at once; a failure is only logged
+    (the work is committed and the outbox_relay DAG publishes it within a minute)."""
+    try:
+        log.info("relay: %s", relay_outbox(conn, gcp_conn_id))
+    except Exception as exc:  # noqa: BLE001
+        log.warning("relay after commit failed (outbox_relay will retry): %s", exc)
+
+
 class ScrapeAgencyOperator(BaseOperator):
-    """Scrape one agency (or several, in turn) into PostgreSQL, events into the outbox.
+    """Scrape one agency (or several, in turn) into PostgreSQL, events into the outbox, then
+    relay them to Pub/Sub at once (the outbox_relay DAG is the safety net).
 
     Reads DAG params / trigger conf ``start_date``, ``end_date`` (YYYY-MM-DD) and
     ``allow_update``. Fails (so Airflow retries with backoff) only when every agency of the
@@ -18,10 +38,12 @@ class ScrapeAgencyOperator(BaseOperator):
     template_fields: Sequence[str] = ("agency_keys",)
     ui_color = "#d9f2e6"
 
-    def __init__(self, *, agency_keys: Sequence[str], postgres_conn_id: str = "dgb_db", **kwargs):
+    def __init__(self, *, agency_keys: Sequence[str], postgres_conn_id: str = "dgb_db",
+                 gcp_conn_id: str = "google_cloud_default", **kwargs):
         super().__init__(**kwargs)
         self.agency_keys = list(agency_keys)
         self.postgres_conn_id = postgres_conn_id
+        self.gcp_conn_id = gcp_conn_id
 
     def execute(self, context: Any) -> list[dict]:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
@@ -41,6 +63,8 @@ class ScrapeAgencyOperator(BaseOperator):
                     report = scrape_agency(conn, agency_by_key(key), fetcher, params, run_id=run_id)
                     self.log.info("scrape %s: %s", key, report.as_dict())
                     reports.append(report.as_dict())
+                    if report.new or report.updated:
+                        relay_soon(conn, self.gcp_conn_id, self.log)
                 self.log.info("fetch stats: %s", fetcher.stats)
         finally:
             conn.close()
@@ -62,15 +86,13 @@ class OutboxRelayOperator(BaseOperator):
         self.batch_size = batch_size
 
     def execute(self, context: Any) -> dict:
-        from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
         from dgb import outbox
 
-        hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         try:
-            result = outbox.relay(conn, hook.get_conn(), hook.project_id, batch_size=self.batch_size)
+            result = relay_outbox(conn, self.gcp_conn_id, self.batch_size)
             pending = outbox.pending_count(conn)
         finally:
             conn.close()

@@ -72,10 +72,9 @@ class StageOperator(BaseOperator):
         raise ValueError(f"unknown stage {self.stage!r}")
 
     def execute(self, context: Any) -> dict:
-        from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
         from airflow.providers.postgres.hooks.postgres import PostgresHook
+        from dgb_airflow.operators.scrape import relay_soon
 
-        from dgb import outbox
         from dgb.pipeline.stage import run_stage
 
         messages = triggering_messages(context)
@@ -90,11 +89,7 @@ class StageOperator(BaseOperator):
             report = run_stage(self._build(conn), conn, messages, sweep_limit=self.sweep_limit,
                                final_attempt=final_attempt, unique_ids=unique_ids)
             self.log.info("stage %s: %s", self.stage, report.summary())
-            try:
-                hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
-                self.log.info("relay: %s", outbox.relay(conn, hook.get_conn(), hook.project_id))
-            except Exception as exc:  # noqa: BLE001 - outbox_relay catches up; the work is committed
-                self.log.warning("relay after %s failed (outbox_relay will retry): %s", self.stage, exc)
+            relay_soon(conn, self.gcp_conn_id, self.log)
         finally:
             conn.close()
         return report.summary()

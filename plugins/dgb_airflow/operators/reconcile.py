@@ -1,0 +1,199 @@
+"""Operators of the safety net: reconcile (daily / sweep), redrive dead letters, replay a window.
+
+Each works through dgb.reconcile on a PostgresHook("dgb_db") connection (psycopg 3), then relays
+the outbox with the PubSubHook so the re-sent events leave at once (a relay failure is logged,
+not raised: the work is committed and ``outbox_relay`` publishes it). Reports go to the task
+log, a ``reconcile_runs`` row and StatsD metrics (``dgb.reconcile.*``, when metrics are on).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+
+def _conf(context: Any) -> dict:
+    params = dict(context.get("params") or {})
+    dag_run = context.get("dag_run")
+    conf = (getattr(dag_run, "conf", None) or {}) if dag_run is not None else {}
+    return {**params, **{k: v for k, v in conf.items() if v is not None}}
+
+
+def _metric(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name.replace(".", "_"))
+
+
+def emit_metrics(prefix: str, values: dict[str, Any]) -> None:
+    """StatsD-style gauges through Airflow's Stats (a no-op when metrics are off or unavailable)."""
+    try:
+        from airflow.stats import Stats
+    except Exception:  # noqa: BLE001 - metrics are best effort
+        return
+    for key, value in values.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                Stats.gauge(f"dgb.{prefix}.{_metric(key)}", value)
+            except Exception:  # noqa: BLE001
+                return
+
+
+def _jsonable(data: dict) -> dict:
+    return json.loads(json.dumps(data, default=str))
+
+
+class _SafetyNetOperator(BaseOperator):
+    ui_color = "#fdf1e0"
+
+    def __init__(self, *, postgres_conn_id: str = "dgb_db", gcp_conn_id: str = "google_cloud_default",
+                 typesense_conn_id: str = "typesense_default", relay: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self.postgres_conn_id = postgres_conn_id
+        self.gcp_conn_id = gcp_conn_id
+        self.typesense_conn_id = typesense_conn_id
+        self.relay = relay
+
+    def _pg(self):
+        from airflow.providers.postgres.hooks.postgres import PostgresHook
+
+        return PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
+
+    def _relay(self, conn) -> dict | None:
+        if not self.relay:
+            return None
+        from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
+
+        from dgb import outbox
+
+        try:
+            hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
+            result = outbox.relay(conn, hook.get_conn(), hook.project_id)
+            self.log.info("relay: %s", result)
+            return {"published": result.published, "failed": result.failed}
+        except Exception as exc:  # noqa: BLE001 - committed; outbox_relay publishes it
+            self.log.warning("relay failed (outbox_relay will publish the events): %s", exc)
+            return {"error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+class ReconcileOperator(_SafetyNetOperator):
+    """Find stuck articles and Typesense drift, repair through the outbox (dgb.reconcile.run).
+
+    ``mode``: ``daily`` (every article, full Typesense comparison) or ``sweep`` (the recent
+    window, Typesense compared for that window). Conf/params may override ``older_than_s``,
+    ``window_hours``, ``max_attempts``, ``dry_run``, ``reset_stuck``, ``drift``.
+    """
+
+    def __init__(self, *, mode: str = "daily", **kwargs):
+        super().__init__(**kwargs)
+        if mode not in ("daily", "sweep"):
+            raise ValueError("mode must be 'daily' or 'sweep'")
+        self.mode = mode
+
+    def execute(self, context: Any) -> dict:
+        from dgb import reconcile
+        from dgb.config import settings
+
+        conf = _conf(context)
+        s = settings()
+        window_hours = conf.get("window_hours")
+        t = reconcile.Thresholds.from_env(
+            window=self.mode == "sweep", max_attempts=conf.get("max_attempts"),
+            window_s=float(window_hours) * 3600 if window_hours and self.mode == "sweep" else None)
+        if conf.get("older_than_s") is not None:
+            t = t.with_age(float(conf["older_than_s"]))
+        ts = None
+        if conf.get("drift", True):
+            from dgb_airflow.hooks.typesense import TypesenseHook
+
+            ts = TypesenseHook(self.typesense_conn_id).get_conn()
+        dry_run = bool(conf.get("dry_run", False))
+        conn = self._pg()
+        try:
+            rep = reconcile.run(conn, mode=self.mode, ts=ts, alias=s.typesense_collection, thresholds=t,
+                                model=s.embedding_model, dry_run=dry_run,
+                                reset_stuck=bool(conf.get("reset_stuck", False)))
+            relayed = None if dry_run else self._relay(conn)
+        finally:
+            conn.close()
+        self.log.info("%s (reconcile_runs id %s)", rep.line(), rep.run_id)
+        if rep.flagged:
+            self.log.warning("flagged for an operator (problem='stuck'): %s%s", rep.flagged[:20],
+                             " ..." if len(rep.flagged) > 20 else "")
+        if rep.drift_error:
+            self.log.warning("Typesense comparison incomplete: %s", rep.drift_error)
+        emit_metrics(f"reconcile.{self.mode}.found", rep.found)
+        emit_metrics(f"reconcile.{self.mode}.repaired", rep.repaired)
+        emit_metrics(f"reconcile.{self.mode}", {"flagged": len(rep.flagged), "seconds": rep.seconds,
+                                                "waiting": rep.waiting, "resolved": rep.resolved})
+        return _jsonable({**rep.as_dict(), "relay": relayed})
+
+
+class RedriveOperator(_SafetyNetOperator):
+    """Re-publish selected open dead letters (conf/params ``reason``, ``limit``, ``subscription``,
+    ``ids``, ``dry_run``) and mark them redriven (dgb.reconcile.redrive)."""
+
+    def execute(self, context: Any) -> dict:
+        from dgb import reconcile
+        from dgb.config import settings
+
+        conf = _conf(context)
+        limit = int(conf.get("limit") or 100)
+        ids = conf.get("ids")
+        if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, int) for i in ids)):
+            raise ValueError("conf 'ids' must be a list of dead_letters ids (integers)")
+        dry_run = bool(conf.get("dry_run", False))
+        run_id = context.get("run_id") if hasattr(context, "get") else None
+        conn = self._pg()
+        try:
+            rep = reconcile.redrive(conn, reason=conf.get("reason") or None, limit=limit,
+                                    subscription=conf.get("subscription") or None, ids=ids,
+                                    model=settings().embedding_model, dry_run=dry_run,
+                                    actor=f"airflow {run_id or ''}".strip())
+            relayed = None if dry_run else self._relay(conn)
+        finally:
+            conn.close()
+        self.log.info("%s (reconcile_runs id %s)", rep.line(), rep.run_id)
+        for skipped in rep.skipped[:20]:
+            self.log.warning("not redriven: %s", skipped)
+        emit_metrics("redrive", {"selected": rep.selected, "redriven": len(rep.redriven),
+                                 "skipped": len(rep.skipped)})
+        return _jsonable({**rep.as_dict(), "relay": relayed})
+
+
+class ReplayOperator(_SafetyNetOperator):
+    """Re-process a time window (conf/params ``start``, ``end``, ``topic``, ``mode`` republish|seek,
+    ``subscription``, ``limit``, ``dry_run``) with dgb.reconcile.replay."""
+
+    def execute(self, context: Any) -> dict:
+        from dgb import reconcile, topology
+
+        conf = _conf(context)
+        if not conf.get("start") or not conf.get("end"):
+            raise ValueError("replay_events needs conf 'start' and 'end' (ISO 8601)")
+        mode = conf.get("mode") or "republish"
+        topic = conf.get("topic") or topology.TOPIC_SCRAPED
+        dry_run = bool(conf.get("dry_run", False))
+        project, subscriber = None, None
+        if mode == "seek":
+            from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
+
+            try:
+                hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
+                project, subscriber = hook.project_id, hook.subscriber_client
+            except Exception as exc:  # noqa: BLE001 - replay() falls back to republish, saying so
+                self.log.warning("no Pub/Sub subscriber for seek: %s", exc)
+        conn = self._pg()
+        try:
+            rep = reconcile.replay(conn, conf["start"], conf["end"], topic, mode, project=project,
+                                   subscriber=subscriber, subscription=conf.get("subscription") or None,
+                                   limit=int(conf.get("limit") or 50_000), dry_run=dry_run)
+            relayed = self._relay(conn) if rep.mode_used == "republish" and not dry_run else None
+        finally:
+            conn.close()
+        self.log.info("%s (reconcile_runs id %s)", rep.line(), rep.run_id)
+        if rep.fallback_reason:
+            self.log.warning("seek not used: %s; republished from PostgreSQL instead", rep.fallback_reason)
+        emit_metrics("replay", {"enqueued": rep.enqueued, "seeked": len(rep.seek)})
+        return _jsonable({**rep.as_dict(), "relay": relayed})

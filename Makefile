@@ -14,7 +14,7 @@ INPUTS_HASH := $(shell cat requirements.txt constraints.txt pyproject.toml | sha
 STAMP := $(VENV)/.installed-$(INPUTS_HASH)
 PYTEST_ARGS ?=
 
-.PHONY: venv up down status test airflow lock bench clean-state deploy-composer
+.PHONY: venv up down status test airflow lock bench clean-state deploy-composer faults
 
 venv: $(STAMP)
 
@@ -43,6 +43,12 @@ test: venv
 
 airflow: venv
 	@$(PY) -m dgb.stack airflow $(ARGS)
+
+# Fault injection on the real local stack (scripts/faults.py): 500 articles through scrape -> index
+# while killing/restarting components one at a time; QUICK=1 is the reduced CI form (~40 articles).
+# Last line: faults: lost=<n> duplicated=<n> worst_recovery_s=<x>
+faults: venv
+	@$(PY) scripts/faults.py $(if $(QUICK),--quick,)
 
 lock:
 	@$(PY) -m pip freeze --exclude-editable | sed 's/+cpu//' > constraints.txt

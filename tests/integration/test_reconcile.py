@@ -366,6 +366,7 @@ def test_redrive_selected_dead_letters(conn, project):
     d5 = _dead_letter(conn, topology.SUB_ENRICHMENT, "later-article", "unknown_id", unique_id="later-article",
                       payload=json.dumps(original), attributes=attrs)
     d6 = _dead_letter(conn, topology.SUB_ENRICHMENT, "msg-9", "malformed_json", payload="not json{")
+    d7 = _dead_letter(conn, topology.SUB_ENRICHMENT, "msg-10", "malformed_json", payload='{"unique_id": oops')
 
     # by reason, bounded: the two oldest
     rep = reconcile.redrive(conn, reason="retries_exhausted", limit=2)
@@ -390,11 +391,12 @@ def test_redrive_selected_dead_letters(conn, project):
     assert row["payload"] == original and row["attributes"]["trace_id"] == attrs["trace_id"]
     assert "dgb_dead_letter_reason" not in row["attributes"] and row["attributes"]["dgb_source"] == "redrive"
 
-    # a payload that is not JSON cannot be re-published: skipped, stays open
+    # a payload that is not a JSON object cannot be re-published: not selected (or skipped), stays open
     clear_outbox(conn)
     rep = reconcile.redrive(conn, reason="malformed_json")
-    assert rep.redriven == [] and rep.skipped[0]["id"] == d6 and outbox_rows(conn) == []
-    assert dict((r, s) for r, s, _ in _letters(conn))[d6] == "open"
+    assert rep.selected == 1 and rep.redriven == [] and [x["id"] for x in rep.skipped] == [d7]
+    assert outbox_rows(conn) == []
+    assert {r: s for r, s, _ in _letters(conn) if r in (d6, d7)} == {d6: "open", d7: "open"}
     assert one(conn, "SELECT count(*) FROM reconcile_runs WHERE mode = 'redrive'") == 4
 
     # the redriven events reach the emulator and the subscriptions of their stage

@@ -1,0 +1,37 @@
+"""The safety-net DAGs (no Airflow import; dags/reconcile.py builds them, `make up` unpauses them).
+
+* ``reconcile_news``: daily, every article + a full Typesense comparison (seed 000's daily
+  reconciliation DAG), at ``DGB_RECONCILE_DAILY_CRON`` (default 03:30 UTC);
+* ``reconcile_sweep``: every ``DGB_RECONCILE_SWEEP_MINUTES`` (default 15) over the articles changed
+  in the last ``DGB_RECONCILE_SWEEP_WINDOW_HOURS`` (default 48);
+* ``redrive_dead_letters``: manual, re-publishes selected dead letters after a fix;
+* ``replay_events``: manual, re-processes a time window (republish, or snapshot + seek).
+"""
+
+from __future__ import annotations
+
+import os
+
+RECONCILE_DAG_ID = "reconcile_news"
+SWEEP_DAG_ID = "reconcile_sweep"
+REDRIVE_DAG_ID = "redrive_dead_letters"
+REPLAY_DAG_ID = "replay_events"
+
+
+def daily_cron() -> str:
+    return os.environ.get("DGB_RECONCILE_DAILY_CRON", "").strip() or "30 3 * * *"
+
+
+def sweep_minutes() -> int:
+    raw = os.environ.get("DGB_RECONCILE_SWEEP_MINUTES", "").strip() or "15"
+    try:
+        minutes = int(raw)
+    except ValueError as exc:
+        raise ValueError(f"DGB_RECONCILE_SWEEP_MINUTES must be an integer, got {raw!r}") from exc
+    if minutes < 1:
+        raise ValueError("DGB_RECONCILE_SWEEP_MINUTES must be >= 1")
+    return minutes
+
+
+def dag_ids(settings=None) -> list[str]:
+    return [RECONCILE_DAG_ID, SWEEP_DAG_ID, REDRIVE_DAG_ID, REPLAY_DAG_ID]

@@ -5,8 +5,10 @@ event derived from it, so a triggerer crash in between loses the message. This t
 on the broker only once the asset event is persisted:
 
 * the producer (one per subscription per triggerer) long-polls the subscription and yields one
-  raw event per message; every pulled-but-unacked message has its ack deadline extended in the
-  background, and pulling pauses while too many are outstanding;
+  raw event per message; each pulled batch is leased at once to a short deadline
+  (``ack_deadline_s``, 60 s) that is extended in the background while its events await
+  persistence, so after a crash Pub/Sub redelivers within that lease rather than after the
+  subscription's own deadline (up to 600 s); pulling pauses while too many are outstanding;
 * each trigger's filter turns a raw event into a ``TriggerEvent`` (-> an asset event), or
   rejects it when the message can never be processed (bad JSON, missing attributes,
   unsupported ``event_version``);
@@ -160,6 +162,10 @@ class PubSubStreamProducer(SharedStreamProducer):
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 30.0)
                 continue
+            if resp.received_messages:
+                # lease the batch to our own short deadline at once: after a crash Pub/Sub
+                # redelivers within ack_deadline_s, not the subscription's (up to 600 s)
+                await self._modify([m.ack_id for m in resp.received_messages], self.ack_deadline_s)
             for msg in resp.received_messages:
                 self.outstanding[msg.ack_id] = msg.message.message_id
                 yield raw_event(msg), (msg.ack_id, msg)

@@ -300,3 +300,24 @@ def test_filter_rejects_only_structurally_invalid_messages():
     assert message_problem(b'{"unique_id": "u"}', {**ok, "event_version": "2.0"}) == "unsupported_version"
     assert message_problem(b'{"unique_id": "u"}', {"event_version": "1.0"}) == "missing_attributes"
     assert message_problem(b'["u"]', ok) == "malformed_payload"
+
+
+def test_dead_letters_from_topics_reach_the_table_once(pg, project, pubsub_server):
+    """A trigger reject lands on the dead-letter topic only; the sweep records it in the table."""
+    from google.cloud import pubsub_v1
+
+    from dgb.deadletters import record_from_topics
+
+    sub = topology.subscription(topology.SUB_ENRICHMENT)
+    publisher = pubsub_v1.PublisherClient()
+    dlq = f"projects/{project}/topics/{sub.dead_letter_topic}"
+    publisher.publish(dlq, b"{broken", trace_id="t-1", event_version="1.0", dgb_dead_letter_reason="malformed_json",
+                      dgb_source_subscription=sub.name, dgb_source_message_id="m-1").result(timeout=10)
+    publisher.publish(dlq, b"{}", dgb_dead_letter_reason="unknown_id", dgb_recorded="1").result(timeout=10)
+    subscriber = pubsub_v1.SubscriberClient()
+    counts = record_from_topics(pg, subscriber, project, timeout=3)
+    assert counts[sub.name] == 1
+    with pg.cursor() as cur:
+        cur.execute("SELECT subscription, message_key, reason, trace_id, payload, status FROM dead_letters")
+        assert cur.fetchall() == [(sub.name, "m-1", "malformed_json", "t-1", "{broken", "open")]
+    assert record_from_topics(pg, subscriber, project, timeout=3)[sub.name] == 0   # acked: not twice

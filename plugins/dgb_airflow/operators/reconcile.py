@@ -78,6 +78,19 @@ class _SafetyNetOperator(BaseOperator):
 
 
 class ReconcileOperator(_SafetyNetOperator):
+    def _record_dead_letters(self, conn) -> None:
+        """Dead letters that never reached a stage (trigger rejects) into the table (logged, never raised)."""
+        try:
+            from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
+
+            from dgb.deadletters import record_from_topics
+
+            hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
+            self.log.info("dead letters recorded from topics: %s",
+                          record_from_topics(conn, hook.subscriber_client, hook.project_id))
+        except Exception as exc:  # noqa: BLE001
+            self.log.warning("recording dead letters from topics failed: %s", exc)
+
     """Find stuck articles and Typesense drift, repair through the outbox (dgb.reconcile.run).
 
     ``mode``: ``daily`` (every article, full Typesense comparison) or ``sweep`` (the recent
@@ -115,6 +128,8 @@ class ReconcileOperator(_SafetyNetOperator):
                                 model=s.embedding_model, dry_run=dry_run,
                                 reset_stuck=bool(conf.get("reset_stuck", False)))
             relayed = None if dry_run else self._relay(conn)
+            if not dry_run:
+                self._record_dead_letters(conn)
         finally:
             conn.close()
         self.log.info("%s (reconcile_runs id %s)", rep.line(), rep.run_id)
@@ -152,6 +167,8 @@ class RedriveOperator(_SafetyNetOperator):
                                     model=settings().embedding_model, dry_run=dry_run,
                                     actor=f"airflow {run_id or ''}".strip())
             relayed = None if dry_run else self._relay(conn)
+            if not dry_run:
+                self._record_dead_letters(conn)
         finally:
             conn.close()
         self.log.info("%s (reconcile_runs id %s)", rep.line(), rep.run_id)

@@ -24,9 +24,9 @@ DOC = """
 
 **Triggers**: an asset per subscription ({subs}) with an AssetWatcher on the ack-mode Pub/Sub
 trigger (`dgb_airflow.triggers.pubsub.PubSubAckTrigger`: a message is acked only after its asset
-event is stored; poison messages go to the subscription's dead-letter topic), OR every 2 minutes
+event is stored; poison messages go to the subscription's dead-letter topic), OR every minute
 to sweep work the events missed. A run processes every triggering event and message, plus up to
-200 pending articles from PostgreSQL.
+1,000 pending articles from PostgreSQL.
 
 **Manual run**: `airflow dags trigger {dag_id} -c '{{"unique_ids": ["<unique_id>", ...]}}'`
 """

@@ -21,13 +21,13 @@ class StageDag:
 
 
 STAGE_DAGS = (
-    StageDag("enrich_news", "enrich", (topology.SUB_ENRICHMENT,), "*/2 * * * *",
+    StageDag("enrich_news", "enrich", (topology.SUB_ENRICHMENT,), "* * * * *",
              "Classifies each scraped article into the 3-level theme taxonomy and writes a summary "
              "(DGB_CLASSIFIER: `local` offline classifier, or `bedrock`), then emits `dgb.news.enriched`."),
-    StageDag("embed_news", "embed", (topology.SUB_EMBEDDINGS,), "*/2 * * * *",
+    StageDag("embed_news", "embed", (topology.SUB_EMBEDDINGS,), "* * * * *",
              "Embeds title + summary with the resident model service (DGB_EMBEDDING_MODEL), stores the "
              "vector with its model name, then emits `dgb.news.embedded`."),
-    StageDag("index_news", "index", (topology.SUB_TYPESENSE, topology.SUB_TYPESENSE_UPDATE), "*/2 * * * *",
+    StageDag("index_news", "index", (topology.SUB_TYPESENSE, topology.SUB_TYPESENSE_UPDATE), "* * * * *",
              "Builds each article's Typesense document whole from PostgreSQL and upserts it (removed "
              "articles are deleted from the index), recording the version it indexed."),
 )

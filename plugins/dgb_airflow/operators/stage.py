@@ -35,7 +35,7 @@ class StageOperator(BaseOperator):
 
     def __init__(self, *, stage: str, postgres_conn_id: str = "dgb_db", gcp_conn_id: str = "google_cloud_default",
                  typesense_conn_id: str = "typesense_default", model_conn_id: str = "dgb_model_service",
-                 sweep_limit: int = 200, **kwargs):
+                 sweep_limit: int = 1000, **kwargs):
         super().__init__(**kwargs)
         self.stage = stage
         self.postgres_conn_id = postgres_conn_id

@@ -54,7 +54,7 @@ for spec in STAGE_DAGS:
                                      assets=condition),
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
-        max_active_runs=4,
+        max_active_runs=1,  # every run sweeps all pending work: overlapping runs would repeat it
         dagrun_timeout=timedelta(minutes=30),
         default_args={**DEFAULT_ARGS, "retry_delay": timedelta(seconds=10)},
         tags=["dgb", "pipeline", spec.stage],

@@ -25,6 +25,17 @@ class Embedder(Protocol):
         ...
 
 
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """The texts to encode as a list; a single string or a non-string item is a TypeError."""
+    if isinstance(texts, str):
+        raise TypeError("encode() takes a sequence of strings, not a single string")
+    out = list(texts)
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            raise TypeError(f"text {i} is {type(text).__name__}, not str")
+    return out
+
+
 def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:
     """The embedder for this process: ``DGB_EMBEDDER=service`` (default when a model service
     URL answers) or ``local`` (load in-process)."""

@@ -19,6 +19,8 @@ from typing import Any, Sequence
 import httpx
 import numpy as np
 
+from dgb.embed import check_texts
+
 MAX_TEXTS_PER_REQUEST = 256
 
 
@@ -105,12 +107,7 @@ class ServiceEmbedder:
 
     # -- embedding -------------------------------------------------------------------------
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        if isinstance(texts, str):
-            raise TypeError("encode() takes a sequence of strings, not a single string")
-        items = list(texts)
-        for i, text in enumerate(items):
-            if not isinstance(text, str):
-                raise TypeError(f"text {i} is {type(text).__name__}, not str")
+        items = check_texts(texts)
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = []

@@ -42,6 +42,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from dgb.embed import check_texts as _check_texts
+
 DEFAULT_MODEL = "use-multilingual-v3"
 USE_DIM = 512
 TEXT_CAP = 24000
@@ -99,14 +101,6 @@ def _offline() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError("encode() takes a sequence of strings, not a single string")
-    out = list(texts)
-    for i, text in enumerate(out):
-        if not isinstance(text, str):
-            raise TypeError(f"text {i} is {type(text).__name__}, not str")
-    return out
 
 
 # --------------------------------------------------------------------------- USE via sentence-transformers

@@ -63,13 +63,10 @@ class _SafetyNetOperator(BaseOperator):
     def _relay(self, conn) -> dict | None:
         if not self.relay:
             return None
-        from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
-
-        from dgb import outbox
+        from dgb_airflow.operators.scrape import relay_outbox
 
         try:
-            hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
-            result = outbox.relay(conn, hook.get_conn(), hook.project_id)
+            result = relay_outbox(conn, self.gcp_conn_id)
             self.log.info("relay: %s", result)
             return {"published": result.published, "failed": result.failed}
         except Exception as exc:  # noqa: BLE001 - committed; outbox_relay publishes it

@@ -51,6 +51,20 @@ def _bool(name: str, default: bool) -> bool:
     raise ValueError(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
 
 
+def _fraction(name: str) -> float | None:
+    """An optional number between 0 and 1 (unset or empty: None)."""
+    raw = _env(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number between 0 and 1, got {raw!r}") from exc
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a number between 0 and 1, got {raw!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved settings. Build with ``Settings.from_env()``; see README's configuration table."""
@@ -83,8 +97,10 @@ class Settings:
     # Embeddings
     embedding_model: str
     embedding_dim: int
-    classifier_backend: str
+    classifier_backend: str  # "local" (default), "bedrock" or "hybrid"
     extra: dict = field(default_factory=dict)
+    # hybrid: local confidence below this goes to Bedrock (None: the trained head's own threshold)
+    hybrid_threshold: float | None = None
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -96,8 +112,9 @@ class Settings:
         if source_mode not in ("mirror", "live"):
             raise ValueError(f"DGB_SOURCE_MODE must be 'mirror' or 'live', got {source_mode!r}")
         backend = _env("DGB_CLASSIFIER", "local")
-        if backend not in ("local", "bedrock"):
-            raise ValueError(f"DGB_CLASSIFIER must be 'local' or 'bedrock', got {backend!r}")
+        if backend not in ("local", "bedrock", "hybrid"):
+            raise ValueError(f"DGB_CLASSIFIER must be 'local', 'bedrock' or 'hybrid', got {backend!r}")
+        hybrid_threshold = _fraction("DGB_HYBRID_THRESHOLD")
         return cls(
             state_dir=state_dir,
             pg_host=_env("DGB_PG_HOST", "127.0.0.1"),
@@ -122,6 +139,7 @@ class Settings:
             embedding_model=_env("DGB_EMBEDDING_MODEL", "use-multilingual-v3"),
             embedding_dim=_int("DGB_EMBEDDING_DIM", 512),
             classifier_backend=backend,
+            hybrid_threshold=hybrid_threshold,
         )
 
     # -- derived values -------------------------------------------------------------

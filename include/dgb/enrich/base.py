@@ -7,7 +7,9 @@ Two backends implement :class:`Classifier` and are chosen by ``DGB_CLASSIFIER``
   embedding similarity against the taxonomy; its summary is EXTRACTIVE (sentences copied
   from the article, never generated text);
 * ``bedrock`` (production): :class:`dgb.enrich.bedrock.BedrockClassifier`, Claude on Amazon
-  Bedrock through the Converse API; its summary is written by the model.
+  Bedrock through the Converse API; its summary is written by the model;
+* ``hybrid``: :class:`dgb.enrich.hybrid.HybridClassifier`, local first and Bedrock for the
+  articles whose local confidence is below ``DGB_HYBRID_THRESHOLD``.
 
 ``classify_batch`` never raises for a problem with one article: it returns a
 :class:`ClassificationFailure` in that article's slot, so the pipeline can dead-letter that
@@ -23,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-BACKENDS = ("local", "bedrock")
+BACKENDS = ("local", "bedrock", "hybrid")
 
 
 @dataclass
@@ -109,7 +111,7 @@ def get_classifier(settings=None, embedder=None, *, backend: str | None = None,
                    taxonomy=None) -> Classifier:
     """The configured classifier (``settings.classifier_backend`` unless ``backend`` is given).
 
-    ``embedder`` (any :class:`dgb.embed.Embedder`) is used by the local backend; when omitted it
+    ``embedder`` (any :class:`dgb.embed.Embedder`) is used by the local and hybrid backends; when omitted it
     comes from :func:`dgb.embed.get_embedder` (the model service if it answers, else in-process).
     """
     from dgb.config import settings as current_settings
@@ -122,17 +124,23 @@ def get_classifier(settings=None, embedder=None, *, backend: str | None = None,
         from dgb.taxonomy import load_taxonomy
 
         taxonomy = load_taxonomy()
-    if backend == "local":
+    if backend in ("local", "hybrid"):
         from dgb.enrich.local import LocalClassifier
 
         if embedder is None:
             from dgb.embed import get_embedder
 
             embedder = get_embedder(settings)
-        return LocalClassifier(embedder, taxonomy, cache_dir=settings.state_dir / "cache")
+        local = LocalClassifier(embedder, taxonomy, cache_dir=settings.state_dir / "cache")
+        if backend == "local":
+            return local
     from dgb.enrich.bedrock import BedrockClassifier
 
-    return BedrockClassifier(taxonomy)
+    if backend == "bedrock":
+        return BedrockClassifier(taxonomy)
+    from dgb.enrich.hybrid import HybridClassifier
+
+    return HybridClassifier(local, BedrockClassifier(taxonomy), settings.hybrid_threshold)
 
 
 def classify_all(classifier: Classifier, items: Sequence[ArticleText],

@@ -18,7 +18,7 @@ import json
 import sys
 from typing import IO
 
-from dgb.enrich.base import ArticleText, ClassificationFailure
+from dgb.enrich.base import BACKENDS, ArticleText, ClassificationFailure
 
 TEXT_FIELDS = ("title", "subtitle", "editorial_lead", "content", "unique_id")
 
@@ -134,13 +134,13 @@ def register(subparsers) -> None:
         help="classify articles (JSON lines on stdin) into the theme taxonomy",
         description="Read one JSON object per line on stdin (title, optional subtitle, "
                     "editorial_lead, content) and print each article's themes and summary, using "
-                    "the configured classifier (DGB_CLASSIFIER=local|bedrock). The local "
+                    "the configured classifier (DGB_CLASSIFIER=local|bedrock|hybrid). The local "
                     "classifier's summary is extractive (copied sentences).",
     )
     p.add_argument("--json", action="store_true",
                    help='print one JSON object per line: {"line", "l1", "l2", "l3", "most_specific", '
                         '"summary", "confidence"} (default: tab-separated text)')
     p.add_argument("--batch-size", type=_positive_int, default=64, help="articles per classify call (default 64)")
-    p.add_argument("--backend", choices=("local", "bedrock"), default=None,
+    p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="override DGB_CLASSIFIER for this run")
     p.set_defaults(func=run)

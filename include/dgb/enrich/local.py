@@ -63,20 +63,22 @@ from dgb.taxonomy import Taxonomy
 log = logging.getLogger(__name__)
 
 NAME = "local"
-VERSION = "local-emb-1"
+VERSION = "local-emb-2"
 PROTOTYPE_VERSION = "proto-1"  # bump when prototype construction changes (invalidates caches)
 
 KEYWORD_CHUNK = 5
-TOP_K = {1: 5, 2: 4, 3: 3}      # top-k mean per level
-BODY_CHARS = 1200               # body text embedded per article (lead + content)
-HEAD_WEIGHT = 0.3               # weight of the title and subtitle vectors in the article vector
+TOP_K = {1: 10, 2: 4, 3: 3}     # top-k mean per level
+BODY_CHARS = 1200               # text embedded per article after the title (subtitle, lead, content)
+LEAD_CHARS = 300                # the first characters of it: the "lead" view of the head
+HEAD_WEIGHT = 0.3               # weight of the title vector in the article vector
 UNIT_MAX_CHARS = 500            # longer sentences are embedded in pieces
-SUMMARY_MAX_CHARS = 300
+SUMMARY_MAX_CHARS = 500
+SUMMARY_MAX_SENTENCES = 3
 SUMMARY_MIN_CHARS = 40          # shorter candidates (captions, datelines) are not summaries
-SUMMARY_CANDIDATES = 4          # first content sentences eligible for the summary
-SUMMARY_POSITION_PENALTY = 0.01
-SUMMARY_REDUNDANCY = 0.8        # a second sentence this similar to the first adds nothing
-CONFIDENCE_TEMPERATURE = 0.03
+SUMMARY_CANDIDATES = 6          # first sentences (subtitle, lead, content) eligible for the summary
+SUMMARY_REDUNDANCY = 0.85       # a sentence this similar to one already taken adds nothing
+CONFIDENCE_TEMPERATURE = 0.03   # prototype-only mode (no head): softmax temperature
+HEAD_FILE = Path(__file__).resolve().parents[1] / "data" / "classifier" / "level1-head.npz"
 ENCODE_BATCH = 512
 
 # ----------------------------------------------------------------------------- text splitting
@@ -118,20 +120,74 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
+# Markdown and gov.br page furniture that carries no news: images, link targets, emphasis, photo
+# credits, share / related-content blocks (the rest of the article after those is link lists).
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]*)\]\((?:[^()]|\([^)]*\))*\)")
+_URL = re.compile(r"<?https?://\S+>?")
+_EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(?=\S)|(?<=\S)(\*{1,3}|_{2,3})")
+_INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff\u3164\u00ad]")
+_CREDIT = re.compile(
+    r"^(fotos?|foto e texto|imagens?|crédito|créditos|texto|textos|edição|edição de texto|reportagem|"
+    r"fonte|com informações d[aoe]s?|por|vídeo|arte|ilustração|legenda)\b\s*[:|–-]", re.I)
+_BYLINE = re.compile(r"^por [A-ZÀ-Ý][\w.]+( [\w.]+){0,5}$")
+_STOP_BLOCK = re.compile(
+    r"^(conteúdo relacionado|outras notícias|leia (também|mais)|veja também|confira também|"
+    r"notícias relacionadas|compartilh(ar|e)( essa notícia| esta notícia)?|tags?|categorias?)\s*:?\s*$", re.I)
+_RULE = re.compile(r"^[\s\-_*=|.>#ㅤ]*$")
+
+
+def clean_line(line: str) -> str:
+    """One markdown line as plain text: images dropped, links reduced to their text, emphasis
+    markers and invisible characters removed, whitespace normalised."""
+    line = _IMAGE.sub(" ", line)
+    line = _LINK.sub(lambda m: m.group(1), line)
+    line = _URL.sub(" ", line)
+    line = _INVISIBLE.sub("", line.replace("\xa0", " "))
+    line = _EMPHASIS.sub("", line)
+    return normalize_ws(line.lstrip(">").strip())
+
+
+def is_furniture(line: str) -> bool:
+    """True for a cleaned line that is page furniture, not news (credits, bylines, rules)."""
+    return bool(_RULE.match(line) or _CREDIT.match(line) or _BYLINE.match(line))
+
+
 def paragraphs(content: str) -> list[tuple[str, str]]:
-    """``(kind, text)`` for each paragraph: ``prose``, ``heading`` (``## ...``) or ``bullet``."""
+    """``(kind, text)`` for each paragraph: ``prose``, ``heading`` (``## ...``) or ``bullet``.
+
+    The markdown is cleaned line by line (:func:`clean_line`); furniture lines (credits, rules)
+    and table rows are dropped, and the text stops at a "Conteúdo relacionado" / "Leia também" /
+    "Compartilhar" line (what follows it on gov.br pages is a list of other articles)."""
     out: list[tuple[str, str]] = []
     for block in re.split(r"\n\s*\n", content or ""):
-        lines = [line.strip() for line in block.strip().splitlines() if line.strip()]
-        if not lines:
-            continue
-        if all(line.startswith(("- ", "* ", "• ")) for line in lines):
-            out.extend(("bullet", normalize_ws(line[2:])) for line in lines)
-        elif len(lines) == 1 and lines[0].startswith("#"):
-            out.append(("heading", normalize_ws(lines[0].lstrip("#"))))
-        else:
-            out.append(("prose", normalize_ws(" ".join(lines))))
+        kinds: list[tuple[str, str]] = []
+        for raw in block.strip().splitlines():
+            raw = raw.strip()
+            if raw.startswith("|"):
+                continue  # a table row: figures without sentences
+            kind = ("bullet" if raw.startswith(("- ", "* ", "• ", "+ "))
+                    else "heading" if raw.startswith("#") else "prose")
+            line = clean_line(raw[2:] if kind == "bullet" else raw.lstrip("#"))
+            if not line or is_furniture(line):
+                continue
+            if _STOP_BLOCK.match(line):
+                if kinds:
+                    out.extend(_block(kinds))
+                return out
+            kinds.append((kind, line))
+        if kinds:
+            out.extend(_block(kinds))
     return out
+
+
+def _block(lines: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """One markdown block's cleaned lines as paragraphs (a bullet list is one per item)."""
+    if all(kind == "bullet" for kind, _ in lines):
+        return list(lines)
+    if len(lines) == 1 and lines[0][0] == "heading":
+        return list(lines)
+    return [("prose", " ".join(text for _, text in lines))]
 
 
 def _pieces(sentence: str, limit: int = UNIT_MAX_CHARS) -> list[str]:
@@ -164,9 +220,12 @@ class _Layout:
     """Where one article's units sit in the batch's encode call."""
 
     title: int | None
-    subtitle: int | None
-    body: list[int]
-    candidates: list[tuple[int, str]]  # (unit index, sentence) in document order
+    body: list[int]                    # subtitle, lead and content sentences up to BODY_CHARS
+    head: list[int]                    # the body units that start within the first LEAD_CHARS
+    candidates: list[tuple[int, str]]  # summary candidates: (unit index, sentence), document order
+
+
+_DATELINE = re.compile(r"^[A-ZÀ-Ý][^.!?()]{1,60}\([A-Z]{2}\)\s*[–—-]+\s*")
 
 
 def _layout(item: ArticleText, texts: list[str]) -> _Layout:
@@ -175,43 +234,30 @@ def _layout(item: ArticleText, texts: list[str]) -> _Layout:
         return len(texts) - 1
 
     title = normalize_ws(item.title)
-    subtitle = normalize_ws(item.subtitle)
     t_idx = add(title) if title else None
-    s_idx = add(subtitle) if subtitle else None
+    sequence: list[tuple[str, str]] = []  # (kind, sentence): subtitle, lead, then the content
+    for kind, part in (("subtitle", item.subtitle), ("lead", item.editorial_lead)):
+        sequence.extend((kind, sentence) for sentence in split_sentences(clean_line(part or "")))
+    for kind, para in paragraphs(item.content):
+        sequence.extend((kind, sentence) for sentence in (split_sentences(para) if kind == "prose" else [para]))
     body: list[int] = []
+    head: list[int] = []
     candidates: list[tuple[int, str]] = []
-    if s_idx is not None:
-        candidates.append((s_idx, subtitle))
-    budget = BODY_CHARS
-
-    def take(sentence: str, candidate: bool) -> None:
-        nonlocal budget
-        pieces = _pieces(sentence)
+    position = 0
+    for kind, sentence in sequence:
+        if position >= BODY_CHARS:
+            break
         first = None
-        for piece in pieces:
+        for piece in _pieces(sentence):
             idx = add(piece)
             body.append(idx)
+            if position < LEAD_CHARS:
+                head.append(idx)
             first = idx if first is None else first
-        if candidate and first is not None:  # (a sentence over the summary limit is a cut fallback)
-            candidates.append((first, sentence))
-        budget -= len(sentence) + 1
-
-    for sentence in split_sentences(item.editorial_lead or ""):
-        if budget <= 0:
-            break
-        take(sentence, True)
-    content_candidates = 0
-    for kind, para in paragraphs(item.content):
-        if budget <= 0:
-            break
-        for sentence in split_sentences(para) if kind == "prose" else [para]:
-            if budget <= 0:
-                break
-            eligible = kind == "prose" and content_candidates < SUMMARY_CANDIDATES
-            if eligible:
-                content_candidates += 1
-            take(sentence, eligible)
-    return _Layout(t_idx, s_idx, body, candidates)
+        if kind != "heading" and kind != "bullet" and len(candidates) < SUMMARY_CANDIDATES:
+            candidates.append((first, _DATELINE.sub("", sentence)))
+        position += len(sentence) + 1
+    return _Layout(t_idx, body, head, candidates)
 
 
 # ----------------------------------------------------------------------------- prototypes
@@ -298,19 +344,100 @@ def _normalise(v: np.ndarray) -> np.ndarray:
     return v / np.where(norm == 0, 1.0, norm)
 
 
-def _article_vectors(layouts: list[_Layout], vectors: np.ndarray) -> np.ndarray:
-    """Per article: mean of the body unit vectors + HEAD_WEIGHT x (title + subtitle), normalised."""
-    rows = []
+@dataclass
+class Features:
+    """What the classifier computes for a batch before deciding (also what the head is trained on).
+
+    ``X``: per article the title vector, the lead vector (mean of the units in the first
+    :data:`LEAD_CHARS`) and the body vector (mean of the units up to :data:`BODY_CHARS`),
+    concatenated (3 x dim); ``A``: the article vector (body + :data:`HEAD_WEIGHT` x title,
+    normalised) that the taxonomy prototypes and the summary are compared with; ``S``: cosine of
+    ``A`` with every prototype; ``proto``: the level-1 prototype scores (one column per code of
+    :attr:`LocalClassifier.level1_codes`)."""
+
+    layouts: list[_Layout]
+    vectors: np.ndarray
+    X: np.ndarray
+    A: np.ndarray
+    S: np.ndarray
+    proto: np.ndarray
+
+
+def _views(layouts: list[_Layout], vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(X, A) for each article, see :class:`Features`."""
+    xs, arts = [], []
     for lay in layouts:
-        head = [vectors[i] for i in (lay.title, lay.subtitle) if i is not None]
-        if lay.body:
-            row = vectors[lay.body].mean(axis=0)
-            if head:
-                row = row + HEAD_WEIGHT * np.sum(head, axis=0)
-        else:
-            row = np.sum(head, axis=0)
-        rows.append(row)
-    return _normalise(np.stack(rows).astype(np.float32))
+        title = vectors[lay.title] if lay.title is not None else None
+        body = vectors[lay.body].mean(axis=0) if lay.body else title
+        lead = vectors[lay.head].mean(axis=0) if lay.head else body
+        title = body if title is None else title
+        xs.append(np.concatenate([_normalise(title), _normalise(lead), _normalise(body)]))
+        arts.append(body + HEAD_WEIGHT * title if lay.body else title)
+    return np.stack(xs).astype(np.float32), _normalise(np.stack(arts).astype(np.float32))
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+# ----------------------------------------------------------------------------- the trained head
+
+
+@dataclass(frozen=True)
+class Head:
+    """The level-1 decision trained on real labelled news (``scripts/train_classifier.py``).
+
+    logits = ``X @ W.T + b + alpha * proto / proto_temperature``; probabilities = softmax of
+    ``scale * logits`` (``scale`` fitted on out-of-fold predictions: the calibration). ``codes``
+    are the level-1 codes of the rows of ``W``. ``embedder`` / ``dim``: the model the head was
+    trained with; with any other embedder the vectors mean something else and the head is not used.
+    """
+
+    codes: tuple[str, ...]
+    W: np.ndarray
+    b: np.ndarray
+    alpha: float
+    proto_temperature: float
+    scale: float
+    embedder: str
+    dim: int
+    meta: dict
+
+    def logits(self, X: np.ndarray, proto: np.ndarray) -> np.ndarray:
+        return X @ self.W.T + self.b + self.alpha * proto / self.proto_temperature
+
+    def save(self, path: Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(
+                fh, codes=np.array(self.codes), W=self.W.astype(np.float32), b=self.b.astype(np.float32),
+                params=np.array([self.alpha, self.proto_temperature, self.scale], dtype=np.float64),
+                embedder=np.array(self.embedder), dim=np.array(self.dim),
+                meta=np.array(json.dumps(self.meta, ensure_ascii=False, sort_keys=True)))
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: Path) -> "Head":
+        with np.load(Path(path), allow_pickle=False) as z:
+            alpha, proto_temperature, scale = (float(v) for v in z["params"])
+            head = cls(tuple(str(c) for c in z["codes"]), z["W"].astype(np.float32), z["b"].astype(np.float32),
+                       alpha, proto_temperature, scale, str(z["embedder"]), int(z["dim"]),
+                       json.loads(str(z["meta"])))
+        if head.W.shape != (len(head.codes), 3 * head.dim) or head.b.shape != (len(head.codes),):
+            raise ValueError(f"{path}: head shapes W{head.W.shape} b{head.b.shape} do not match "
+                             f"{len(head.codes)} codes x 3 x {head.dim}")
+        return head
+
+
+def load_default_head() -> Head | None:
+    """The shipped head (:data:`HEAD_FILE`), or None when it is absent (prototype-only mode)."""
+    if not HEAD_FILE.is_file():
+        return None
+    return Head.load(HEAD_FILE)
 
 
 # ----------------------------------------------------------------------------- classifier
@@ -319,12 +446,17 @@ def _article_vectors(layouts: list[_Layout], vectors: np.ndarray) -> np.ndarray:
 class LocalClassifier:
     """Offline classifier over any :class:`dgb.embed.Embedder` (in-process model or the service).
 
+    ``head``: the trained level-1 head; by default the shipped one (:data:`HEAD_FILE`) when it
+    was trained with this embedder's model, else none (level 1 by prototypes alone). Pass
+    ``head=False`` to force prototype-only mode (what the training script measures against).
+
     The summary is EXTRACTIVE: sentences copied from the article, never generated text.
     """
 
     name = NAME
 
-    def __init__(self, embedder, taxonomy: Taxonomy | None = None, *, cache_dir: Path | None = None):
+    def __init__(self, embedder, taxonomy: Taxonomy | None = None, *, cache_dir: Path | None = None,
+                 head: "Head | None | bool" = None):
         if taxonomy is None:
             from dgb.taxonomy import load_taxonomy
 
@@ -332,7 +464,6 @@ class LocalClassifier:
         self.embedder = embedder
         self.taxonomy = taxonomy
         self.cache_dir = Path(cache_dir) if cache_dir else None
-        self.version = f"{VERSION} (extractive summary; {embedder.name})"
         self._protos = build_prototypes(taxonomy)
         self._vectors: np.ndarray | None = None
         self._lock = threading.Lock()
@@ -342,7 +473,22 @@ class LocalClassifier:
             for theme in taxonomy.path(code):
                 subtree.setdefault(theme.code, []).append(i)
         self._subtree = {code: np.asarray(idx, dtype=np.int64) for code, idx in subtree.items()}
-        self._l1 = [t.code for t in taxonomy.level(1) if t.code in self._subtree]
+        self.level1_codes = [t.code for t in taxonomy.level(1) if t.code in self._subtree]
+        if head is None:
+            head = load_default_head()
+            if head is not None and (head.embedder != embedder.name or head.dim != int(embedder.dim)):
+                log.info("shipped classifier head was trained with %s/%d, not %s/%d: prototypes only",
+                         head.embedder, head.dim, embedder.name, embedder.dim)
+                head = None
+        self.head: Head | None = head or None
+        self._head_cols = None
+        if self.head is not None:
+            unknown = sorted(set(self.head.codes) - set(self.level1_codes))
+            if unknown:
+                raise ValueError(f"classifier head has level-1 codes {unknown} that the taxonomy lacks")
+            self._head_cols = np.array([self.level1_codes.index(c) for c in self.head.codes])
+        mode = "head" if self.head is not None else "prototypes"
+        self.version = f"{VERSION} ({mode}; extractive summary; {embedder.name})"
 
     # -- prototypes -----------------------------------------------------------------
     def warm(self) -> "LocalClassifier":
@@ -365,83 +511,109 @@ class LocalClassifier:
                                f"for {len(texts)} texts")
         return vectors
 
-    def _choose(self, sims: np.ndarray, codes: list[str], level: int) -> tuple[str, np.ndarray]:
-        scores = np.array([_topk_mean(sims[self._subtree[c]], TOP_K[level]) for c in codes])
-        return codes[int(scores.argmax())], scores
+    def _scores(self, sims: np.ndarray, codes: list[str], level: int) -> np.ndarray:
+        """Top-k mean prototype similarity of each node in ``codes``; ``sims`` is (n, prototypes)."""
+        return np.stack([_topk_mean(sims[..., self._subtree[c]], TOP_K[level]) for c in codes], axis=-1)
 
-    def _summary(self, layout: _Layout, vectors: np.ndarray, article: np.ndarray) -> str | None:
-        cands = [(i, s) for i, s in layout.candidates if len(s) >= SUMMARY_MIN_CHARS] or layout.candidates
+    def features(self, items: Sequence[ArticleText]) -> Features:
+        """Embed ``items`` (ONE encode call) and compute everything the decision needs."""
+        texts: list[str] = []
+        layouts = [_layout(item, texts) for item in items]
+        vectors = self._encode(texts)
+        X, A = _views(layouts, vectors)
+        S = A @ self._prototype_matrix().T
+        return Features(layouts, vectors, X, A, S, self._scores(S, self.level1_codes, 1))
+
+    def level1_probabilities(self, feats: Features) -> np.ndarray:
+        """(n, len(level1_codes)) probabilities: the head's calibrated softmax, or (no head) the
+        softmax of the prototype scores at :data:`CONFIDENCE_TEMPERATURE`."""
+        if self.head is None:
+            return _softmax(feats.proto / CONFIDENCE_TEMPERATURE)
+        z = np.full((len(feats.X), len(self.level1_codes)), -np.inf, dtype=np.float64)
+        proto = feats.proto[:, self._head_cols]
+        z[:, self._head_cols] = self.head.scale * self.head.logits(feats.X, proto)
+        return _softmax(z)
+
+    def _summary(self, layout: _Layout, vectors: np.ndarray, title: str) -> str | None:
+        """Up to :data:`SUMMARY_MAX_SENTENCES` leading sentences, at most :data:`SUMMARY_MAX_CHARS`
+        characters in all, skipping captions, datelines-only lines, sentences that announce a list
+        (ending in ":") and near-repeats of the title or of a sentence already taken."""
+        cands = [(i, s) for i, s in layout.candidates
+                 if len(s) >= SUMMARY_MIN_CHARS and not s.rstrip().endswith(":")]
+        cands = cands or [(i, s) for i, s in layout.candidates if s.strip()]
         if not cands:
             return None
-        sims = vectors[[i for i, _ in cands]] @ article
-        scores = sims - SUMMARY_POSITION_PENALTY * np.arange(len(cands))
-        order = [int(j) for j in np.argsort(-scores)]
-        fitting = [j for j in order if len(cands[j][1]) <= SUMMARY_MAX_CHARS]
-        if not fitting:
-            return _cut(cands[order[0]][1])
-        best = fitting[0]
-        chosen = [best]
-        for j in fitting[1:]:
-            fits = len(cands[best][1]) + 1 + len(cands[j][1]) <= SUMMARY_MAX_CHARS
-            redundant = float(vectors[cands[j][0]] @ vectors[cands[best][0]]) >= SUMMARY_REDUNDANCY
-            if fits and not redundant:
-                chosen.append(j)
-            break  # at most the runner-up, and only if both fit and it adds something
-        if len(chosen) == 2 and len(cands[best][1]) >= SUMMARY_MAX_CHARS // 2:
-            chosen = [best]  # one long sentence is summary enough
-        return " ".join(cands[j][1] for j in sorted(chosen))
+        chosen: list[tuple[int, str]] = []
+        total = 0
+        for idx, sentence in cands:
+            v = vectors[idx]
+            if title and normalize_ws(sentence).lower() == title.lower():
+                continue
+            if any(float(v @ vectors[j]) >= SUMMARY_REDUNDANCY for j, _ in chosen):
+                continue
+            extra = len(sentence) + (1 if chosen else 0)
+            if chosen and total + extra > SUMMARY_MAX_CHARS:
+                break
+            chosen.append((idx, sentence))
+            total += extra
+            if len(chosen) >= SUMMARY_MAX_SENTENCES:
+                break
+        if not chosen:
+            chosen = [cands[0]]
+        if len(chosen) == 1:
+            return _cut(chosen[0][1])
+        return " ".join(s for _, s in chosen)
 
     def classify_batch(self, items: list[ArticleText]) -> list[Classification | ClassificationFailure]:
         results: list[Classification | ClassificationFailure | None] = [None] * len(items)
-        texts: list[str] = []
-        layouts: dict[int, _Layout] = {}
+        keep: list[int] = []
         for n, item in enumerate(items):
             if item.is_empty():
                 results[n] = ClassificationFailure(
                     "empty_article", "the article has no title, subtitle, lead or content", retryable=False
                 )
-                continue
-            layouts[n] = _layout(item, texts)
-        if not layouts:
+            else:
+                keep.append(n)
+        if not keep:
             return results  # type: ignore[return-value]
 
-        protos = self._prototype_matrix()
-        vectors = self._encode(texts)
-        A = _article_vectors(list(layouts.values()), vectors)
-        S = A @ protos.T
-        enriched_at = now_utc()
+        kept = [items[n] for n in keep]
+        feats = self.features(kept)
+        for n, result in zip(keep, self.decide(kept, feats, self.level1_probabilities(feats))):
+            results[n] = result
+        return results  # type: ignore[return-value]
 
-        for row, (n, lay) in enumerate(layouts.items()):
-            sims = S[row]
-            l1, l1_scores = self._choose(sims, self._l1, 1)
-            z = (l1_scores - l1_scores.max()) / CONFIDENCE_TEMPERATURE
-            prob = np.exp(z) / np.exp(z).sum()
-            confidence = float(prob.max())
+    def decide(self, items: Sequence[ArticleText], feats: Features, probs: np.ndarray) -> list[Classification]:
+        """The classifications of ``items`` given their features and level-1 probabilities: level 1
+        is the most probable theme (``confidence`` its probability); levels 2 and 3 are chosen by
+        prototype similarity among the children of the level above (codes always nest)."""
+        enriched_at = now_utc()
+        out: list[Classification] = []
+        for row, item in enumerate(items):
+            sims = feats.S[row]
+            best = int(probs[row].argmax())
+            l1 = self.level1_codes[best]
             l2 = l3 = None
             kids = [t.code for t in self.taxonomy.children(l1) if t.code in self._subtree]
             if kids:
-                l2, _ = self._choose(sims, kids, 2)
+                l2 = kids[int(self._scores(sims, kids, 2).argmax())]
                 kids = [t.code for t in self.taxonomy.children(l2) if t.code in self._subtree]
                 if kids:
-                    l3, _ = self._choose(sims, kids, 3)
-            results[n] = Classification(
+                    l3 = kids[int(self._scores(sims, kids, 3).argmax())]
+            out.append(Classification(
                 theme_l1=l1,
                 theme_l2=l2,
                 theme_l3=l3,
                 most_specific=l3 or l2 or l1,
-                summary=self._summary(lay, vectors, A[row]),
-                confidence=round(confidence, 4),
+                summary=self._summary(feats.layouts[row], feats.vectors, normalize_ws(item.title)),
+                confidence=round(float(probs[row, best]), 4),
                 classifier=NAME,
                 classifier_version=self.version,
                 enriched_at=enriched_at,
                 usage=None,
-            )
-        return results  # type: ignore[return-value]
+            ))
+        return out
 
     def level1_scores(self, items: Sequence[ArticleText]) -> tuple[list[str], np.ndarray]:
-        """(level-1 codes, scores matrix) — for diagnostics and calibration."""
-        texts: list[str] = []
-        lays = [_layout(item, texts) for item in items]
-        S = _article_vectors(lays, self._encode(texts)) @ self._prototype_matrix().T
-        scores = np.array([[_topk_mean(s[self._subtree[c]], TOP_K[1]) for c in self._l1] for s in S])
-        return list(self._l1), scores
+        """(level-1 codes, prototype scores matrix) — for diagnostics."""
+        return list(self.level1_codes), self.features(items).proto

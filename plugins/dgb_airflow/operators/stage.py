@@ -60,7 +60,7 @@ class StageOperator(BaseOperator):
         if self.stage == "enrich":
             from dgb.enrich.base import get_classifier
 
-            embedder = self._embedder() if s.classifier_backend == "local" else None
+            embedder = self._embedder() if s.classifier_backend in ("local", "hybrid") else None
             return stages.EnrichStage(get_classifier(s, embedder=embedder), conn)
         if self.stage == "embed":
             return stages.EmbedStage(self._embedder(), s.embedding_model)

@@ -1,0 +1,246 @@
+"""Training and honest measurement of the local classifier's level-1 head on real labelled news.
+
+One home for what ``scripts/train_classifier.py`` (fits the shipped head) and
+``scripts/bench_classify.py`` (cross-validated figures) share:
+
+* :func:`load_dev_data`: the development data (``../shared/data/classifier-dev``: ``real.jsonl``,
+  ``labelled.jsonl``, ``weak.jsonl``) plus our own invented corpus, as :class:`DevArticle` rows;
+* :func:`group_ids`: one group per article, by normalised title across ALL files (the same
+  article appears whole and as excerpts, and in more than one file), so a split by group never
+  trains and tests on the same article;
+* :func:`fit_head` / :func:`out_of_fold_logits`: a multinomial logistic regression on the
+  classifier's features (title, lead and body vectors), added to the taxonomy-prototype scores
+  (which carry the themes that have little or no training data);
+* :func:`fit_scale`: the calibration (one temperature, fitted by likelihood on out-of-fold
+  predictions of the real articles), so ``theme_confidence`` reads as a probability;
+* :func:`rouge_l`: ROUGE-L (longest common subsequence of word tokens) for the summary.
+
+scikit-learn is imported only by the fitting functions: classifying needs numpy alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from dgb.config import REPO_ROOT
+from dgb.enrich.base import ArticleText
+
+DEV_DATA = REPO_ROOT.parent / "shared" / "data" / "classifier-dev"
+CORPUS = REPO_ROOT / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
+SOURCES = ("real", "labelled", "weak")
+#: training weight per source: weak labels are a coarse 10-way category mapped to level 1
+SOURCE_WEIGHTS = {"real": 1.0, "labelled": 1.0, "weak": 0.5, "corpus": 1.0}
+REGULARISATION_C = 10.0     # inverse L2 strength of the logistic regression (vectors are unit-norm)
+PROTO_ALPHA = 1.0           # weight of the prototype scores in the logits
+PROTO_TEMPERATURE = 0.05    # prototype scores (cosines) are divided by this before adding
+FOLDS = 5
+
+
+@dataclass
+class DevArticle:
+    """One labelled development article. ``l1`` is None when the label is outside our tree."""
+
+    source: str                    # real | labelled | weak | corpus
+    item: ArticleText
+    l1: str | None
+    l2_label: str | None = None    # real.jsonl: production's level-2 label
+    reference_summary: str | None = None
+    agency: str | None = None
+
+    @property
+    def weight(self) -> float:
+        return SOURCE_WEIGHTS[self.source]
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def load_dev_data(folder: Path | None = None, *, corpus: bool = True) -> list[DevArticle]:
+    """The development articles of ``folder`` (default :data:`DEV_DATA`) and, with ``corpus``,
+    our own corpus; FileNotFoundError naming the folder when a file is missing."""
+    folder = Path(folder) if folder is not None else DEV_DATA
+    out: list[DevArticle] = []
+    for source in SOURCES:
+        path = folder / f"{source}.jsonl"
+        if not path.is_file():
+            raise FileNotFoundError(f"development data file not found: {path}")
+        for r in _rows(path):
+            item = ArticleText(r.get("id"), r.get("title") or "", None, None, r.get("content") or "")
+            label = r.get("l1_from_category") if source == "weak" else r.get("l1")
+            out.append(DevArticle(source, item, label or None, r.get("l2_label"), r.get("reference_summary"),
+                                  r.get("agency")))
+    if corpus:
+        for a in _rows(CORPUS):
+            item = ArticleText(a["url_slug"], a["title"], a.get("subtitle"), a.get("editorial_lead"),
+                               a["content"])
+            out.append(DevArticle("corpus", item, a["theme_l1"], None, None, a.get("agency")))
+    return out
+
+
+def title_key(title: str) -> str:
+    """A title compared loosely: lower case, accents and punctuation removed."""
+    text = unicodedata.normalize("NFKD", title or "").encode("ascii", "ignore").decode("ascii").lower()
+    return re.sub(r"[^a-z0-9]+", " ", text).strip()
+
+
+def group_ids(articles: Sequence[DevArticle]) -> np.ndarray:
+    """One integer per article; equal for rows with the same normalised title (any file)."""
+    ids: dict[str, int] = {}
+    return np.array([ids.setdefault(title_key(a.item.title), len(ids)) for a in articles], dtype=np.int64)
+
+
+def grouped_folds(groups: np.ndarray, folds: int = FOLDS) -> list[np.ndarray]:
+    """Deterministic test-index sets: groups dealt round-robin in order of first appearance."""
+    order = {g: n for n, g in enumerate(dict.fromkeys(groups.tolist()))}
+    fold_of = np.array([order[g] % folds for g in groups.tolist()])
+    return [np.flatnonzero(fold_of == k) for k in range(folds)]
+
+
+def fit_head(X: np.ndarray, labels: Sequence[str | None], weights: np.ndarray, codes: Sequence[str],
+             *, C: float = REGULARISATION_C) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b) of a multinomial logistic regression, one row per code of ``codes`` (a code with no
+    training row gets W = 0 and the lowest bias, so only its prototype score can choose it)."""
+    from sklearn.linear_model import LogisticRegression
+
+    y = np.array([lab if lab is not None else "" for lab in labels])
+    keep = (y != "") & (weights > 0) & np.isin(y, list(codes))
+    if len(set(y[keep])) < 2:
+        raise ValueError("need training rows of at least two level-1 themes")
+    model = LogisticRegression(C=C, max_iter=3000)
+    model.fit(X[keep], y[keep], sample_weight=weights[keep])
+    W = np.zeros((len(codes), X.shape[1]), dtype=np.float64)
+    b = np.full(len(codes), float(model.intercept_.min()) - 5.0)
+    for row, code in enumerate(model.classes_):
+        W[list(codes).index(code)] = model.coef_[row]
+        b[list(codes).index(code)] = model.intercept_[row]
+    return W.astype(np.float32), b.astype(np.float32)
+
+
+def head_logits(W: np.ndarray, b: np.ndarray, X: np.ndarray, proto: np.ndarray, *,
+                alpha: float = PROTO_ALPHA, proto_temperature: float = PROTO_TEMPERATURE) -> np.ndarray:
+    return X @ W.T + b + alpha * proto / proto_temperature
+
+
+def out_of_fold_logits(X: np.ndarray, proto: np.ndarray, articles: Sequence[DevArticle], codes: Sequence[str],
+                       *, folds: int = FOLDS, C: float = REGULARISATION_C) -> np.ndarray:
+    """Logits of every article from a head trained on the OTHER folds (grouped by title)."""
+    groups = group_ids(articles)
+    labels = [a.l1 for a in articles]
+    weights = np.array([a.weight for a in articles])
+    out = np.zeros((len(articles), len(codes)), dtype=np.float64)
+    for test in grouped_folds(groups, folds):
+        train = np.setdiff1d(np.arange(len(articles)), test)
+        W, b = fit_head(X[train], [labels[i] for i in train], weights[train], codes, C=C)
+        out[test] = head_logits(W, b, X[test], proto[test])
+    return out
+
+
+def _log_softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+
+def fit_scale(logits: np.ndarray, labels: Sequence[str | None], codes: Sequence[str]) -> float:
+    """The factor ``s`` minimising the negative log-likelihood of softmax(s * logits) over the
+    rows whose label is a code (golden-section search on log s; deterministic)."""
+    rows = [i for i, lab in enumerate(labels) if lab in codes]
+    if not rows:
+        raise ValueError("no labelled rows to calibrate on")
+    z = logits[rows]
+    target = np.array([list(codes).index(labels[i]) for i in rows])
+
+    def nll(log_s: float) -> float:
+        return float(-_log_softmax(np.exp(log_s) * z)[np.arange(len(rows)), target].mean())
+
+    lo, hi = np.log(1e-3), np.log(1e2)
+    ratio = (np.sqrt(5) - 1) / 2
+    a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    fa, fb = nll(a), nll(b)
+    for _ in range(80):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - ratio * (hi - lo)
+            fa = nll(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + ratio * (hi - lo)
+            fb = nll(b)
+    return float(np.exp((lo + hi) / 2))
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    return np.exp(_log_softmax(np.asarray(z, dtype=np.float64)))
+
+
+def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
+    """Mean |accuracy - confidence| over equal-width confidence bins, weighted by bin size."""
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    total = 0.0
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        sel = (confidence > lo) & (confidence <= hi)
+        if sel.any():
+            total += sel.sum() * abs(correct[sel].mean() - confidence[sel].mean())
+    return float(total / max(1, len(confidence)))
+
+
+def routing_table(confidence: np.ndarray, correct: np.ndarray,
+                  thresholds: Sequence[float]) -> list[tuple[float, float, float]]:
+    """Hybrid mode simulated: for each threshold, (threshold, share routed to Bedrock, overall
+    agreement) when routed articles take the reference label (production's answer stands in
+    for Bedrock's) and the others keep the local answer."""
+    out = []
+    for t in thresholds:
+        routed = confidence < t
+        agree = np.where(routed, True, correct)
+        out.append((float(t), float(routed.mean()), float(agree.mean())))
+    return out
+
+
+def choose_threshold(confidence: np.ndarray, correct: np.ndarray, *, max_routed: float = 0.30) -> float:
+    """The threshold with the best simulated overall agreement among those routing at most
+    ``max_routed`` of the articles (on out-of-fold confidences)."""
+    grid = np.round(np.arange(0.0, 1.0001, 0.01), 2)
+    rows = [r for r in routing_table(confidence, correct, grid) if r[1] <= max_routed]
+    return max(rows, key=lambda r: (r[2], -r[1]))[0]
+
+
+# ----------------------------------------------------------------------------- summary overlap
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def tokens(text: str | None) -> list[str]:
+    return _TOKEN.findall((text or "").lower())
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two token lists (O(len(a) x len(b)))."""
+    if not a or not b:
+        return 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def rouge_l(candidate: str | None, reference: str | None) -> tuple[float, float, float]:
+    """ROUGE-L (precision, recall, F1) of ``candidate`` against ``reference`` over lower-cased
+    word tokens; (0, 0, 0) when either is empty."""
+    a, b = tokens(candidate), tokens(reference)
+    lcs = lcs_length(a, b)
+    if lcs == 0:
+        return 0.0, 0.0, 0.0
+    p, r = lcs / len(a), lcs / len(b)
+    return p, r, 2 * p * r / (p + r)

@@ -1,0 +1,86 @@
+"""Train the local classifier's level-1 head on ALL the development data and write the shipped file.
+
+    .venv/bin/python scripts/train_classifier.py [--data ../shared/data/classifier-dev] [--service]
+                                                 [--out include/dgb/data/classifier/level1-head.npz]
+
+Reproducible and deterministic: the same data, taxonomy and model give the same file (the
+logistic regression is lbfgs from zeros, the folds are dealt by title in file order). Steps:
+
+1. embed every article once (title, lead and body views; taxonomy-prototype scores);
+2. out-of-fold logits with folds grouped by title (:mod:`dgb.enrich.training`), used to fit the
+   calibration temperature on the real articles and to choose the hybrid-mode threshold
+   (<= 30% routed to Bedrock on real.jsonl);
+3. fit the head on everything and save it with that calibration and the figures in its metadata.
+
+The cross-validated agreement printed here is the honest figure; the benchmark
+(``scripts/bench_classify.py``) recomputes it. Retrain after the taxonomy or the model changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from dgb.config import settings as current_settings
+from dgb.embed import get_embedder
+from dgb.enrich import training
+from dgb.enrich.local import HEAD_FILE, Head, LocalClassifier
+from dgb.taxonomy import load_taxonomy
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=training.DEV_DATA, help="development data folder")
+    parser.add_argument("--out", type=Path, default=HEAD_FILE, help="where to write the head")
+    parser.add_argument("--service", action="store_true", help="embed through the model service")
+    args = parser.parse_args(argv)
+
+    settings = current_settings()
+    articles = training.load_dev_data(args.data)
+    embedder = get_embedder(settings, prefer="service" if args.service else "local")
+    clf = LocalClassifier(embedder, load_taxonomy(), cache_dir=settings.state_dir / "cache", head=False).warm()
+    feats = clf.features([a.item for a in articles])
+    codes = clf.level1_codes
+    labels = [a.l1 for a in articles]
+    real = np.array([a.source == "real" for a in articles])
+
+    oof = training.out_of_fold_logits(feats.X, feats.proto, articles, codes)
+    scale = training.fit_scale(oof[real], [labels[i] for i in np.flatnonzero(real)], codes)
+    probs = training.softmax(scale * oof)
+    pred = np.array([codes[j] for j in probs.argmax(1)])
+    correct = pred == np.array([lab or "" for lab in labels])
+    conf = probs.max(1)
+    threshold = training.choose_threshold(conf[real], correct[real])
+    cv = {src: round(float(correct[[a.source == src for a in articles]].mean()), 4)
+          for src in ("real", "labelled", "weak", "corpus")}
+
+    W, b = training.fit_head(feats.X, labels, np.array([a.weight for a in articles]), codes)
+    digest = hashlib.sha256()
+    for a in articles:
+        digest.update(f"{a.source}\t{a.item.title}\t{a.l1}\n".encode("utf-8"))
+    meta = {
+        "trained_on": {src: sum(a.source == src for a in articles) for src in ("real", "labelled", "weak",
+                                                                                 "corpus")},
+        "data_digest": digest.hexdigest()[:16],
+        "cv_level1_agreement": cv,
+        "cv_ece_real": round(training.expected_calibration_error(conf[real], correct[real]), 4),
+        "hybrid_threshold": threshold,
+        "regularisation_c": training.REGULARISATION_C,
+        "source_weights": training.SOURCE_WEIGHTS,
+        "taxonomy_prototypes": clf._protos.digest[:16],
+    }
+    head = Head(tuple(codes), W, b, training.PROTO_ALPHA, training.PROTO_TEMPERATURE, scale,
+                embedder.name, int(embedder.dim), meta)
+    head.save(args.out)
+    print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
+    print(f"cross-validated level-1 agreement (grouped by title): {cv}")
+    print(f"calibration scale={scale:.4f} ECE(real)={meta['cv_ece_real']} hybrid_threshold={threshold}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,7 +28,7 @@ import numpy as np
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
 from dgb.enrich import training
-from dgb.enrich.local import HEAD_FILE, Head, LocalClassifier
+from dgb.enrich.local import HEAD_FILE, LocalClassifier
 from dgb.taxonomy import load_taxonomy
 
 
@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     cv = {src: round(float(correct[[a.source == src for a in articles]].mean()), 4)
           for src in ("real", "labelled", "weak", "corpus")}
 
-    W, b = training.fit_head(feats.X, labels, np.array([a.weight for a in articles]), codes)
+    fitted = training.fit_head(feats.X, labels, np.array([a.weight for a in articles]), codes,
+                               [a.item.agency for a in articles], training.group_ids(articles))
     digest = hashlib.sha256()
     for a in articles:
         digest.update(f"{a.source}\t{a.item.title}\t{a.l1}\n".encode("utf-8"))
@@ -73,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         "source_weights": training.SOURCE_WEIGHTS,
         "taxonomy_prototypes": clf._protos.digest[:16],
     }
-    head = Head(tuple(codes), W, b, training.PROTO_ALPHA, training.PROTO_TEMPERATURE, scale,
-                embedder.name, int(embedder.dim), meta)
+    meta["agencies_with_prior"] = len(fitted[2])
+    head = training.make_head(fitted, codes, int(embedder.dim), scale=scale, embedder=embedder.name, meta=meta)
     head.save(args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
     print(f"cross-validated level-1 agreement (grouped by title): {cv}")

@@ -37,6 +37,7 @@ class ArticleText:
     subtitle: str | None = None
     editorial_lead: str | None = None
     content: str = ""
+    agency: str | None = None  # the publishing agency's key (news.agency_key): a prior, never a rule
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> "ArticleText":
@@ -46,6 +47,7 @@ class ArticleText:
             subtitle=data.get("subtitle"),
             editorial_lead=data.get("editorial_lead"),
             content=data.get("content") or "",
+            agency=data.get("agency") or data.get("agency_key"),
         )
 
     def is_empty(self) -> bool:

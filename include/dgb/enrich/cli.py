@@ -1,7 +1,8 @@
 """``dgb classify``: classify articles read as JSON lines on stdin, with the configured backend.
 
 Input, one JSON object per line: ``title`` (required), optional ``subtitle``, ``editorial_lead``,
-``content`` (and ``unique_id``). Output with ``--json``, one line per classified input::
+``content``, ``agency`` (the agency key, e.g. ``saude``: the local classifier uses it as a prior)
+and ``unique_id``. Output with ``--json``, one line per classified input::
 
     {"line": 3, "l1": "03", "l2": "03.02", "l3": "03.02.01", "most_specific": "03.02.01",
      "summary": "...", "confidence": 0.93}
@@ -20,7 +21,7 @@ from typing import IO
 
 from dgb.enrich.base import BACKENDS, ArticleText, ClassificationFailure
 
-TEXT_FIELDS = ("title", "subtitle", "editorial_lead", "content", "unique_id")
+TEXT_FIELDS = ("title", "subtitle", "editorial_lead", "content", "unique_id", "agency")
 
 
 def parse_line(raw: str) -> ArticleText:

@@ -389,10 +389,12 @@ def _softmax(z: np.ndarray) -> np.ndarray:
 class Head:
     """The level-1 decision trained on real labelled news (``scripts/train_classifier.py``).
 
-    logits = ``X @ W.T + b + alpha * proto / proto_temperature``; probabilities = softmax of
-    ``scale * logits`` (``scale`` fitted on out-of-fold predictions: the calibration). ``codes``
-    are the level-1 codes of the rows of ``W``. ``embedder`` / ``dim``: the model the head was
-    trained with; with any other embedder the vectors mean something else and the head is not used.
+    logits = ``X @ W.T + b + Wa[:, agency] + alpha * proto / proto_temperature``; probabilities
+    = softmax of ``scale * logits`` (``scale`` fitted on out-of-fold predictions: the
+    calibration). ``codes`` are the level-1 codes of the rows of ``W``; ``agencies`` the agency
+    keys of the columns of ``Wa`` (the agency prior; an unknown or missing agency adds nothing).
+    ``embedder`` / ``dim``: the model the head was trained with; with any other embedder the
+    vectors mean something else and the head is not used.
     """
 
     codes: tuple[str, ...]
@@ -404,9 +406,19 @@ class Head:
     embedder: str
     dim: int
     meta: dict
+    agencies: tuple[str, ...] = ()
+    Wa: np.ndarray | None = None
 
-    def logits(self, X: np.ndarray, proto: np.ndarray) -> np.ndarray:
-        return X @ self.W.T + self.b + self.alpha * proto / self.proto_temperature
+    def logits(self, X: np.ndarray, proto: np.ndarray, agencies: Sequence[str | None] = ()) -> np.ndarray:
+        """(n, codes) logits; ``agencies``: each row's agency key (or None), or empty for none."""
+        z = X @ self.W.T + self.b + self.alpha * proto / self.proto_temperature
+        if self.agencies and self.Wa is not None and len(agencies):
+            index = {a: i for i, a in enumerate(self.agencies)}
+            for n, agency in enumerate(agencies):
+                i = index.get(agency_key(agency))
+                if i is not None:
+                    z[n] += self.Wa[:, i]
+        return z
 
     def save(self, path: Path) -> None:
         path = Path(path)
@@ -416,6 +428,8 @@ class Head:
             np.savez_compressed(
                 fh, codes=np.array(self.codes), W=self.W.astype(np.float32), b=self.b.astype(np.float32),
                 params=np.array([self.alpha, self.proto_temperature, self.scale], dtype=np.float64),
+                agencies=np.array(self.agencies, dtype=str),
+                Wa=(self.Wa if self.Wa is not None else np.zeros((len(self.codes), 0))).astype(np.float32),
                 embedder=np.array(self.embedder), dim=np.array(self.dim),
                 meta=np.array(json.dumps(self.meta, ensure_ascii=False, sort_keys=True)))
         os.replace(tmp, path)
@@ -426,11 +440,20 @@ class Head:
             alpha, proto_temperature, scale = (float(v) for v in z["params"])
             head = cls(tuple(str(c) for c in z["codes"]), z["W"].astype(np.float32), z["b"].astype(np.float32),
                        alpha, proto_temperature, scale, str(z["embedder"]), int(z["dim"]),
-                       json.loads(str(z["meta"])))
+                       json.loads(str(z["meta"])), tuple(str(a) for a in z["agencies"]),
+                       z["Wa"].astype(np.float32))
+        if head.Wa.shape != (len(head.codes), len(head.agencies)):
+            raise ValueError(f"{path}: agency prior shape {head.Wa.shape} does not match "
+                             f"{len(head.codes)} codes x {len(head.agencies)} agencies")
         if head.W.shape != (len(head.codes), 3 * head.dim) or head.b.shape != (len(head.codes),):
             raise ValueError(f"{path}: head shapes W{head.W.shape} b{head.b.shape} do not match "
                              f"{len(head.codes)} codes x 3 x {head.dim}")
         return head
+
+
+def agency_key(agency: str | None) -> str:
+    """An agency key compared loosely (``" Saude "`` -> ``"saude"``)."""
+    return (agency or "").strip().lower()
 
 
 def load_default_head() -> Head | None:
@@ -524,14 +547,14 @@ class LocalClassifier:
         S = A @ self._prototype_matrix().T
         return Features(layouts, vectors, X, A, S, self._scores(S, self.level1_codes, 1))
 
-    def level1_probabilities(self, feats: Features) -> np.ndarray:
+    def level1_probabilities(self, feats: Features, agencies: Sequence[str | None] = ()) -> np.ndarray:
         """(n, len(level1_codes)) probabilities: the head's calibrated softmax, or (no head) the
         softmax of the prototype scores at :data:`CONFIDENCE_TEMPERATURE`."""
         if self.head is None:
             return _softmax(feats.proto / CONFIDENCE_TEMPERATURE)
         z = np.full((len(feats.X), len(self.level1_codes)), -np.inf, dtype=np.float64)
         proto = feats.proto[:, self._head_cols]
-        z[:, self._head_cols] = self.head.scale * self.head.logits(feats.X, proto)
+        z[:, self._head_cols] = self.head.scale * self.head.logits(feats.X, proto, agencies)
         return _softmax(z)
 
     def _summary(self, layout: _Layout, vectors: np.ndarray, title: str) -> str | None:
@@ -579,7 +602,8 @@ class LocalClassifier:
 
         kept = [items[n] for n in keep]
         feats = self.features(kept)
-        for n, result in zip(keep, self.decide(kept, feats, self.level1_probabilities(feats))):
+        probs = self.level1_probabilities(feats, [item.agency for item in kept])
+        for n, result in zip(keep, self.decide(kept, feats, probs)):
             results[n] = result
         return results  # type: ignore[return-value]
 

@@ -9,8 +9,8 @@ One home for what ``scripts/train_classifier.py`` (fits the shipped head) and
   article appears whole and as excerpts, and in more than one file), so a split by group never
   trains and tests on the same article;
 * :func:`fit_head` / :func:`out_of_fold_logits`: a multinomial logistic regression on the
-  classifier's features (title, lead and body vectors), added to the taxonomy-prototype scores
-  (which carry the themes that have little or no training data);
+  classifier's features (title, lead and body vectors, and the publishing agency as a prior),
+  added to the taxonomy-prototype scores (which carry the themes with little or no training data);
 * :func:`fit_scale`: the calibration (one temperature, fitted by likelihood on out-of-fold
   predictions of the real articles), so ``theme_confidence`` reads as a probability;
 * :func:`rouge_l`: ROUGE-L (longest common subsequence of word tokens) for the summary.
@@ -31,6 +31,7 @@ import numpy as np
 
 from dgb.config import REPO_ROOT
 from dgb.enrich.base import ArticleText
+from dgb.enrich.local import Head, agency_key
 
 DEV_DATA = REPO_ROOT.parent / "shared" / "data" / "classifier-dev"
 CORPUS = REPO_ROOT / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
@@ -41,6 +42,8 @@ REGULARISATION_C = 10.0     # inverse L2 strength of the logistic regression (ve
 PROTO_ALPHA = 1.0           # weight of the prototype scores in the logits
 PROTO_TEMPERATURE = 0.05    # prototype scores (cosines) are divided by this before adding
 FOLDS = 5
+AGENCY_WEIGHT = 1.0         # value of an agency indicator feature (its prior's regularisation)
+AGENCY_MIN_ARTICLES = 2     # agencies with fewer distinct training articles get no prior
 
 
 @dataclass
@@ -52,7 +55,6 @@ class DevArticle:
     l1: str | None
     l2_label: str | None = None    # real.jsonl: production's level-2 label
     reference_summary: str | None = None
-    agency: str | None = None
 
     @property
     def weight(self) -> float:
@@ -74,15 +76,15 @@ def load_dev_data(folder: Path | None = None, *, corpus: bool = True) -> list[De
         if not path.is_file():
             raise FileNotFoundError(f"development data file not found: {path}")
         for r in _rows(path):
-            item = ArticleText(r.get("id"), r.get("title") or "", None, None, r.get("content") or "")
+            item = ArticleText(r.get("id"), r.get("title") or "", None, None, r.get("content") or "",
+                               r.get("agency"))
             label = r.get("l1_from_category") if source == "weak" else r.get("l1")
-            out.append(DevArticle(source, item, label or None, r.get("l2_label"), r.get("reference_summary"),
-                                  r.get("agency")))
+            out.append(DevArticle(source, item, label or None, r.get("l2_label"), r.get("reference_summary")))
     if corpus:
         for a in _rows(CORPUS):
             item = ArticleText(a["url_slug"], a["title"], a.get("subtitle"), a.get("editorial_lead"),
-                               a["content"])
-            out.append(DevArticle("corpus", item, a["theme_l1"], None, None, a.get("agency")))
+                               a["content"], a.get("agency"))
+            out.append(DevArticle("corpus", item, a["theme_l1"]))
     return out
 
 
@@ -105,29 +107,62 @@ def grouped_folds(groups: np.ndarray, folds: int = FOLDS) -> list[np.ndarray]:
     return [np.flatnonzero(fold_of == k) for k in range(folds)]
 
 
+def agency_onehot(agencies: Sequence[str | None], vocabulary: Sequence[str]) -> np.ndarray:
+    """(n, len(vocabulary)) indicator of each row's agency (all zero for an unknown one)."""
+    index = {a: i for i, a in enumerate(vocabulary)}
+    out = np.zeros((len(agencies), len(vocabulary)), dtype=np.float32)
+    for n, agency in enumerate(agencies):
+        i = index.get(agency_key(agency))
+        if i is not None:
+            out[n, i] = AGENCY_WEIGHT
+    return out
+
+
+def agency_vocabulary(agencies: Sequence[str | None], groups: np.ndarray) -> tuple[str, ...]:
+    """Agencies seen in at least :data:`AGENCY_MIN_ARTICLES` distinct training articles (a prior
+    learnt from one article would only memorise it), sorted."""
+    seen: dict[str, set] = {}
+    for agency, group in zip(agencies, groups.tolist()):
+        if agency_key(agency):
+            seen.setdefault(agency_key(agency), set()).add(group)
+    return tuple(sorted(a for a, g in seen.items() if len(g) >= AGENCY_MIN_ARTICLES))
+
+
 def fit_head(X: np.ndarray, labels: Sequence[str | None], weights: np.ndarray, codes: Sequence[str],
-             *, C: float = REGULARISATION_C) -> tuple[np.ndarray, np.ndarray]:
-    """(W, b) of a multinomial logistic regression, one row per code of ``codes`` (a code with no
-    training row gets W = 0 and the lowest bias, so only its prototype score can choose it)."""
+             agencies: Sequence[str | None] | None = None, groups: np.ndarray | None = None,
+             *, C: float = REGULARISATION_C) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray]:
+    """(W, b, agency vocabulary, Wa) of a multinomial logistic regression, one row per code of
+    ``codes`` (a code with no training row gets W = 0 and the lowest bias, so only its prototype
+    score can choose it). With ``agencies`` (and ``groups``), agency indicators are features
+    too: ``Wa`` is the agency prior (one column per agency of the vocabulary)."""
     from sklearn.linear_model import LogisticRegression
 
     y = np.array([lab if lab is not None else "" for lab in labels])
     keep = (y != "") & (weights > 0) & np.isin(y, list(codes))
     if len(set(y[keep])) < 2:
         raise ValueError("need training rows of at least two level-1 themes")
+    vocab: tuple[str, ...] = ()
+    design = X
+    if agencies is not None and AGENCY_WEIGHT > 0:
+        groups = groups if groups is not None else np.arange(len(X))
+        vocab = agency_vocabulary([agencies[i] for i in np.flatnonzero(keep)], groups[keep])
+        design = np.hstack([X, agency_onehot(agencies, vocab)])
     model = LogisticRegression(C=C, max_iter=3000)
-    model.fit(X[keep], y[keep], sample_weight=weights[keep])
-    W = np.zeros((len(codes), X.shape[1]), dtype=np.float64)
+    model.fit(design[keep], y[keep], sample_weight=weights[keep])
+    full = np.zeros((len(codes), design.shape[1]), dtype=np.float64)
     b = np.full(len(codes), float(model.intercept_.min()) - 5.0)
     for row, code in enumerate(model.classes_):
-        W[list(codes).index(code)] = model.coef_[row]
+        full[list(codes).index(code)] = model.coef_[row]
         b[list(codes).index(code)] = model.intercept_[row]
-    return W.astype(np.float32), b.astype(np.float32)
+    W, Wa = full[:, :X.shape[1]], full[:, X.shape[1]:] * AGENCY_WEIGHT
+    return W.astype(np.float32), b.astype(np.float32), vocab, Wa.astype(np.float32)
 
 
-def head_logits(W: np.ndarray, b: np.ndarray, X: np.ndarray, proto: np.ndarray, *,
-                alpha: float = PROTO_ALPHA, proto_temperature: float = PROTO_TEMPERATURE) -> np.ndarray:
-    return X @ W.T + b + alpha * proto / proto_temperature
+def make_head(fitted: tuple, codes: Sequence[str], dim: int, *, scale: float = 1.0, embedder: str = "",
+              meta: dict | None = None) -> Head:
+    W, b, vocab, Wa = fitted
+    return Head(tuple(codes), W, b, PROTO_ALPHA, PROTO_TEMPERATURE, scale, embedder, dim, meta or {},
+                vocab, Wa)
 
 
 def out_of_fold_logits(X: np.ndarray, proto: np.ndarray, articles: Sequence[DevArticle], codes: Sequence[str],
@@ -135,12 +170,15 @@ def out_of_fold_logits(X: np.ndarray, proto: np.ndarray, articles: Sequence[DevA
     """Logits of every article from a head trained on the OTHER folds (grouped by title)."""
     groups = group_ids(articles)
     labels = [a.l1 for a in articles]
+    agencies = [a.item.agency for a in articles]
     weights = np.array([a.weight for a in articles])
     out = np.zeros((len(articles), len(codes)), dtype=np.float64)
     for test in grouped_folds(groups, folds):
         train = np.setdiff1d(np.arange(len(articles)), test)
-        W, b = fit_head(X[train], [labels[i] for i in train], weights[train], codes, C=C)
-        out[test] = head_logits(W, b, X[test], proto[test])
+        fitted = fit_head(X[train], [labels[i] for i in train], weights[train], codes,
+                          [agencies[i] for i in train], groups[train], C=C)
+        head = make_head(fitted, codes, X.shape[1] // 3)
+        out[test] = head.logits(X[test], proto[test], [agencies[i] for i in test])
     return out
 
 

@@ -20,7 +20,7 @@ class EnrichStage(Stage):
     name = "enrich"
     subscriptions = (topology.SUB_ENRICHMENT,)
     next_topic = topology.TOPIC_ENRICHED
-    columns = ("title", "subtitle", "editorial_lead", "content", "enriched_at", "removed_at")
+    columns = ("title", "subtitle", "editorial_lead", "content", "agency_key", "enriched_at", "removed_at")
     sweep_order = "scraped_at"
 
     def __init__(self, classifier, conn=None):
@@ -40,8 +40,8 @@ class EnrichStage(Stage):
     def process(self, rows: list[dict]) -> dict[str, Any]:
         from dgb.enrich.base import ArticleText, ClassificationFailure
 
-        items = [ArticleText(r["unique_id"], r["title"] or "", r["subtitle"], r["editorial_lead"], r["content"] or "")
-                 for r in rows]
+        items = [ArticleText(r["unique_id"], r["title"] or "", r["subtitle"], r["editorial_lead"], r["content"] or "",
+                             r.get("agency_key")) for r in rows]
         results = self.classifier.classify_batch(items)
         out: dict[str, Any] = {}
         for row, res in zip(rows, results):

@@ -33,7 +33,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
 from dgb.enrich import training
@@ -82,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     correct = pred == labels
     for s in SOURCES:
         m = source == s
-        print(f"l1_agreement[{s}] cv_head={_share(m, correct)} prototypes_only={_share(m, proto_pred == labels)}")
+        print(f"l1_agreement[{s}] cv_head={_share(m, correct)} "
+              f"prototypes_only={_share(m, proto_pred == labels)}")
 
     # -- level 2 (real.jsonl, by label) -----------------------------------------------------
     def label_of(code: str | None) -> str:
@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # -- calibration and hybrid routing -----------------------------------------------------
     conf = probs.max(1)
-    print(f"calibration[real] scale={scale:.3f} ECE={training.expected_calibration_error(conf[real], correct[real]):.3f} "
+    ece = training.expected_calibration_error(conf[real], correct[real])
+    print(f"calibration[real] scale={scale:.3f} ECE={ece:.3f} "
           f"mean_confidence={conf[real].mean():.3f} accuracy={correct[real].mean():.3f}")
     for lo, hi in ((0.0, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)):
         m = real & (conf >= lo) & (conf < hi)
@@ -128,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             if a.source == "real" and a.reference_summary]
     f1 = [training.rouge_l(s, ref)[2] for s, ref in refs]
     print(f"summary[real] ROUGE-L F1={np.mean(f1):.3f} over {len(refs)}; median chars ours="
-          f"{np.median([len(s or '') for s, _ in refs]):.0f} reference={np.median([len(ref) for _, ref in refs]):.0f}; "
+          f"{np.median([len(s or '') for s, _ in refs]):.0f} "
+          f"reference={np.median([len(ref) for _, ref in refs]):.0f}; "
           f"median sentences ours={np.median([len(split_sentences(s or '')) for s, _ in refs]):.0f} "
           f"reference={np.median([len(split_sentences(ref)) for _, ref in refs]):.0f}")
 

@@ -24,7 +24,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
 from dgb.enrich import training
@@ -42,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = current_settings()
     articles = training.load_dev_data(args.data)
     embedder = get_embedder(settings, prefer="service" if args.service else "local")
-    clf = LocalClassifier(embedder, load_taxonomy(), cache_dir=settings.state_dir / "cache", head=False).warm()
+    clf = LocalClassifier(embedder, load_taxonomy(), cache_dir=settings.state_dir / "cache",
+                          head=False).warm()
     feats = clf.features([a.item for a in articles])
     codes = clf.level1_codes
     labels = [a.l1 for a in articles]
@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         "taxonomy_prototypes": clf._protos.digest[:16],
     }
     meta["agencies_with_prior"] = len(fitted[2])
-    head = training.make_head(fitted, codes, int(embedder.dim), scale=scale, embedder=embedder.name, meta=meta)
+    head = training.make_head(fitted, codes, int(embedder.dim), scale=scale, embedder=embedder.name,
+                              meta=meta)
     head.save(args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
     print(f"cross-validated level-1 agreement (grouped by title): {cv}")

@@ -14,14 +14,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from dgb.config import Settings
 from dgb.enrich import ledger, training
-from dgb.enrich.base import ArticleText, Classification, ClassificationFailure, get_classifier
+from dgb.enrich.base import (
+    ArticleText,
+    Classification,
+    ClassificationFailure,
+    get_classifier,
+)
 from dgb.enrich.bedrock import BedrockClassifier, BedrockError
 from dgb.enrich.hybrid import HybridClassifier
-from dgb.enrich.local import HEAD_FILE, Head, LocalClassifier, paragraphs, split_sentences
+from dgb.enrich.local import (
+    HEAD_FILE,
+    Head,
+    LocalClassifier,
+    paragraphs,
+    split_sentences,
+)
 from dgb.taxonomy import load_taxonomy
+
 from tests.unit.test_bedrock import FakeClient, Sleeps, _client_error, converse_response
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "classifier" / "real_news.jsonl"
@@ -123,7 +134,8 @@ def test_agency_is_a_prior_not_a_requirement(classifier):
 def test_markdown_furniture_is_removed():
     md = ("Linha fina do texto\n![foto.jpg](https://www.gov.br/x/foto.jpg/@@images/abc.jpeg)\n\n"
           "O **Ministério** lançou o [programa](https://www.gov.br/p) nesta terça-feira.\n\n"
-          "Foto: Fulano de Tal/MS\n\n---\n\n| a | b |\n| --- | --- |\n\nConteúdo relacionado\n\n- Outra notícia")
+          "Foto: Fulano de Tal/MS\n\n---\n\n| a | b |\n| --- | --- |\n\n"
+          "Conteúdo relacionado\n\n- Outra notícia")
     assert paragraphs(md) == [("prose", "Linha fina do texto"),
                               ("prose", "O Ministério lançou o programa nesta terça-feira.")]
 
@@ -202,7 +214,8 @@ def good_reply(l1="07", l2=None, summary="Resumo escrito pelo modelo."):
 
 def bedrock(taxonomy, *replies) -> tuple[BedrockClassifier, FakeClient, Sleeps]:
     fake, sleeps = FakeClient(*replies), Sleeps()
-    return BedrockClassifier(taxonomy, client=fake, model_id=MODEL, sleep=sleeps, rand=lambda: 0.5), fake, sleeps
+    clf = BedrockClassifier(taxonomy, client=fake, model_id=MODEL, sleep=sleeps, rand=lambda: 0.5)
+    return clf, fake, sleeps
 
 
 def test_hybrid_routes_only_the_unsure_articles(classifier, results, taxonomy):
@@ -224,7 +237,7 @@ def test_hybrid_routes_only_the_unsure_articles(classifier, results, taxonomy):
 
 
 def test_hybrid_keeps_the_local_answer_when_bedrock_is_throttled(classifier, results, taxonomy):
-    bed, fake, sleeps = bedrock(taxonomy, *[_client_error("ThrottlingException")] * 4)
+    bed, _, sleeps = bedrock(taxonomy, *[_client_error("ThrottlingException")] * 4)
     hybrid = HybridClassifier(classifier, bed, 0.999)
     [out] = hybrid.classify_batch([as_item(real_news()[5])])
     assert isinstance(out, Classification) and out.classifier == "local"

@@ -1,6 +1,6 @@
 """The enrichment interface: classify articles into the 3-level theme taxonomy + a short summary.
 
-Two backends implement :class:`Classifier` and are chosen by ``DGB_CLASSIFIER``
+Three backends implement :class:`Classifier` and are chosen by ``DGB_CLASSIFIER``
 (:attr:`dgb.config.Settings.classifier_backend`):
 
 * ``local`` (default, offline): :class:`dgb.enrich.local.LocalClassifier`, hierarchical

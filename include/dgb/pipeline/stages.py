@@ -40,8 +40,8 @@ class EnrichStage(Stage):
     def process(self, rows: list[dict]) -> dict[str, Any]:
         from dgb.enrich.base import ArticleText, ClassificationFailure
 
-        items = [ArticleText(r["unique_id"], r["title"] or "", r["subtitle"], r["editorial_lead"], r["content"] or "",
-                             r.get("agency_key")) for r in rows]
+        items = [ArticleText(r["unique_id"], r["title"] or "", r["subtitle"], r["editorial_lead"],
+                             r["content"] or "", r.get("agency_key")) for r in rows]
         results = self.classifier.classify_batch(items)
         out: dict[str, Any] = {}
         for row, res in zip(rows, results):

@@ -186,7 +186,9 @@ def test_article_with_jsonld_graph():
         "Segundo o ministro, a meta é que **todas as redes estaduais** tenham ao menos uma escola de tempo "
         "integral por município.\n\n## Como aderir\n\n- Acesse o Simec;\n- Preencha o termo de compromisso."
     )
-    assert art.unique_id == unique_id("mec", brt(2026, 2, 10, 17, 5, 7), art.title)
+    # Production never read JSON-LD inside @graph: its id took the byline's minute-precision text date.
+    assert art.id_date == "2026-02-10T17:05:00-03:00"
+    assert art.unique_id == unique_id("mec", "2026-02-10T17:05:00-03:00", art.title)
     assert art.unique_id.startswith("governo-anuncia-r-1-2-bilhao-para-escolas-em-tempo-integral_")
     assert art.content_hash == content_hash(art.title, art.content)
 

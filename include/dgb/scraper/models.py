@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from dgb.scraper.dates import iso
-from dgb.scraper.identity import content_hash, unique_id
+from dgb.scraper.identity import BRASILIA, brasilia_wall_clock, content_hash, unique_id
 
 ARTICLE_FIELDS: tuple[str, ...] = (
     "title", "subtitle", "editorial_lead", "category", "tags", "published_at", "updated_at",
@@ -20,7 +20,10 @@ class Article:
     """One parsed news article. Datetimes are tz-aware (America/Sao_Paulo).
 
     ``unique_id`` is None only when no publication date was found (see
-    :meth:`with_published_at` to supply the listing's date).
+    :meth:`with_published_at` to supply the listing's date). ``id_date`` is the date text that
+    production's unique-id hash used for this article (see :mod:`dgb.scraper.identity`); parsers
+    set it from the source they read, and without it the Brasília wall clock of ``published_at``
+    with a fixed -03:00 offset is used (production's rule for text dates).
     """
 
     url: str
@@ -35,19 +38,28 @@ class Article:
     image_url: str | None = None
     video_url: str | None = None
     content: str = ""
+    id_date: str | None = None
     unique_id: str | None = field(default=None, init=False)
-    content_hash: str = field(default="", init=False)
+    content_hash: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.content_hash = content_hash(self.title, self.content)
         if self.published_at is not None:
-            self.unique_id = unique_id(self.agency, self.published_at, self.title)
+            if self.id_date is None:
+                self.id_date = brasilia_wall_clock(self.published_at)
+            self.unique_id = unique_id(self.agency, self.id_date, self.title)
 
-    def with_published_at(self, published_at: datetime) -> "Article":
-        """Fill a missing publication date (e.g. from the listing) and compute ``unique_id``."""
+    def with_published_at(self, published_at: datetime, id_date: str | None = None) -> "Article":
+        """Fill a missing publication date (e.g. from the listing) and compute ``unique_id``.
+
+        Without ``id_date`` the hash uses midnight of ``published_at``'s Brasília date at -03:00:
+        production kept only the listing's day when it fell back to the listing.
+        """
         if self.published_at is None:
             self.published_at = published_at
-            self.unique_id = unique_id(self.agency, published_at, self.title)
+            day = published_at.astimezone(BRASILIA).replace(hour=0, minute=0, second=0, microsecond=0)
+            self.id_date = id_date or brasilia_wall_clock(day)
+            self.unique_id = unique_id(self.agency, self.id_date, self.title)
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -299,9 +299,9 @@ class Run:
     # -- articles ------------------------------------------------------------------------
 
     def agencies(self) -> list[str]:
-        from dgb.scraper.dags import scrape_specs
+        from dgb.scraper.dags import EBC_DAG_ID, scrape_specs
 
-        keys = [s.agency_key for s in scrape_specs(self.s) if len(s.agency_keys) == 1 and s.dag_id != "scrape_ebc"]
+        keys = [s.agency_key for s in scrape_specs(self.s) if len(s.agency_keys) == 1 and s.dag_id != EBC_DAG_ID]
         if len(keys) < 1:
             raise SystemExit("faults: no scrape DAG of a gov.br agency on this stack")
         preferred = [k for k in ("agricultura", "cidades", "mcti", "mds", "fazenda", "mj", "mec", "mma", "saude",

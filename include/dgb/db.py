@@ -4,6 +4,13 @@ Migrations are the ordered files ``migrations/NNNN_name.sql``. Each runs in its 
 transaction under an advisory lock and is recorded with a checksum in
 ``schema_migrations``; re-running is a no-op, and an applied file that was edited
 afterwards is an error (write a new migration instead).
+
+Adopting a production (DestaquesGovBr) database: when ``news`` already exists but
+``schema_migrations`` does not, ``migrations/adopt/production.sql`` first adds what this pipeline
+needs to production's tables (columns, per-stage state backfilled, constraints), then 0001 runs
+with ``IF NOT EXISTS`` on its tables and indexes, so production's rows stay as they are; from there
+on migrations run as usual. All of it is one transaction: a database that cannot be adopted (e.g.
+duplicate (agency_key, url) rows) is left untouched, with the reason in the error.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ import psycopg
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+ADOPT_SQL = MIGRATIONS_DIR / "adopt" / "production.sql"
+_CREATE = re.compile(r"^CREATE (TABLE|INDEX|UNIQUE INDEX) (?!IF NOT EXISTS)", re.MULTILINE)
 _LOCK_ID = 0x64676200  # "dgb\0": serialises concurrent migrators
 
 
@@ -80,6 +89,11 @@ def migrate(conn, folder: Path = MIGRATIONS_DIR) -> list[str]:
         cur.execute("SELECT pg_advisory_lock(%s)", (_LOCK_ID,))
     try:
         with conn.cursor() as cur:
+            cur.execute("SELECT to_regclass('schema_migrations') IS NULL AND to_regclass('news') IS NOT NULL")
+            adopting = cur.fetchone()[0]
+        if adopting:
+            return _adopt(conn, migrations)
+        with conn.cursor() as cur:
             cur.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version text PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
@@ -110,6 +124,32 @@ def migrate(conn, folder: Path = MIGRATIONS_DIR) -> list[str]:
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_ID,))
+
+
+_SCHEMA_MIGRATIONS = (
+    "CREATE TABLE schema_migrations ("
+    " version text PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+    " applied_at timestamptz NOT NULL DEFAULT now())"
+)
+
+
+def _adopt(conn, migrations: list[Migration]) -> list[str]:
+    """Bring a production database under our migrations in one transaction (module docstring)."""
+    applied = ["adopt_production"]
+    conn.autocommit = False
+    with transaction(conn) as cur:
+        cur.execute(ADOPT_SQL.read_text(encoding="utf-8"))
+        cur.execute(_SCHEMA_MIGRATIONS)
+        for mig in migrations:
+            sql = mig.sql
+            if mig.version == "0001":   # its tables may already exist: create only what is missing
+                sql = _CREATE.sub(lambda m: f"CREATE {m.group(1)} IF NOT EXISTS ", sql)
+            cur.execute(sql)
+            cur.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                        (mig.version, mig.name, mig.checksum))
+            applied.append(f"{mig.version}_{mig.name}")
+    conn.autocommit = True
+    return applied
 
 
 def migrate_dsn(dsn: str) -> list[str]:

@@ -6,8 +6,9 @@
 * EBC: :func:`parse_ebc_listing`, :func:`parse_ebc_article`.
 
 :func:`detect_source` picks one: JSON text -> ``plone6``; an ``*.ebc.com.br`` URL or EBC markup
-(``div.view-ultimas`` / ``h1.titulo-materia`` without ``div#content-core``, as the local mirror
-serves EBC pages from its own host) -> ``ebc``; anything else -> ``classic``.
+(``div.view-ultimas``, ``a.capa-noticia``, ``h1.titulo-materia``, ``div.conteudo-noticia`` or
+``h4.txtNoticias`` without ``div#content-core``, as the local mirror serves EBC pages from its
+own host) -> ``ebc``; anything else -> ``classic``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ __all__ = [
 ]
 
 CLASSIC, PLONE6, EBC = "classic", "plone6", "ebc"
-_EBC_MARKUP = re.compile(r"""class=["'][^"']*\b(view-ultimas|titulo-materia)\b""")
+_EBC_MARKUP = re.compile(
+    r"""class=["'][^"']*\b(view-ultimas|capa-noticia|titulo-materia|conteudo-noticia|txtNoticias)\b""")
 _PLONE_MARKUP = re.compile(r"""id=["']content-core["']""")
 
 

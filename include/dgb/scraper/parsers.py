@@ -5,7 +5,8 @@
 * Plone 6 JSON API: :func:`parse_plone6_search`, :func:`parse_plone6_article`;
 * EBC: :func:`parse_ebc_listing`, :func:`parse_ebc_article`.
 
-:func:`detect_source` picks one: JSON text -> ``plone6``; an ``*.ebc.com.br`` URL or EBC markup
+:func:`detect_source` picks one: JSON text -> ``plone6``; an ``*.ebc.com.br`` URL (also as a path
+segment, ``http://127.0.0.1:P/tvbrasil.ebc.com.br/...``) or EBC markup
 (``div.view-ultimas``, ``a.capa-noticia``, ``h1.titulo-materia``, ``div.conteudo-noticia`` or
 ``h4.txtNoticias`` without ``div#content-core``, as the local mirror serves EBC pages from its
 own host) -> ``ebc``; anything else -> ``classic``.
@@ -39,7 +40,9 @@ def detect_source(url: str, text: str) -> str:
     """``plone6``, ``ebc`` or ``classic`` (see module docstring)."""
     if text.lstrip("\ufeff \t\r\n").startswith("{"):
         return PLONE6
-    if is_ebc_url(url) or (_EBC_MARKUP.search(text) and not _PLONE_MARKUP.search(text)):
+    if is_ebc_url(url) or ebc_agency(url) != "ebc":
+        return EBC
+    if _EBC_MARKUP.search(text) and not _PLONE_MARKUP.search(text):
         return EBC
     return CLASSIC
 

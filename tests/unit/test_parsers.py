@@ -62,6 +62,9 @@ def test_detect_anti_bot():
     # Cloudflare's script injected into a real page is not a challenge.
     real = page("article_jsonld.html").replace("</body>", '<script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script></body>')
     assert not detect_anti_bot(real)
+    script = '<script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script></body>'
+    for fixture in ("ebc_article_tvbrasil.html", "ebc_listing_agenciabrasil.html"):  # EBC's real markup
+        assert not detect_anti_bot(page(fixture).replace("</body>", script))
     assert not detect_anti_bot("")
 
 

@@ -543,6 +543,11 @@ def test_detect_source():
     assert detect_source("https://agenciabrasil.ebc.com.br/ultimas", "<html></html>") == "ebc"
     assert detect_source("http://127.0.0.1:8080/agenciabrasil/ultimas", page("ebc_listing_agenciabrasil.html")) == "ebc"
     assert detect_source(MEC_NEWS, page("listing_tileitem.html")) == "classic"
+    assert detect_source("http://127.0.0.1:8090/agenciabrasil.ebc.com.br/ultimas?page=7", "<html></html>") == "ebc"
+    from dgb.scraper.parsers import default_agency
+    assert default_agency("https://agenciabrasil.ebc.com.br/ultimas") == "agencia_brasil"
+    assert default_agency("http://127.0.0.1:8090/tvbrasil.ebc.com.br/ultimas") == "tvbrasil"
+    assert default_agency(MEC_NEWS) == "mec"
 
 
 def test_lead_image_and_credit_leave_the_body_but_later_images_stay():

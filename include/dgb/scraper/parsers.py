@@ -48,8 +48,10 @@ def detect_source(url: str, text: str) -> str:
 
 
 def default_agency(url: str) -> str:
-    """Agency key implied by a URL: EBC host label, else the first path segment (gov.br)."""
-    if is_ebc_url(url):
+    """Agency key implied by a URL: the EBC source's key (production's, ``agencia_brasil`` /
+    ``tvbrasil``, also for the mirror's ``.../tvbrasil.ebc.com.br/...`` URLs), else the first
+    path segment (gov.br)."""
+    if is_ebc_url(url) or ebc_agency(url) != "ebc":
         return ebc_agency(url)
     return first_path_segment(url)
 

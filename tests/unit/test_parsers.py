@@ -400,7 +400,8 @@ def test_plone6_text_variants_are_kept():
     ("2026-03-10T17:05:07+00:00", "2026-03-10T17:05:07+00:00", "2026-03-10T14:05:07-03:00"),  # offset kept
     ("2026-03-10T14:05:07-03:00", "2026-03-10T14:05:07-03:00", "2026-03-10T14:05:07-03:00"),
     ("2026-03-10T17:05:07Z", "2026-03-10T17:05:07+00:00", "2026-03-10T14:05:07-03:00"),
-    ("2026-03-10T17:05:07.250000+00:00", "2026-03-10T17:05:07.250000+00:00", "2026-03-10T14:05:07.250000-03:00"),
+    ("2026-03-10T17:05:07.250000+00:00", "2026-03-10T17:05:07.250000+00:00",
+     "2026-03-10T14:05:07.250000-03:00"),
     ("2026-03-10T14:05", "2026-03-10T14:05:00", "2026-03-10T14:05:00-03:00"),  # naive stays naive
     (None, None, None),
     ("None", None, None),
@@ -456,16 +457,18 @@ def test_ebc_agencia_brasil_article():
     assert art.agency == "agencia_brasil"  # production's key
     assert art.title == "IPCA-15 desacelera para 0,25% em novembro"
     assert (art.subtitle, art.editorial_lead, art.category) == (None, None, "Notícias")
-    assert art.tags == ["IBGE", "Inflação"]  # /tags/ links, case-insensitive duplicates and the menu link dropped
+    # /tags/ links, case-insensitive duplicates and the menu link dropped
+    assert art.tags == ["IBGE", "Inflação"]
     assert art.published_at.isoformat() == "2026-11-27T14:30:12-03:00"  # JSON-LD wins over div.data
     assert art.id_date == "2026-11-27T14:30:12-03:00"
     assert art.updated_at.isoformat() == "2026-11-27T16:05:00-03:00"
-    assert art.image_url == "https://imagens.ebc.com.br/ipca15-mercado.jpg"  # figure img data-echo, not og:image
+    assert art.image_url == "https://imagens.ebc.com.br/ipca15-mercado.jpg"  # figure data-echo, not og:image
     assert art.video_url == "https://www.youtube.com/embed/abc123XYZ"
-    assert art.content == ("O Índice Nacional de Preços ao Consumidor Amplo 15 (IPCA-15) ficou em 0,25% em novembro, "
-                           "informou nesta quinta-feira o [IBGE](https://agenciabrasil.ebc.com.br/tags/ibge).\n\n"
-                           "Em outubro, a taxa havia sido de 0,41%.\n\n"
-                           "## Grupos\n\nO grupo alimentação e bebidas recuou 0,12%.")  # no pixel, no credit line
+    assert art.content == (  # no pixel paragraph, no credit line
+        "O Índice Nacional de Preços ao Consumidor Amplo 15 (IPCA-15) ficou em 0,25% em novembro, "
+        "informou nesta quinta-feira o [IBGE](https://agenciabrasil.ebc.com.br/tags/ibge).\n\n"
+        "Em outubro, a taxa havia sido de 0,41%.\n\n"
+        "## Grupos\n\nO grupo alimentação e bebidas recuou 0,12%.")
     with pytest.raises(ScrapeError) as exc:
         parse_ebc_article(page("article_empty.html"), AB_URL)
     assert_category(exc, "empty_content")
@@ -478,12 +481,13 @@ def test_ebc_tv_brasil_article():
     assert tv.editorial_lead == "Caminhos da Reportagem"  # h4.txtNoticias a
     assert tv.published_at == brt(2026, 11, 26, 22, 0) and tv.updated_at is None  # h5 "No AR em"
     assert tv.id_date == "2026-11-26T22:00:00-03:00"
-    assert tv.video_url == "https://tvbrasil.ebc.com.br/sites/default/files/videos/rota-do-cafe.mp4"  # the mp4
+    assert tv.video_url == "https://tvbrasil.ebc.com.br/sites/default/files/videos/rota-do-cafe.mp4"
     assert tv.image_url == "https://tvbrasil.ebc.com.br/sites/default/files/thumbnails/rota-do-cafe.jpg"
     assert tv.tags == ["café", "agricultura familiar"]
-    assert tv.content == ("O Caminhos da Reportagem desta semana percorre a Serra da Mantiqueira, onde pequenos "
-                          "produtores colhem cafés premiados.\n\nA equipe acompanha a colheita, a secagem e a torra "
-                          "em propriedades familiares.")  # restriction notice, "Clique aqui", "Tags:" dropped
+    assert tv.content == (  # restriction notice, "Clique aqui", "Tags:" dropped
+        "O Caminhos da Reportagem desta semana percorre a Serra da Mantiqueira, onde pequenos "
+        "produtores colhem cafés premiados.\n\nA equipe acompanha a colheita, a secagem e a torra "
+        "em propriedades familiares.")
     # Production's own test shape: h5 text without the span, h4 without a link.
     html = """<html><body><h4 class="txtNoticias">Repórter Brasil</h4><h5>No AR em 01/01/2026 - 20:00</h5>
     <h1>Título da matéria</h1><article><p>Conteúdo do programa exibido hoje.</p></article></body></html>"""
@@ -492,7 +496,8 @@ def test_ebc_tv_brasil_article():
     # The local mirror's URLs carry the EBC host in the path; markup alone also tells TV Brasil apart.
     local = parse_ebc_article(html, "http://127.0.0.1:8090/tvbrasil.ebc.com.br/reporter-brasil/2026/01/x")
     assert local.agency == "tvbrasil" and local.title == "Título da matéria"
-    assert parse_ebc_article(html, "http://127.0.0.1:8090/x/y", "tvbrasil").editorial_lead == "Repórter Brasil"
+    by_markup = parse_ebc_article(html, "http://127.0.0.1:8090/x/y", "tvbrasil")
+    assert by_markup.editorial_lead == "Repórter Brasil"
 
 
 @pytest.mark.parametrize("ld, date_div, id_date, published", [
@@ -504,9 +509,11 @@ def test_ebc_tv_brasil_article():
     ('[{"@type": "WebPage"}, {"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45.5-03:00"}]', "",
      "2026-11-27T14:30:45.500000-03:00", "2026-11-27T14:30:45.500000-03:00"),
     # not read by production: @graph, a list @type, broken JSON -> the page text, fixed -03:00, zero seconds
-    ('{"@graph": [{"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45-03:00"}]}', "27/11/2026 - 14:30",
+    ('{"@graph": [{"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45-03:00"}]}',
+     "27/11/2026 - 14:30",
      "2026-11-27T14:30:00-03:00", "2026-11-27T14:30:45-03:00"),
-    ('{"@type": ["NewsArticle"], "datePublished": "2026-11-27T14:30:45-03:00"}', "Publicado em 27/11/2026 - 9:05",
+    ('{"@type": ["NewsArticle"], "datePublished": "2026-11-27T14:30:45-03:00"}',
+     "Publicado em 27/11/2026 - 9:05",
      "2026-11-27T09:05:00-03:00", "2026-11-27T14:30:45-03:00"),
     ('{"@type": "NewsArticle", "headline": "O "novo" IPCA", "datePublished": "2026-11-27T14:30:45-03:00"}',
      "27/11/2026 - 14:30", "2026-11-27T14:30:00-03:00", "2026-11-27T14:30:45-03:00"),
@@ -543,7 +550,8 @@ def test_detect_source():
     assert detect_source("https://agenciabrasil.ebc.com.br/ultimas", "<html></html>") == "ebc"
     assert detect_source("http://127.0.0.1:8080/agenciabrasil/ultimas", page("ebc_listing_agenciabrasil.html")) == "ebc"
     assert detect_source(MEC_NEWS, page("listing_tileitem.html")) == "classic"
-    assert detect_source("http://127.0.0.1:8090/agenciabrasil.ebc.com.br/ultimas?page=7", "<html></html>") == "ebc"
+    local = "http://127.0.0.1:8090/agenciabrasil.ebc.com.br/ultimas?page=7"
+    assert detect_source(local, "<html></html>") == "ebc"
     from dgb.scraper.parsers import default_agency
     assert default_agency("https://agenciabrasil.ebc.com.br/ultimas") == "agencia_brasil"
     assert default_agency("http://127.0.0.1:8090/tvbrasil.ebc.com.br/ultimas") == "tvbrasil"

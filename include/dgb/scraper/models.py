@@ -19,6 +19,10 @@ ARTICLE_FIELDS: tuple[str, ...] = (
 class Article:
     """One parsed news article. Datetimes are tz-aware (America/Sao_Paulo).
 
+    ``id_date`` is the date string production's scraper would hash into ``unique_id`` for this
+    article (set by the EBC and Plone 6 parsers, which document their rule); None when the parser
+    has no production rule for it.
+
     ``unique_id`` is None only when no publication date was found (see
     :meth:`with_published_at` to supply the listing's date). ``id_date`` is the date text that
     production's unique-id hash used for this article (see :mod:`dgb.scraper.identity`); parsers
@@ -83,6 +87,7 @@ class ListingItem:
     updated_at: datetime | None = None
     tags: list[str] = field(default_factory=list)
     content: str | None = None  # set only when the listing holds the full text (Plone 6)
+    id_date: str | None = None  # production's hashed date string, for full items (Plone 6)
 
     def to_dict(self, full: bool = False) -> dict[str, Any]:
         """``title``, ``url``, ``published_at``; with ``full`` also updated_at, tags, image_url, content."""
@@ -97,7 +102,7 @@ class ListingItem:
         return Article(url=self.url, agency=agency, title=self.title, subtitle=self.summary,
                        editorial_lead=self.category, category=self.category, tags=list(self.tags),
                        published_at=self.published_at, updated_at=self.updated_at,
-                       image_url=self.image_url, content=self.content or "")
+                       image_url=self.image_url, content=self.content or "", id_date=self.id_date)
 
 
 @dataclass

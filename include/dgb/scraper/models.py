@@ -19,14 +19,10 @@ ARTICLE_FIELDS: tuple[str, ...] = (
 class Article:
     """One parsed news article. Datetimes are tz-aware (America/Sao_Paulo).
 
-    ``id_date`` is the date string production's scraper would hash into ``unique_id`` for this
-    article (set by the EBC and Plone 6 parsers, which document their rule); None when the parser
-    has no production rule for it.
-
     ``unique_id`` is None only when no publication date was found (see
     :meth:`with_published_at` to supply the listing's date). ``id_date`` is the date text that
-    production's unique-id hash used for this article (see :mod:`dgb.scraper.identity`); parsers
-    set it from the source they read, and without it the Brasília wall clock of ``published_at``
+    production's unique-id hash used for this article (see :mod:`dgb.scraper.identity`); each
+    parser sets it from the source it read and documents its rule, and without it the Brasília wall clock of ``published_at``
     with a fixed -03:00 offset is used (production's rule for text dates).
     """
 

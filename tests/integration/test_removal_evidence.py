@@ -179,7 +179,11 @@ def test_agency_outage_then_recovery_hides_nothing_but_the_withdrawn_article(pg,
         "checks": w.count("SELECT count(*) FROM integrity_checks"),
     })
     with capsys.disabled():
-        print("\nissue 16 scenario figures:", json.dumps(figures, indent=1, default=str))
+        print("\nissue 16 scenario: agency mec (30 articles) answers 404 for 7 h, checks hourly; one mulheres"
+              " article withdrawn")
+        for r in figures["outage_rounds"] + figures["recovery_rounds"]:
+            print(f"  hour {r['hour']}: {json.dumps(r, default=str)}")
+        print("  end:", json.dumps({k: v for k, v in figures.items() if not k.endswith("_rounds")}, default=str))
     assert figures["mec_hidden"] == 0 and figures["mec_searchable"] == MEC_N and figures["mec_suspect_left"] == 0
     assert tripped_breakers(pg) == []
     assert w.count("SELECT count(*) FROM news WHERE removed_at IS NOT NULL AND unique_id = %s", withdrawn) == 1
@@ -200,7 +204,7 @@ def test_without_the_breaker_a_long_outage_would_hide_the_agency(pg, mirror):
     assert w.hidden("mec") == MEC_N and tripped_breakers(pg) == []
 
 
-def test_all_503_trips_the_breaker_and_hides_nothing(pg, mirror, ts_index):
+def test_all_503_trips_the_breaker_and_hides_nothing(pg, mirror, ts_index, capsys):
     w = World(pg, mirror, ts_index)
     w.server.faults.add({"path_prefix": "/www.gov.br/mec/", "fault": "503", "count": None})
     impatient = replace(FAST, retries=0)
@@ -208,11 +212,39 @@ def test_all_503_trips_the_breaker_and_hides_nothing(pg, mirror, ts_index):
     assert r["outcomes"].get("error", 0) >= MEC_N and w.hidden() == 0 and w.searchable("mec") == MEC_N
     assert ("agency", "mec", "tripped") in {(c["scope"], c["key"], c["event"]) for c in r["breaker_changes"]}
     assert {"agency:mec"} <= {f"{b['scope']}:{b['key']}" for b in tripped_breakers(pg)}
+    page = _ui_page(pg_server_dsn(pg))                         # the operator sees it on the UI page
+    assert 'id="removals-paused"' in page and 'data-breaker-scope="agency" data-breaker-key="mec"' in page
+    from dgb.cli import main
+
+    capsys.readouterr()
+    assert main(["status"]) == 0                               # ... and in `dgb status`
+    assert "REMOVALS PAUSED agency mec since" in capsys.readouterr().out
     w.server.faults.clear()
     w.now += timedelta(hours=1, minutes=1)
     r = w.round()
     assert ("agency", "mec", "cleared") in {(c["scope"], c["key"], c["event"]) for c in r["breaker_changes"]}
     assert tripped_breakers(pg) == [] and w.hidden() == 0
+
+
+def pg_server_dsn(conn) -> str:
+    info = conn.info
+    return f"postgresql://{info.user}:{info.password}@{info.host}:{info.port}/{info.dbname}"
+
+
+def _ui_page(dsn: str) -> str:
+    import sys
+    from pathlib import Path
+
+    from fastapi.testclient import TestClient
+
+    plugins = str(Path(__file__).resolve().parents[2] / "plugins")
+    if plugins not in sys.path:
+        sys.path.insert(0, plugins)
+    from dgb_airflow.ui.integrity import create_app
+
+    resp = TestClient(create_app(lambda: db.connect(dsn), require_auth=False)).get("/")
+    assert resp.status_code == 200
+    return resp.text
 
 
 def test_url_migration_with_redirects_moves_every_article(pg, mirror, ts_index):

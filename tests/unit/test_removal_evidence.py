@@ -70,7 +70,8 @@ def test_moved_helpers():
     assert same_article([]) and same_article(["title"]) and same_article(["content", "image_url"])
     assert not same_article(["title", "content"])           # a home page or another article
     url = plone6_search_url("http://h/www.gov.br/mec/pt-br/assuntos/noticias/x", "mec", "Enem tem recorde")
-    assert url == "http://h/www.gov.br/mec/++api++/@search?portal_type=News%20Item&b_size=10&Title=Enem%20tem%20recorde"
+    assert url == ("http://h/www.gov.br/mec/++api++/@search?portal_type=News%20Item&b_size=10"
+                   "&Title=Enem%20tem%20recorde")
     assert plone6_search_url("http://h/other/x", "mec", "t") is None
 
 

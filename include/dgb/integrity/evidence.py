@@ -161,19 +161,19 @@ def evaluate_breakers(cur, agency_key: str, host: str | None, http_status: int |
     for scope, key in (("agency", agency_key), ("host", host)):
         if not key:
             continue
-        cur.execute("SELECT tripped, cleared_at FROM integrity_breakers WHERE scope = %s AND key = %s FOR UPDATE",
-                    (scope, key))
+        cur.execute("SELECT tripped, cleared_at FROM integrity_breakers WHERE scope = %s AND key = %s"
+                    " FOR UPDATE", (scope, key))
         row = cur.fetchone()
         is_tripped, cleared_at = (row[0], row[1]) if row else (False, None)
         if is_tripped:
             need = policy.breaker_reset_ok
-            cur.execute(f"SELECT http_status FROM integrity_checks WHERE {column[scope]} = %s AND checked_at <= %s"
-                        " ORDER BY checked_at DESC, id DESC LIMIT %s", (key, now, need - 1))
+            cur.execute(f"SELECT http_status FROM integrity_checks WHERE {column[scope]} = %s"
+                        " AND checked_at <= %s ORDER BY checked_at DESC, id DESC LIMIT %s", (key, now, need - 1))
             recent = [http_status] + [r[0] for r in cur.fetchall()]
             if len(recent) >= need and all(is_normal(s) for s in recent):
                 cur.execute("UPDATE integrity_breakers SET tripped = false, cleared_at = %s, updated_at = %s,"
                             " reason = %s WHERE scope = %s AND key = %s",
-                            (now, now, f"{need} normal answers in a row", scope, key))
+                            (now, now, f"cleared: {need} normal answers in a row", scope, key))
                 changes.append(BreakerChange(scope, key, "cleared", len(recent), 0))
                 log.warning("integrity breaker cleared scope=%s key=%s: %d normal answers in a row; removals"
                             " resume", scope, key, need)
@@ -184,7 +184,8 @@ def evaluate_breakers(cur, agency_key: str, host: str | None, http_status: int |
         if cleared_at is not None and cleared_at > start:
             start = cleared_at
         cur.execute(f"SELECT count(*), count(*) FILTER (WHERE {BAD_SQL}) FROM integrity_checks"
-                    f" WHERE {column[scope]} = %s AND checked_at > %s AND checked_at <= %s", (key, start, now))
+                    f" WHERE {column[scope]} = %s AND checked_at > %s AND checked_at <= %s",
+                    (key, start, now))
         n, bad = cur.fetchone()
         n, bad = n + 1, bad + (1 if is_bad(http_status) else 0)
         if n >= policy.breaker_min_checks and bad >= policy.breaker_ratio * n:
@@ -195,11 +196,14 @@ def evaluate_breakers(cur, agency_key: str, host: str | None, http_status: int |
                 " updated_at) VALUES (%s, %s, true, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (scope, key) DO UPDATE SET tripped = true, tripped_at = EXCLUDED.tripped_at,"
                 " checks = EXCLUDED.checks, bad_checks = EXCLUDED.bad_checks, reason = EXCLUDED.reason,"
-                " updated_at = EXCLUDED.updated_at, trips = integrity_breakers.trips + 1",
+                " updated_at = EXCLUDED.updated_at, trips = integrity_breakers.trips + 1"
+                " WHERE NOT integrity_breakers.tripped RETURNING 1",
                 (scope, key, now, n, bad, reason, now))
             tripped.append(f"{scope}:{key}")
-            changes.append(BreakerChange(scope, key, "tripped", n, bad))
-            log.warning("integrity breaker tripped scope=%s key=%s: %s; removals paused", scope, key, reason)
+            if cur.fetchone() is not None:   # this check tripped it (not a concurrent run first)
+                changes.append(BreakerChange(scope, key, "tripped", n, bad))
+                log.warning("integrity breaker tripped scope=%s key=%s: %s; removals paused",
+                            scope, key, reason)
     return tuple(tripped), changes
 
 

@@ -133,7 +133,8 @@ def format_table(report: dict[str, Any]) -> str:
                      " breaker clears)")
     lines.append("")
     head = f"{'agency':<28} {'checked':>8} {'modified':>8} {'mod.rate':>8} {'title':>6} {'content':>7} " \
-           f"{'image':>6} {'h->1st mod':>10} {'removed':>7} {'suspect':>7} {'moved':>6} {'img.brk':>7} {'brk.rate':>8}"
+           f"{'image':>6} {'h->1st mod':>10} {'removed':>7} {'suspect':>7} {'moved':>6} {'img.brk':>7} " \
+           f"{'brk.rate':>8}"
     lines += [head, "-" * len(head)]
     for a in report["agencies"]:
         hours = a["mean_hours_to_first_modification"]

@@ -81,8 +81,8 @@ class CheckResult:
     outcome: str
     content: ContentResult
     image: ImageResult | None
-    flags: list[str] = field(default_factory=list)      # flag changes: suspect_removed, removed, restored, moved,
-    #                                                     image_broken, image_ok
+    # flag changes made: suspect_removed, removed, restored, moved, image_broken, image_ok
+    flags: list[str] = field(default_factory=list)
     history_rows: int = 0
     event_enqueued: bool = False
     next_due_at: datetime | None = None
@@ -105,7 +105,8 @@ class CheckResult:
             "duration_ms": self.duration_ms, "error": self.error,
             "evidence": None if self.evidence is None else {
                 "since": self.evidence.since.isoformat(), "checks": self.evidence.checks,
-                "confirmed": self.evidence.confirmed, "confirm_after": self.evidence.confirm_after.isoformat()},
+                "confirmed": self.evidence.confirmed,
+                "confirm_after": self.evidence.confirm_after.isoformat()},
             "paused_by": list(self.paused_by), "breaker_changes": [c.as_dict() for c in self.breaker_changes],
             "moved_from": self.moved_from,
         }
@@ -198,7 +199,8 @@ def _move_url(conn, row: dict, content: ContentResult, now: datetime) -> str | N
         cur.execute("UPDATE news SET url = %s, updated_at = %s, indexed_version = NULL WHERE id = %s",
                     (new_url, now, row["id"]))
         cur.execute("INSERT INTO news_update_history (news_id, field_changed, old_value, new_value, source,"
-                    " detected_at) VALUES (%s, 'url', %s, %s, 'integrity', %s)", (row["id"], old_url, new_url, now))
+                    " detected_at) VALUES (%s, 'url', %s, %s, 'integrity', %s)",
+                    (row["id"], old_url, new_url, now))
     log.info("integrity unique_id=%s outcome=moved from=%s to=%s via=%s", row["unique_id"], old_url, new_url,
              content.found_via)
     row["url"] = new_url
@@ -252,7 +254,8 @@ def _record(conn, row: dict, content: ContentResult, image: ImageResult | None, 
     last_error = "; ".join(errors)[:2000] or None
     nbytes = content.bytes_fetched + (image.bytes_fetched if image is not None else 0)
     host = host_of(row["url"])
-    gone_since, gone_checks, gone_status = row.get("gone_since"), row.get("gone_checks") or 0, row.get("gone_status")
+    gone_since, gone_status = row.get("gone_since"), row.get("gone_status")
+    gone_checks = row.get("gone_checks") or 0
     with transaction(conn) as cur:
         paused_by, changes = evaluate_breakers(cur, row["agency_key"], host, content.http_status, now, policy)
         evidence = None

@@ -360,7 +360,8 @@ class Article:
     def image_uid(self) -> str | None:
         if not self.image_url:
             return None
-        return hashlib.md5(f"{self.agency}/{self.origin_slug or self.slug}/{self.image_url}".encode()).hexdigest()
+        origin = self.origin_slug or self.slug
+        return hashlib.md5(f"{self.agency}/{origin}/{self.image_url}".encode()).hexdigest()
 
 
 def normalise_key(value: Any) -> str:

@@ -38,8 +38,8 @@ class IntegrityTierOperator(BaseOperator):
     connections pinned to vetted addresses. Yields early (returns ``skipped_backlog``) when the
     event pipeline is behind. Emits ``dgb.integrity.checks`` / ``dgb.integrity.outcome.<o>``
     counters (tags: tier, agency), and ``dgb.integrity.breaker.tripped`` / ``.cleared`` (tags:
-    scope, key) when an agency's or host's removal breaker changes (issue 16). Per-article failures are recorded as ``error`` outcomes; the
-    task fails (to be retried) only when the database is unreachable or every check errored.
+    scope, key) when an agency's or host's removal breaker changes (issue 16). Per-article
+    failures are recorded as ``error`` outcomes; the task fails (to be retried) only when the database is unreachable or every check errored.
     """
 
     template_fields: Sequence[str] = ("tier", "limit")

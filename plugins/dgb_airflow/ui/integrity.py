@@ -207,7 +207,8 @@ def render_page(report: dict) -> str:
     paused_html = "".join(
         f'<li data-breaker-scope="{_e(b["scope"])}" data-breaker-key="{_e(b["key"])}"><b>{_e(b["scope"])} '
         f'{_e(b["key"])}</b> since {_e(_short_time(b["tripped_at"]))}: {_e(b["reason"])}</li>' for b in paused)
-    breaker_panel = (f'<div class="panel alert" id="removals-paused"><h2>Removals paused</h2><ul>{paused_html}</ul>'
+    breaker_panel = (f'<div class="panel alert" id="removals-paused"><h2>Removals paused</h2>'
+                     f'<ul>{paused_html}</ul>'
                      '<div class=muted>Gone answers there only mark articles suspect_removed (still searchable)'
                      ' until the agency/host answers normally again.</div></div>') if paused else ""
     card_html = "".join(f'<div class="card"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'
@@ -252,7 +253,8 @@ def render_page(report: dict) -> str:
 </div>
 <div class="panel" style="margin-top:14px"><h2>Agencies</h2>
 <table><thead><tr><th>agency</th><th>checked</th><th>modified</th><th>mod. rate</th><th>title/content/image</th>
-<th>mean time to 1st change</th><th>removed</th><th>suspect</th><th>moved</th><th>broken img</th><th>broken-link rate</th></tr></thead>
+<th>mean time to 1st change</th><th>removed</th><th>suspect</th><th>moved</th><th>broken img</th>
+<th>broken-link rate</th></tr></thead>
 <tbody>{agency_rows}</tbody></table></div>
 <div class="panel" style="margin-top:14px"><h2>Latest changes</h2>
 <table><thead><tr><th>detected</th><th>agency</th><th>article</th><th>field</th><th>source</th><th>old → new</th></tr></thead>

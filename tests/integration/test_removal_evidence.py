@@ -325,3 +325,32 @@ def test_410_is_confirmed_sooner(pg, mirror):
     assert (first.outcome, early.outcome, late.outcome) == ("suspect_removed", "suspect_removed", "removed")
     assert first.next_due_at == w.now + timedelta(minutes=10)   # its tier (0-2 d) re-checks before the 15 min
     assert w.hidden() == 1
+
+
+def test_operator_sends_a_statsd_event_when_the_breaker_trips(pg, mirror, monkeypatch, pg_server):
+    import sys
+    from pathlib import Path
+
+    plugins = str(Path(__file__).resolve().parents[2] / "plugins")
+    if plugins not in sys.path:
+        sys.path.insert(0, plugins)
+    from airflow.providers.postgres.hooks.postgres import PostgresHook
+
+    import dgb.integrity.cli as integrity_cli
+    from dgb_airflow.operators import integrity as op_module
+
+    w = World(pg, mirror)
+    w.server.faults.add({"path_prefix": "/www.gov.br/mec/", "fault": "503", "count": None})
+    sent: list[tuple[str, int, dict]] = []
+    monkeypatch.setattr(op_module, "_incr", lambda stat, count=1, tags=None: sent.append((stat, count, tags)))
+    monkeypatch.setattr(PostgresHook, "get_conn", lambda self: db.connect(pg_server.pg_dsn()))
+    monkeypatch.setattr(integrity_cli, "make_fetcher", lambda settings=None: w.fetcher(replace(FAST, retries=0)))
+    monkeypatch.setenv("DGB_INTEGRITY_OUTBOX_MAX_AGE_S", "0")
+    monkeypatch.setenv("DGB_INTEGRITY_BACKLOG_MAX", "0")
+    op_module.IntegrityTierOperator(task_id="check_0_2d", tier="0_2d", limit=100).execute({})
+    with pytest.raises(RuntimeError, match="every integrity check of tier 3_7d failed"):   # only mec there:
+        op_module.IntegrityTierOperator(task_id="check_3_7d", tier="3_7d", limit=100).execute({})  # retried
+    trips = [(s, c, t) for s, c, t in sent if s == "dgb.integrity.breaker.tripped"]
+    assert ("dgb.integrity.breaker.tripped", 1, {"scope": "agency", "key": "mec"}) in trips
+    assert len([t for t in trips if t[2] == {"scope": "agency", "key": "mec"}]) == 1      # one event per trip
+    assert sum(c for s, c, _ in sent if s == "dgb.integrity.checks") == MEC_N + 5

@@ -10,7 +10,8 @@ absolute ``B/<host>/...`` URL, external hosts included, so nothing leaves the mi
 ``B/www.gov.br/<agency>[/pt-br]``                                     portal home (links to listing)
 ``B/www.gov.br/<agency>/<listing>?b_start:int=N``                     classic listing, 30 a page
 ``B/www.gov.br/<agency>/<listing>/<slug>``                            classic article
-``B/www.gov.br/<agency>/++api++/<listing>/@search?...``               Plone 6 search JSON
+``B/www.gov.br/<agency>/++api++[/<listing>]/@search?...``             Plone 6 search JSON (``Title=``
+                                                                      filters on title words)
 ``B/www.gov.br/<agency>/++api++/<listing>/<slug>``                    Plone 6 item JSON
 ``.../resolveuid/<uid>[/@@images/image]``, ``.../<slug>/@@images/..``  JPEG (unknown uid: 404)
 ``.../imagens/...``, any path ending .jpg/.jpeg/.png/.gif              JPEG / PNG
@@ -364,6 +365,7 @@ class Article:
     tags: tuple[str, ...] = ()
     image_url: str | None = None
     source: str = "corpus"  # corpus | control | extra | ebc-reuse | held
+    origin_slug: str | None = None  # the slug it was created under (kept by a move, as Plone keeps UIDs)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -371,13 +373,14 @@ class Article:
 
     @property
     def uid(self) -> str:
-        return hashlib.md5(f"{self.agency}/{self.slug}".encode()).hexdigest()
+        return hashlib.md5(f"{self.agency}/{self.origin_slug or self.slug}".encode()).hexdigest()
 
     @property
     def image_uid(self) -> str | None:
         if not self.image_url:
             return None
-        return hashlib.md5(f"{self.agency}/{self.slug}/{self.image_url}".encode()).hexdigest()
+        origin = self.origin_slug or self.slug
+        return hashlib.md5(f"{self.agency}/{origin}/{self.image_url}".encode()).hexdigest()
 
 
 def normalise_key(value: Any) -> str:
@@ -572,6 +575,7 @@ class Site:
             self._base = {a.key: a for a in visible}
             self._add_ebc_reuse(visible)
             self._removed: dict[tuple[str, str], int] = {}
+            self._moved: dict[tuple[str, str], str | None] = {}   # old key -> new slug (None: no redirect)
             self._rng = random.Random(self.seed)
             self._ticks = 0
             self._edited: set[tuple[str, str]] = set()
@@ -714,6 +718,37 @@ class Site:
             self._removed[(agency, slug)] = int(status or self.removed_status)
             self._dirty = True
 
+    def move(self, agency: str, slug: str, new_slug: str, *, redirect: bool = True) -> Article:
+        """Move an article to ``new_slug`` (a URL migration): it is served there (same UID and
+        image); its old URL answers 301 to the new one when ``redirect``, else 404."""
+        with self._lock:
+            a = self.get(agency, slug)
+            if a is None:
+                raise KeyError(f"no article {agency}/{slug}")
+            if not new_slug or "/" in new_slug or (agency, new_slug) in self._base \
+                    or (agency, new_slug) in self._extra:
+                raise ValueError(f"cannot move {agency}/{slug} to {new_slug!r} (empty, nested or taken)")
+            store = self._extra if a.key in self._extra else self._base
+            del store[a.key]
+            new = replace(a, slug=new_slug, origin_slug=a.origin_slug or a.slug)
+            store[new.key] = new
+            self._moved[(agency, slug)] = new_slug if redirect else None
+            self._dirty = True
+            return new
+
+    def moved_to(self, agency: str, slug: str) -> str | None:
+        """The slug an old URL redirects to (following chained moves), or None."""
+        with self._lock:
+            seen = set()
+            target = None
+            while (agency, slug) in self._moved and slug not in seen:
+                seen.add(slug)
+                slug = self._moved[(agency, slug)]
+                if slug is None:
+                    return None
+                target = slug
+            return target
+
     def tick(self) -> dict[str, Any]:
         """One step of a live site: publish the oldest held-back article, edit a random one."""
         with self._lock:
@@ -748,6 +783,7 @@ class Site:
                 "published": sorted(f"{a.agency}/{a.slug}" for a in self._base.values() if a.source == "control"),
                 "edited": sorted(f"{k[0]}/{k[1]}" for k in self._edited),
                 "removed": {f"{k[0]}/{k[1]}": s for k, s in sorted(self._removed.items())},
+                "moved": {f"{k[0]}/{k[1]}": s for k, s in sorted(self._moved.items())},
                 "extra_dir": str(self.extra_dir) if self.extra_dir else None,
                 "extra_articles": len(self._extra),
                 "unknown_agencies": sorted(k for k in self._index if k not in self._registry),
@@ -856,6 +892,14 @@ class Site:
             with self._lock:
                 status = self._removed.get((ag.key, route.slug))
             a = self.get(ag.key, route.slug)
+            target = self.moved_to(ag.key, route.slug) if a is None and not status else None
+            if target:
+                moved = self.get(ag.key, target)
+                if moved is not None:
+                    url = self.article_url(base, moved)
+                    if kind == "api_item":
+                        url = f"{base}/{GOVBR}/{ag.key}/++api++/{ag.path}/{moved.slug}"
+                    return Response(301, b"", "text/html; charset=utf-8", {"Location": url})
             if status or a is None:
                 code = status or 404
                 if kind == "api_item":
@@ -1029,6 +1073,9 @@ class Site:
         in_scope = ag.path == path or ag.path.startswith(path + "/") or path == ""
         ptype = params.get("portal_type", "News Item")
         items = self.articles(ag.key) if in_scope and ptype in ("News Item", "") else []
+        if params.get("Title"):   # Plone's Title index: every word of the query in the title
+            words = [w for w in re.findall(r"\w+", params["Title"].lower()) if w]
+            items = [a for a in items if all(w in re.findall(r"\w+", a.title.lower()) for w in words)]
         if params.get("sort_order", "descending") in ("ascending", "asc"):
             items = items[::-1]
         start = _int_param(params, "b_start")

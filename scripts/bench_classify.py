@@ -37,8 +37,8 @@ def main() -> None:
     for a in arts:
         a.setdefault("theme_l1", a.get("l1"))
     arts = [a for a in arts if a["theme_l1"]]
-    items = [ArticleText(a.get("url_slug") or a.get("id"), a["title"], a.get("subtitle"), a.get("editorial_lead"),
-                         a["content"]) for a in arts]
+    items = [ArticleText(a.get("url_slug") or a.get("id"), a["title"], a.get("subtitle"),
+                         a.get("editorial_lead"), a["content"]) for a in arts]
     embedder = get_embedder(settings, prefer="service" if args.service else "local")
     taxonomy = load_taxonomy()
     clf = LocalClassifier(embedder, taxonomy, cache_dir=settings.state_dir / "cache").warm()

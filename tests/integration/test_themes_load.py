@@ -25,10 +25,11 @@ def _old_tree() -> list[dict]:
         if row["code"] == "01.01.02":
             row["label"] = "Rótulo antigo"
     rows += [
-        {"code": "01.99", "label": "Ramo extinto", "full_name": "Economia e Finanças > Ramo extinto", "level": 2,
-         "parent_code": "01", "description": "Ramo que saiu da árvore.", "keywords": ["extinto"]},
-        {"code": "01.99.01", "label": "Folha extinta", "full_name": "Economia e Finanças > Ramo extinto > Folha",
-         "level": 3, "parent_code": "01.99", "description": "Folha que saiu da árvore.", "keywords": []},
+        {"code": "01.99", "label": "Ramo extinto", "full_name": "Economia e Finanças > Ramo extinto",
+         "level": 2, "parent_code": "01", "description": "Ramo que saiu da árvore.", "keywords": ["extinto"]},
+        {"code": "01.99.01", "label": "Folha extinta", "level": 3, "parent_code": "01.99",
+         "full_name": "Economia e Finanças > Ramo extinto > Folha extinta",
+         "description": "Folha que saiu da árvore.", "keywords": []},
     ]
     return rows
 
@@ -43,8 +44,8 @@ def _add_enriched(conn, uid: str, l1: str, l2: str, l3: str) -> None:
             " theme_l1_id, theme_l2_id, theme_l3_id, most_specific_theme_id, summary, classifier,"
             " classifier_version, theme_confidence, enriched_at, content_embedding, embedding_model,"
             " embedding_dim, embedding_generated_at, embedded_at, indexed_at, indexed_version)"
-            " VALUES (%s, 'fazenda', %s, %s, %s, 'Texto.', 3, %s, %s, %s, %s, %s, 'Resumo.', 'local', 'v1', 0.8,"
-            " %s, %s, 'test-model', 2, %s, %s, %s, 3)",
+            " VALUES (%s, 'fazenda', %s, %s, %s, 'Texto.', 3, %s, %s, %s, %s, %s, 'Resumo.', 'local', 'v1',"
+            " 0.8, %s, %s, 'test-model', 2, %s, %s, %s, 3)",
             (uid, f"Notícia {uid}", f"https://www.gov.br/fazenda/{uid}", WHEN - timedelta(hours=2), WHEN,
              ids[l1], ids[l2], ids[l3], ids[l3], WHEN, [0.5, 0.5], WHEN, WHEN, WHEN),
         )
@@ -90,8 +91,8 @@ def test_articles_on_gone_or_relabelled_codes_are_enriched_again(pg, caplog):
         cur.execute("SELECT code, label FROM themes")
         stored = dict(cur.fetchall())
         cur.execute(
-            "SELECT count(*) FROM news n WHERE EXISTS (SELECT 1 FROM unnest(ARRAY[n.theme_l1_id, n.theme_l2_id,"
-            " n.theme_l3_id, n.most_specific_theme_id]) AS t(id) WHERE t.id IS NOT NULL"
+            "SELECT count(*) FROM news n WHERE EXISTS (SELECT 1 FROM unnest(ARRAY[n.theme_l1_id,"
+            " n.theme_l2_id, n.theme_l3_id, n.most_specific_theme_id]) AS t(id) WHERE t.id IS NOT NULL"
             " AND NOT EXISTS (SELECT 1 FROM themes th WHERE th.id = t.id AND th.code = ANY(%s)))",
             ([r["code"] for r in tree],))
         dangling = cur.fetchone()[0]

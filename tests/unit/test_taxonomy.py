@@ -95,7 +95,8 @@ def test_production_differences_reports_each_kind_of_mismatch(shipped: Taxonomy)
     relabelled = [(c, "Outro rótulo" if c == l3.code else label) for c, label in codes]
     assert any(l3.code in p and "label" in p for p in production_differences(shipped, relabelled))
     missing = [(c, label) for c, label in codes if c != l3.code]
-    assert any(l3.code in p and "not a production code" in p for p in production_differences(shipped, missing))
+    assert any(l3.code in p and "not a production code" in p
+               for p in production_differences(shipped, missing))
     extra = codes + [(l3.parent_code + ".99", "Nova")]
     assert any(".99" in p and "missing from our tree" in p for p in production_differences(shipped, extra))
     siblings = [t.code for t in shipped.children(l3.parent_code)]

@@ -16,6 +16,7 @@ duplicate (agency_key, url) rows) is left untouched, with the reason in the erro
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 ADOPT_SQL = MIGRATIONS_DIR / "adopt" / "production.sql"
 _CREATE = re.compile(r"^CREATE (TABLE|INDEX|UNIQUE INDEX) (?!IF NOT EXISTS)", re.MULTILINE)
 _LOCK_ID = 0x64676200  # "dgb\0": serialises concurrent migrators
+log = logging.getLogger(__name__)
 
 
 class MigrationError(RuntimeError):
@@ -183,7 +185,13 @@ def upsert_agencies(conn, agencies) -> int:
 
 
 def upsert_themes(conn, rows: list[dict]) -> int:
-    """Load taxonomy rows (parents before children) into ``themes``; idempotent."""
+    """Load the whole taxonomy (rows parents before children) into ``themes``; idempotent.
+
+    In the same transaction the tree's changes reach the articles: those classified with a code
+    that is gone, or whose label changed (the code now means something else), lose their
+    enrichment and are classified again by the normal enrich -> embed -> index flow; then the
+    ``themes`` rows of the codes that are gone are deleted (see :func:`_retire_themes`).
+    """
     ordered = sorted(rows, key=lambda r: (r["level"], r["code"]))
     values = [
         (r["code"], r["label"], r["full_name"], r["level"], r["parent_code"], r["description"],
@@ -191,6 +199,7 @@ def upsert_themes(conn, rows: list[dict]) -> int:
         for r in ordered
     ]
     with transaction(conn) as cur:
+        changed = _retire_themes(cur, {r["code"]: r["label"] for r in ordered})
         cur.executemany(
             "INSERT INTO themes (code, label, full_name, level, parent_code, description, keywords)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (code) DO UPDATE SET label = EXCLUDED.label,"
@@ -200,7 +209,46 @@ def upsert_themes(conn, rows: list[dict]) -> int:
             " IS DISTINCT FROM (EXCLUDED.label, EXCLUDED.full_name, EXCLUDED.description, EXCLUDED.keywords)",
             values,
         )
+        if changed:
+            # one statement: parent_code references are checked at its end, so gone parents and
+            # their gone children go together; no article points at them any more
+            cur.execute("DELETE FROM themes WHERE NOT (code = ANY(%s))", ([r["code"] for r in ordered],))
+            log.info("themes: %d code(s) no longer in the taxonomy deleted", cur.rowcount)
     return len(values)
+
+
+#: What an article loses when its themes are no longer valid: the same reset as an edit at the
+#: source (dgb.scraper.store), so enrich, embed and index all run again for the new version.
+_RESET_ENRICHMENT = (
+    "theme_l1_id = NULL, theme_l2_id = NULL, theme_l3_id = NULL, most_specific_theme_id = NULL,"
+    " summary = NULL, enriched_at = NULL, classifier = NULL, classifier_version = NULL,"
+    " theme_confidence = NULL, content_embedding = NULL, embedding_model = NULL, embedding_dim = NULL,"
+    " embedding_generated_at = NULL, embedded_at = NULL, last_error = NULL, last_error_stage = NULL,"
+    " attempts = 0, reconcile_attempts = 0, version = version + 1, updated_at = now()"
+)
+
+
+def _retire_themes(cur, labels: dict[str, str]) -> bool:
+    """Clear the enrichment of articles pointing at a theme that is gone from ``labels`` (code ->
+    label of the new tree) or whose label changed; True if some stored code is gone.
+
+    The enrich stage's pending condition (``enriched_at IS NULL``) then picks these articles up
+    again. Logged with counts; a no-op when the stored tree already equals the new one.
+    """
+    cur.execute("SELECT id, code, label FROM themes")
+    stale = {tid: code for tid, code, label in cur.fetchall() if labels.get(code) != label}
+    if not stale:
+        return False
+    ids = list(stale)
+    cur.execute(
+        f"UPDATE news SET {_RESET_ENRICHMENT} WHERE theme_l1_id = ANY(%(ids)s) OR theme_l2_id = ANY(%(ids)s)"
+        " OR theme_l3_id = ANY(%(ids)s) OR most_specific_theme_id = ANY(%(ids)s)",
+        {"ids": ids},
+    )
+    gone = sorted(code for code in stale.values() if code not in labels)
+    log.info("themes: %d code(s) gone, %d relabelled; %d article(s) queued for enrichment again",
+             len(gone), len(stale) - len(gone), cur.rowcount)
+    return bool(gone)
 
 
 def load_reference_data(settings) -> str:

@@ -1,4 +1,4 @@
-"""Scrape DAGs: one per active agency (`scrape_<key>`) and `scrape_ebc`, from the agency config."""
+"""Scrape DAGs: one per active agency (`scrape_<key>`) and `scrape_ebc_sources`, from the agency config."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from airflow.sdk import DAG, Asset, Param
 from dgb_airflow.operators.scrape import ScrapeAgencyOperator
 
 from dgb.dags_meta import DEFAULT_ARGS, SCRAPE_POOL
-from dgb.scraper.dags import scrape_specs
+from dgb.scraper.dags import EBC_DAG_ID, scrape_specs
 
 NEWS_TABLE = Asset(name="dgb_news", uri="dgb://postgres/news")
 SCRAPED_TOPIC = Asset(name="dgb.news.scraped", uri="dgb://pubsub/dgb.news.scraped")
@@ -26,7 +26,7 @@ them to Pub/Sub at once (the `outbox_relay` DAG is the safety net).
 """
 
 for spec in scrape_specs():
-    what = "the EBC sources" if len(spec.agency_keys) > 1 or spec.dag_id == "scrape_ebc" else f"agency `{spec.agency_key}`"
+    what = "the EBC sources" if len(spec.agency_keys) > 1 or spec.dag_id == EBC_DAG_ID else f"agency `{spec.agency_key}`"
     with DAG(
         dag_id=spec.dag_id,
         schedule=spec.schedule,

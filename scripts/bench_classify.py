@@ -3,6 +3,7 @@ routing, summary overlap and speed.
 
     .venv/bin/python scripts/bench_classify.py [--data ../shared/data/classifier-dev] [--service]
                                                [--batch-size 64] [--folds 5] [--no-speed]
+    .venv/bin/python scripts/bench_classify.py --corpus PATH [--service] [--batch-size 64]
 
 * Level-1 agreement with production's labels, CROSS-VALIDATED: folds grouped by normalised title
   over all the files (real.jsonl, labelled.jsonl, weak.jsonl and our corpus), and the head is
@@ -19,6 +20,11 @@ routing, summary overlap and speed.
 * Articles/s of ``classify_batch`` with the SHIPPED head over real.jsonl (warm model; one pass,
   on a shared machine: a noisy figure). ``--service`` goes through the resident model service.
 
+``--corpus PATH`` instead classifies one JSON Lines file with the SHIPPED classifier (no
+retraining: an honest figure only for articles the head was not trained on), in our corpus
+format (``theme_l1``) or the classifier-dev format (``l1``, ``l2_label``; rows without ``l1``
+are skipped), and prints level-1 agreement, level-2 label agreement where labelled, articles/s.
+
 Our corpus is invented (a development set), and the folds are measured on the same data the
 knobs were chosen on: a sealed held-out set of other real news decides acceptance.
 """
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import sys
 import time
@@ -36,6 +43,7 @@ import numpy as np
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
 from dgb.enrich import training
+from dgb.enrich.base import ArticleText
 from dgb.enrich.local import LocalClassifier, split_sentences
 from dgb.taxonomy import LEVEL1, load_taxonomy
 
@@ -46,6 +54,38 @@ def _share(mask: np.ndarray, values: np.ndarray) -> str:
     return f"{values[mask].mean():.3f} ({int(values[mask].sum())}/{int(mask.sum())})" if mask.any() else "n/a"
 
 
+def bench_file(args) -> int:
+    """``--corpus PATH``: the shipped classifier over one labelled file (no cross-validation)."""
+    settings = current_settings()
+    arts = [json.loads(line) for line in args.corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
+    arts = [a for a in arts if a.get("theme_l1") or a.get("l1")]
+    items = [ArticleText(a.get("url_slug") or a.get("id"), a["title"], a.get("subtitle"),
+                         a.get("editorial_lead"), a.get("content") or "", a.get("agency")) for a in arts]
+    embedder = get_embedder(settings, prefer="service" if args.service else "local")
+    taxonomy = load_taxonomy()
+    clf = LocalClassifier(embedder, taxonomy, cache_dir=settings.state_dir / "cache").warm()
+    clf.classify_batch(items[:8])
+    start = time.perf_counter()
+    results = []
+    for i in range(0, len(items), args.batch_size):
+        results.extend(clf.classify_batch(items[i:i + args.batch_size]))
+    elapsed = time.perf_counter() - start
+    correct = sum(getattr(r, "theme_l1", None) == (a.get("theme_l1") or a.get("l1"))
+                  for a, r in zip(arts, results))
+    print(f"embedder={embedder.name} articles={len(items)} ({clf.version})")
+    print(f"l1_accuracy={correct / max(1, len(items)):.3f}")
+    with_l2 = [(a, r) for a, r in zip(arts, results) if a.get("l2_label")]
+    if with_l2:
+        def l2_label(r) -> str | None:
+            theme = taxonomy.get(getattr(r, "theme_l2", None))
+            return theme.label if theme else None
+
+        agree = sum(l2_label(r) == a["l2_label"] for a, r in with_l2)
+        print(f"l2_label_agreement={agree / len(with_l2):.3f} (of {len(with_l2)} with a level-2 label)")
+    print(f"articles_per_s={len(items) / elapsed:.1f} (one pass; load average {os.getloadavg()[0]:.1f})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=training.DEV_DATA, help="development data folder")
@@ -53,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--folds", type=int, default=training.FOLDS)
     parser.add_argument("--no-speed", action="store_true", help="skip the articles/s measurement")
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="instead: classify this labelled JSON Lines file with the shipped classifier")
     args = parser.parse_args(argv)
+    if args.corpus is not None:
+        return bench_file(args)
 
     settings = current_settings()
     taxonomy = load_taxonomy()

@@ -30,7 +30,7 @@ The diff, once every batch is complete (or the deadline passed):
 
 * lost: an article published on the site that is not, exactly once, in PostgreSQL enriched,
   embedded with the current model and indexed at its version, and in Typesense with that version,
-  ``theme_l1_code`` and a ``content_embedding`` of the model's dimension;
+  ``theme_1_level_1_code`` and a ``content_embedding`` of the model's dimension;
 * duplicated: an article with more than one PostgreSQL row or Typesense document (by its unique
   title), or enriched/embedded more than once per version: more ``dgb.news.enriched`` (or
   ``.embedded``) events written by the stages than ``dgb.news.scraped`` events written by the
@@ -299,9 +299,9 @@ class Run:
     # -- articles ------------------------------------------------------------------------
 
     def agencies(self) -> list[str]:
-        from dgb.scraper.dags import scrape_specs
+        from dgb.scraper.dags import EBC_DAG_ID, scrape_specs
 
-        keys = [s.agency_key for s in scrape_specs(self.s) if len(s.agency_keys) == 1 and s.dag_id != "scrape_ebc"]
+        keys = [s.agency_key for s in scrape_specs(self.s) if len(s.agency_keys) == 1 and s.dag_id != EBC_DAG_ID]
         if len(keys) < 1:
             raise SystemExit("faults: no scrape DAG of a gov.br agency on this stack")
         preferred = [k for k in ("agricultura", "cidades", "mcti", "mds", "fazenda", "mj", "mec", "mma", "saude",
@@ -368,11 +368,11 @@ class Run:
         pg_done = dict(rows)
         if not pg_done:
             return set()
-        docs = self.ts_docs(list(pg_done), "id,version,theme_l1_code,content_embedding")
+        docs = self.ts_docs(list(pg_done), "id,version,theme_1_level_1_code,content_embedding")
         ok = set()
         for uid, version in pg_done.items():
             d = docs.get(uid)
-            if d and d.get("version") == version and d.get("theme_l1_code") \
+            if d and d.get("version") == version and d.get("theme_1_level_1_code") \
                     and len(d.get("content_embedding") or ()) == self.s.embedding_dim:
                 ok.add(uid)
         return ok

@@ -36,7 +36,7 @@ DEFAULT_LISTING_PATH = "pt-br/assuntos/noticias"
 
 REQUIRED_FIELDS = ("key", "name", "type", "url", "site_kind", "active")
 OPTIONAL_FIELDS = ("parent", "disabled_reason")
-KEY_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+KEY_RE = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
 
 
 class AgencyConfigError(ValueError):
@@ -139,7 +139,7 @@ def _validate_entry(index: int, raw: Any, errors: list[str]) -> Agency | None:
     key, url, kind = raw["key"], raw["url"], raw["site_kind"]
     parent, active, reason = raw.get("parent"), raw["active"], raw.get("disabled_reason")
     if not KEY_RE.match(key):
-        errors.append(f"{label}: bad key format {key!r} (expected lowercase [a-z0-9-])")
+        errors.append(f"{label}: bad key format {key!r} (expected lowercase letters and digits, single '-' or '_' between them)")
     if raw["type"] not in AGENCY_TYPES:
         errors.append(f"{label}: unknown type {raw['type']!r} (allowed: {sorted(AGENCY_TYPES)})")
     if kind not in SITE_KINDS:

@@ -4,11 +4,19 @@ Migrations are the ordered files ``migrations/NNNN_name.sql``. Each runs in its 
 transaction under an advisory lock and is recorded with a checksum in
 ``schema_migrations``; re-running is a no-op, and an applied file that was edited
 afterwards is an error (write a new migration instead).
+
+Adopting a production (DestaquesGovBr) database: when ``news`` already exists but
+``schema_migrations`` does not, ``migrations/adopt/production.sql`` first adds what this pipeline
+needs to production's tables (columns, per-stage state backfilled, constraints), then 0001 runs
+with ``IF NOT EXISTS`` on its tables and indexes, so production's rows stay as they are; from there
+on migrations run as usual. All of it is one transaction: a database that cannot be adopted (e.g.
+duplicate (agency_key, url) rows) is left untouched, with the reason in the error.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,7 +27,10 @@ import psycopg
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+ADOPT_SQL = MIGRATIONS_DIR / "adopt" / "production.sql"
+_CREATE = re.compile(r"^CREATE (TABLE|INDEX|UNIQUE INDEX) (?!IF NOT EXISTS)", re.MULTILINE)
 _LOCK_ID = 0x64676200  # "dgb\0": serialises concurrent migrators
+log = logging.getLogger(__name__)
 
 
 class MigrationError(RuntimeError):
@@ -80,6 +91,11 @@ def migrate(conn, folder: Path = MIGRATIONS_DIR) -> list[str]:
         cur.execute("SELECT pg_advisory_lock(%s)", (_LOCK_ID,))
     try:
         with conn.cursor() as cur:
+            cur.execute("SELECT to_regclass('schema_migrations') IS NULL AND to_regclass('news') IS NOT NULL")
+            adopting = cur.fetchone()[0]
+        if adopting:
+            return _adopt(conn, migrations)
+        with conn.cursor() as cur:
             cur.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version text PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
@@ -110,6 +126,32 @@ def migrate(conn, folder: Path = MIGRATIONS_DIR) -> list[str]:
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_ID,))
+
+
+_SCHEMA_MIGRATIONS = (
+    "CREATE TABLE schema_migrations ("
+    " version text PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+    " applied_at timestamptz NOT NULL DEFAULT now())"
+)
+
+
+def _adopt(conn, migrations: list[Migration]) -> list[str]:
+    """Bring a production database under our migrations in one transaction (module docstring)."""
+    applied = ["adopt_production"]
+    conn.autocommit = False
+    with transaction(conn) as cur:
+        cur.execute(ADOPT_SQL.read_text(encoding="utf-8"))
+        cur.execute(_SCHEMA_MIGRATIONS)
+        for mig in migrations:
+            sql = mig.sql
+            if mig.version == "0001":   # its tables may already exist: create only what is missing
+                sql = _CREATE.sub(lambda m: f"CREATE {m.group(1)} IF NOT EXISTS ", sql)
+            cur.execute(sql)
+            cur.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                        (mig.version, mig.name, mig.checksum))
+            applied.append(f"{mig.version}_{mig.name}")
+    conn.autocommit = True
+    return applied
 
 
 def migrate_dsn(dsn: str) -> list[str]:
@@ -143,7 +185,13 @@ def upsert_agencies(conn, agencies) -> int:
 
 
 def upsert_themes(conn, rows: list[dict]) -> int:
-    """Load taxonomy rows (parents before children) into ``themes``; idempotent."""
+    """Load the whole taxonomy (rows parents before children) into ``themes``; idempotent.
+
+    In the same transaction the tree's changes reach the articles: those classified with a code
+    that is gone, or whose label changed (the code now means something else), lose their
+    enrichment and are classified again by the normal enrich -> embed -> index flow; then the
+    ``themes`` rows of the codes that are gone are deleted (see :func:`_retire_themes`).
+    """
     ordered = sorted(rows, key=lambda r: (r["level"], r["code"]))
     values = [
         (r["code"], r["label"], r["full_name"], r["level"], r["parent_code"], r["description"],
@@ -151,6 +199,7 @@ def upsert_themes(conn, rows: list[dict]) -> int:
         for r in ordered
     ]
     with transaction(conn) as cur:
+        changed = _retire_themes(cur, {r["code"]: r["label"] for r in ordered})
         cur.executemany(
             "INSERT INTO themes (code, label, full_name, level, parent_code, description, keywords)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (code) DO UPDATE SET label = EXCLUDED.label,"
@@ -160,7 +209,46 @@ def upsert_themes(conn, rows: list[dict]) -> int:
             " IS DISTINCT FROM (EXCLUDED.label, EXCLUDED.full_name, EXCLUDED.description, EXCLUDED.keywords)",
             values,
         )
+        if changed:
+            # one statement: parent_code references are checked at its end, so gone parents and
+            # their gone children go together; no article points at them any more
+            cur.execute("DELETE FROM themes WHERE NOT (code = ANY(%s))", ([r["code"] for r in ordered],))
+            log.info("themes: %d code(s) no longer in the taxonomy deleted", cur.rowcount)
     return len(values)
+
+
+#: What an article loses when its themes are no longer valid: the same reset as an edit at the
+#: source (dgb.scraper.store), so enrich, embed and index all run again for the new version.
+_RESET_ENRICHMENT = (
+    "theme_l1_id = NULL, theme_l2_id = NULL, theme_l3_id = NULL, most_specific_theme_id = NULL,"
+    " summary = NULL, enriched_at = NULL, classifier = NULL, classifier_version = NULL,"
+    " theme_confidence = NULL, content_embedding = NULL, embedding_model = NULL, embedding_dim = NULL,"
+    " embedding_generated_at = NULL, embedded_at = NULL, last_error = NULL, last_error_stage = NULL,"
+    " attempts = 0, reconcile_attempts = 0, version = version + 1, updated_at = now()"
+)
+
+
+def _retire_themes(cur, labels: dict[str, str]) -> bool:
+    """Clear the enrichment of articles pointing at a theme that is gone from ``labels`` (code ->
+    label of the new tree) or whose label changed; True if some stored code is gone.
+
+    The enrich stage's pending condition (``enriched_at IS NULL``) then picks these articles up
+    again. Logged with counts; a no-op when the stored tree already equals the new one.
+    """
+    cur.execute("SELECT id, code, label FROM themes")
+    stale = {tid: code for tid, code, label in cur.fetchall() if labels.get(code) != label}
+    if not stale:
+        return False
+    ids = list(stale)
+    cur.execute(
+        f"UPDATE news SET {_RESET_ENRICHMENT} WHERE theme_l1_id = ANY(%(ids)s) OR theme_l2_id = ANY(%(ids)s)"
+        " OR theme_l3_id = ANY(%(ids)s) OR most_specific_theme_id = ANY(%(ids)s)",
+        {"ids": ids},
+    )
+    gone = sorted(code for code in stale.values() if code not in labels)
+    log.info("themes: %d code(s) gone, %d relabelled; %d article(s) queued for enrichment again",
+             len(gone), len(stale) - len(gone), cur.rowcount)
+    return bool(gone)
 
 
 def load_reference_data(settings) -> str:

@@ -332,3 +332,54 @@ def themes_rows(taxonomy: Taxonomy) -> list[dict[str, Any]]:
         }
         for t in taxonomy.themes.values()
     ]
+
+
+#: Production's codes and labels (code<TAB>label, tree order), written by scripts/taxonomy_codes.py.
+PRODUCTION_CODES = DEFAULT_FOLDER / "production_codes.tsv"
+
+
+def load_production_codes(path: str | Path | None = None) -> list[tuple[str, str]]:
+    """(code, label) pairs of production's theme tree, in its order (``#`` lines are comments)."""
+    path = Path(path) if path is not None else PRODUCTION_CODES
+    out: list[tuple[str, str]] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        code, sep, label = line.partition("\t")
+        if not sep or not code or not label.strip():
+            raise TaxonomyError([f"{path.name}:{n}: expected 'code<TAB>label', got {line!r}"])
+        out.append((code, label.strip()))
+    return out
+
+
+def production_differences(taxonomy: Taxonomy, codes: list[tuple[str, str]] | None = None) -> list[str]:
+    """Every way ``taxonomy`` differs from production's codes: missing or extra codes, other labels,
+    other parents, other sibling order. Empty when the trees are identical at all three levels.
+
+    Production stores these codes in every article row and every portal facet, so ours must match.
+    """
+    codes = load_production_codes() if codes is None else codes
+    theirs = dict(codes)
+    problems: list[str] = []
+    for code, label in codes:
+        ours = taxonomy.get(code)
+        if ours is None:
+            problems.append(f"{code}: production theme {label!r} missing from our tree")
+        elif ours.label != label:
+            problems.append(f"{code}: label {ours.label!r} != production's {label!r}")
+    for theme in taxonomy:
+        if theme.code not in theirs:
+            problems.append(f"{theme.code}: {theme.label!r} is not a production code")
+            continue
+        parent = theme.code[:-3] if theme.level > 1 else None
+        if theme.parent_code != parent:
+            problems.append(f"{theme.code}: parent {theme.parent_code} != production's {parent}")
+    # same order among siblings (only where both trees hold the same children)
+    prod_children: dict[str | None, list[str]] = {}
+    for code, _ in codes:
+        prod_children.setdefault(code[:-3] if "." in code else None, []).append(code)
+    for parent, children in prod_children.items():
+        ours = [t.code for t in taxonomy.children(parent)]
+        if sorted(ours) == sorted(children) and ours != children:
+            problems.append(f"{parent or 'level 1'}: children in order {ours}, production has {children}")
+    return problems

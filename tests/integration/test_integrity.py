@@ -180,30 +180,44 @@ def test_plone6_api_article_is_compared_through_the_api(pg, site_url):
     assert second.outcome == "modified" and second.content.changed_fields == ["subtitle"]
 
 
-@pytest.mark.parametrize("status", [404, 410])
-def test_removed_article_is_flagged_and_hidden(pg, site_url, status):
+@pytest.mark.parametrize("status,delay", [(404, timedelta(hours=6)), (410, timedelta(minutes=15))])
+def test_removed_article_is_suspect_first_then_hidden_once_confirmed(pg, site_url, status, delay):
+    """Issue 16: one gone answer only flags; the same answer after the delay hides the article."""
     site, server, base = site_url
     _scrape(pg, base)
     uid = _uid(pg, "enem-tem-recorde")
+    t0 = datetime.now(timezone.utc)
     with _checker(base) as f:
-        check_article(pg, f, uid)
+        check_article(pg, f, uid, now=t0)
     with db.transaction(pg) as cur:
         cur.execute("UPDATE news SET indexed_version = version WHERE unique_id = %s", (uid,))
     site.remove("mec", "enem-tem-recorde", status)
     with _checker(base) as f:
-        result = check_article(pg, f, uid)
-    assert result.outcome == "removed" and result.content.http_status == status
-    assert result.image is None and result.flags == ["removed"]
+        first = check_article(pg, f, uid, now=t0 + timedelta(minutes=1))
+        early = check_article(pg, f, uid, now=t0 + timedelta(minutes=1) + delay - timedelta(seconds=5))
+    assert first.outcome == early.outcome == "suspect_removed" and first.content.http_status == status
+    assert first.image is None and first.flags == ["suspect_removed"] and early.flags == []
+    assert first.evidence.checks == 1 and early.evidence.checks == 2 and not early.evidence.confirmed
+    assert first.next_due_at == t0 + timedelta(minutes=1) + delay      # re-checked when the delay is up
+    removed_at, problem, indexed_version = _one(
+        pg, "SELECT removed_at, problem, indexed_version = version FROM news WHERE unique_id = %s", uid)
+    assert removed_at is None and problem == "suspect_removed" and indexed_version   # still searchable
+    with _checker(base) as f:
+        result = check_article(pg, f, uid, now=t0 + timedelta(minutes=1) + delay)
+    assert result.outcome == "removed" and result.flags == ["removed"] and result.evidence.confirmed
     removed_at, problem, indexed_version, image_broken = _one(
         pg, "SELECT removed_at, problem, indexed_version, image_broken FROM news WHERE unique_id = %s", uid)
     assert removed_at is not None and problem == "removed" and indexed_version is None and not image_broken
-    etag, cstatus, fails = _one(pg, "SELECT etag, content_status, consecutive_failures FROM integrity_state s"
-                                    " JOIN news n ON n.id = s.news_id WHERE n.unique_id = %s", uid)
-    assert etag and cstatus == "removed" and fails == 0
+    etag, cstatus, fails, gone_checks = _one(
+        pg, "SELECT etag, content_status, consecutive_failures, gone_checks FROM integrity_state s"
+            " JOIN news n ON n.id = s.news_id WHERE n.unique_id = %s", uid)
+    assert etag and cstatus == "removed" and fails == 0 and gone_checks == 3
     assert _one(pg, "SELECT count(*) FROM integrity_problems WHERE unique_id = %s AND problem = 'removed'", uid)[0] == 1
     assert _one(pg, "SELECT count(*) FROM outbox WHERE aggregate_id = %s", uid)[0] == 1    # nothing enqueued
+    assert [r[0] for r in _all(pg, "SELECT outcome FROM integrity_checks ORDER BY id")] == [
+        "unchanged", "suspect_removed", "suspect_removed", "removed"]
     with _checker(base) as f:                               # still gone: no second flag change
-        assert check_article(pg, f, uid).flags == []
+        assert check_article(pg, f, uid, now=t0 + 2 * delay).flags == []
 
 
 # -- images ---------------------------------------------------------------------------------------
@@ -453,6 +467,7 @@ def test_due_set_never_checked_first_then_longest_overdue(pg):
     assert [d.unique_id for d in due_articles(pg, "0_2d", 3, now)] == ["fresh-c", "fresh-e", "fresh-b"]
     assert [d.unique_id for d in due_articles(pg, "gt90d", 10, now)] == ["old"]
     with pg.cursor() as cur:                  # the due query can be served by the tier/due index
+        cur.execute("ANALYZE news, integrity_state")   # plan on this data, not on statistics other tests left
         cur.execute("SET LOCAL enable_seqscan = off")
         cur.execute("EXPLAIN " + tiers.DUE_SQL, {"tier": "0_2d", "now": now, "limit": 10})
         plan = "\n".join(r[0] for r in cur.fetchall())
@@ -618,8 +633,8 @@ def test_report_numbers_on_a_known_dataset(pg):
     tiers_by_name = {t["tier"]: t for t in r["tiers"]}
     assert [t["tier"] for t in r["tiers"]] == [t.name for t in DEFAULT_TIERS]
     assert tiers_by_name["0_2d"]["checks"] == 9 and tiers_by_name["0_2d"]["outcomes"]["modified"] == 2
-    assert tiers_by_name["8_30d"]["outcomes"] == {"unchanged": 4, "modified": 0, "removed": 1,
-                                                  "image_broken": 0, "error": 3}
+    assert tiers_by_name["8_30d"]["outcomes"] == {"unchanged": 4, "modified": 0, "moved": 0, "suspect_removed": 0,
+                                                  "removed": 1, "image_broken": 0, "error": 3}
     assert tiers_by_name["gt90d"]["checks"] == 0
     assert r["problems"] == {"image_broken": 1, "removed": 1}
     assert [c["unique_id"] for c in r["recent_changes"]] == ["x2", "x1", "x1"]

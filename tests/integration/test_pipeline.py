@@ -124,7 +124,7 @@ def test_each_message_three_times_gives_one_result_and_one_document(pg, scraped,
         assert len(rep.processed) == N and rep.retry == []
         assert ts.collections[alias].retrieve()["num_documents"] == N
         doc = ts.collections[alias].documents[scraped[0]].retrieve()
-        assert doc["theme_l1_code"] and len(doc["content_embedding"]) == 512
+        assert doc["theme_1_level_1_code"] and len(doc["content_embedding"]) == 512
         assert count(pg, "SELECT count(*) FROM news WHERE indexed_version = version") == N
     finally:
         target = ts.aliases[alias].retrieve()["collection_name"]

@@ -127,6 +127,36 @@ def test_plone6_api_agency(pg, site_url):
     assert "mulheres" in rows[0][1] and "Segundo parágrafo" in rows[0][2]
 
 
+def test_ebc_agencies_scrape_the_real_markup(pg, site_url):
+    """Both EBC sources, served in the real Agência Brasil / TV Brasil shapes, end up in news."""
+    site, server, base = site_url
+    ebc = {k: a for k, a in load_agencies(base_url=base).items() if a.site_kind == "ebc"}
+    assert len(ebc) == 2
+    for key, agency in ebc.items():
+        expected = {a.title: a for a in site.articles(key)}
+        assert len(expected) == len(ARTICLES)  # the mirror republishes the corpus under each EBC key
+        with Fetcher(FAST) as f:
+            report = scrape_agency(pg, agency, f)
+        assert report.status == "success" and len(report.new) == len(expected), report
+        with pg.cursor() as cur:
+            cur.execute("SELECT title, url, published_at, content, category, editorial_lead, tags,"
+                        " unique_id FROM news WHERE agency_key = %s", (key,))
+            rows = cur.fetchall()
+        assert len(rows) == len(expected)
+        tv = "tvbrasil.ebc.com.br" in agency.url
+        for title, url, published, content, category, lead, tags, uid in rows:
+            a = expected[title]
+            assert url.startswith(f"{base}/{'tvbrasil' if tv else 'agenciabrasil'}.ebc.com.br/")
+            assert abs((published - a.published_at).total_seconds()) < 60 and uid
+            assert "Segundo parágrafo" in content and category == "Notícias" and tags == list(a.tags)
+            assert "Restrição de uso" not in content and "Com informações" not in content
+            assert lead == ("Notícias" if tv else None)  # TV Brasil: the programme (the mirror's category)
+        # a second run finds nothing new: the pager is walked to the empty page and stops
+        with Fetcher(FAST) as f:
+            again = scrape_agency(pg, agency, f)
+        assert again.status == "success" and again.new == [] and again.updated == []
+
+
 def test_backfill_window_and_no_update(pg, site_url):
     site, server, base = site_url
     params = ScrapeParams(start_date=date(2026, 11, 10), end_date=date(2026, 11, 19))

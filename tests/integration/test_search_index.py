@@ -143,6 +143,9 @@ def test_documents_are_built_whole_from_postgres(pg, ref):
     assert found["gone-1"] is None and found["nope-1"] is None and set(found) == {"full-1", "gone-1", "nope-1"}
     doc = found["full-1"]
     published_unix = int(PUBLISHED.timestamp())
+    with pg.cursor() as cur:
+        cur.execute("SELECT extract(epoch FROM extracted_at)::bigint FROM news WHERE unique_id = 'full-1'")
+        extracted_unix = cur.fetchone()[0]
     expected = {
         "id": "full-1", "unique_id": "full-1", "title": "Campanha de vacinação começa",
         "subtitle": "Linha fina", "editorial_lead": "Chapéu", "summary": "Resumo.",
@@ -150,14 +153,16 @@ def test_documents_are_built_whole_from_postgres(pg, ref):
         "video_url": "https://vid/1", "agency": AGENCY, "agency_name": "Agência de Teste da Busca",
         "category": "Saúde", "tags": ["vacina", "gripe"], "published_at": published_unix,
         "updated_at": published_unix + 7200,
-        # Brasília calendar: 31 Dec 2025 23:30 -03:00 is still 2025 (ISO week 1 of 2026)
-        "published_year": 2025, "published_month": 12, "published_week": 1,
+        # production's calendar facets are UTC: 31 Dec 2025 23:30 -03:00 is 1 Jan 2026 02:30 UTC,
+        # ISO week 1 of 2026 written YYYYWW
+        "published_year": 2026, "published_month": 1, "published_week": 202601,
+        "extracted_at": extracted_unix, "has_image": True, "has_video": True,
         "content_hash": "h-full", "image_broken": True, "version": 1,
-        "theme_l1_code": "98", "theme_l1_label": "Saúde (teste)",
-        "theme_l2_code": "98.97", "theme_l2_label": "Vacinação (teste)",
-        "theme_l3_code": "98.97.96", "theme_l3_label": "Campanhas de vacinação (teste)",
-        "theme_most_specific_code": "98.97.96",
-        "theme_most_specific_label": "Campanhas de vacinação (teste)",
+        "theme_1_level_1_code": "98", "theme_1_level_1_label": "Saúde (teste)",
+        "theme_1_level_2_code": "98.97", "theme_1_level_2_label": "Vacinação (teste)",
+        "theme_1_level_3_code": "98.97.96", "theme_1_level_3_label": "Campanhas de vacinação (teste)",
+        "most_specific_theme_code": "98.97.96",
+        "most_specific_theme_label": "Campanhas de vacinação (teste)",
         "content_embedding": unit(2),
     }
     assert len(doc.pop("content")) == index.CONTENT_CAP
@@ -184,7 +189,7 @@ def test_sync_indexes_marks_and_is_idempotent(pg, ref, tsx):
         indexed_at, indexed_version, version = state(pg, uid)
         assert indexed_at is not None and indexed_version == version == 1
     doc = ts.collections[alias].documents["s-1"].retrieve()
-    assert doc["theme_most_specific_label"] == "Campanhas de vacinação (teste)"
+    assert doc["most_specific_theme_label"] == "Campanhas de vacinação (teste)"
     assert doc["content_embedding"] == unit(1)
     again = index.sync(ts, alias, pg, ids + ids, DIM, batch_size=2)   # duplicates + batches
     assert sorted(again.indexed) == ids

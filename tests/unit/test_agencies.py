@@ -66,10 +66,15 @@ def test_shipped_catalogue_loads_with_expected_coverage():
     assert agencies["inep"].parent == "mec"
 
     ebc = {k: a for k, a in agencies.items() if a.site_kind == "ebc"}
-    assert set(ebc) == {"agencia-brasil", "tv-brasil"}
-    assert ebc["agencia-brasil"].url == "https://agenciabrasil.ebc.com.br/ultimas"
-    assert ebc["tv-brasil"].url == "https://tvbrasil.ebc.com.br/ultimas"
+    # production's keys (its rows and (agency, url) dedup keys use them)
+    assert {k for k, a in ebc.items() if a.active} == {"agencia_brasil", "tvbrasil"}
+    assert ebc["agencia_brasil"].url == "https://agenciabrasil.ebc.com.br/ultimas"
+    assert ebc["tvbrasil"].url == "https://tvbrasil.ebc.com.br/ultimas"
+    assert not ebc["memoria-ebc"].active
     assert all(a.type == "Comunicação" and a.parent is None for a in ebc.values())
+    # listing URLs and reading method as production's scraper configuration has them
+    assert agencies["anvisa"].url == "https://www.gov.br/anvisa/pt-br/assuntos/noticias-anvisa"
+    assert agencies["anatel"].site_kind == "plone6_api" and agencies["mec"].site_kind == "html"
 
 
 def test_shipped_catalogue_is_consistent_and_varied():
@@ -82,7 +87,7 @@ def test_shipped_catalogue_is_consistent_and_varied():
             assert urlsplit(agency.url).path.split("/")[1] == agency.key
 
     kinds = Counter(a.site_kind for a in agencies.values())
-    assert 6 <= kinds["plone6_api"] <= 10
+    assert 30 <= kinds["plone6_api"] <= 45  # production reads 38 agencies through the Plone 6 API
     assert kinds["html"] > 100
     assert 1 <= sum(not a.active for a in agencies.values()) <= 12
 
@@ -156,13 +161,13 @@ def test_host_and_path_mismatch(tmp_path):
         tmp_path,
         _entry("mec", url="https://portal.mec.gov.br/pt-br/noticias"),
         _entry("saude", url="https://www.gov.br/ministerio-saude/pt-br/noticias"),
-        _entry("agencia-brasil", type="Comunicação", site_kind="ebc",
+        _entry("agencia_brasil", type="Comunicação", site_kind="ebc",
                url="https://agenciabrasil.example.com/ultimas"),
     )
     lines = message.splitlines()
     assert any("'mec'" in line and "must be 'www.gov.br'" in line for line in lines)
     assert any("'saude'" in line and "must equal the key" in line for line in lines)
-    assert any("'agencia-brasil'" in line and "not an EBC host" in line for line in lines)
+    assert any("'agencia_brasil'" in line and "not an EBC host" in line for line in lines)
 
 
 def test_unknown_type_site_kind_and_parent(tmp_path):

@@ -16,6 +16,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from dgb.mirror import Faults, Site, start_in_thread
 from dgb.mirror.site import BRT, FIXED_SHAPES, article_variant, make_jpeg, parse_blocks
+from dgb.scraper.plone6 import parse_plone6_item
 
 AGENCIES = ("mec", "mds", "mma", "turismo", "saude")  # shapes: tileItem, ul, entries, div.item, hash
 PER_AGENCY = 35
@@ -123,8 +124,10 @@ def test_listing_fallback_shapes(mirror, agency, selector):
     _, base, client = mirror
     assert FIXED_SHAPES[agency] != "tileItem"
     tree = html(client.get(listing(base, agency)))
-    items = tree.css(selector)
+    items = [i for i in tree.css(selector) if DATE_RE.search(i.text())]
     assert len(items) == 30 and not tree.css("article.tileItem")
+    menus = [i for i in tree.css(selector) if not DATE_RE.search(i.text())]  # navigation in the item shape
+    assert [m.css_first("a").text() for m in menus] == (["Menu"] if agency == "turismo" else [])
     for item in items[:3]:
         assert item.css_first("a[href]").attributes["href"].startswith(listing(base, agency) + "/")
         assert DATE_RE.search(item.text()) and TIME_RE.search(item.text())
@@ -237,12 +240,25 @@ def test_plone_search_shape_and_pagination(mirror):
     assert item["image"]["download"].startswith(item["@id"] + "/@@images/")
     assert client.get(item["image"]["download"]).headers["content-type"] == "image/jpeg"
     assert item["blocks_layout"]["items"] == list(item["blocks"])
-    kinds = {b["@type"] for i in data["items"] for b in i["blocks"].values()}
-    assert {"slate", "text"} <= kinds
-    slate = next(b for i in data["items"] for b in i["blocks"].values() if b["@type"] == "slate")
+    # Every body shape real Plone 6 sites serve: slate blocks, a text block with an HTML string, textBlock
+    # blocks with plain strings, no text blocks but the item's text as RichText or as a plain string.
+    search = "++api++/pt-br/assuntos/noticias/@search?fullobjects=1&b_size=100"
+    everything = [i for key in ("mec", "saude", "turismo")
+                  for i in client.get(f"{base}/www.gov.br/{key}/{search}").json()["items"]]
+    kinds = {b["@type"] for i in everything for b in i["blocks"].values()}
+    assert {"slate", "text", "textBlock"} <= kinds
+    slate = next(b for i in everything for b in i["blocks"].values() if b["@type"] == "slate")
     assert slate["plaintext"]
-    text = next(b for i in data["items"] for b in i["blocks"].values() if b["@type"] == "text")
-    assert text["text"]["data"].startswith("<p>")
+    text = next(b for i in everything for b in i["blocks"].values() if b["@type"] == "text")
+    assert isinstance(text["text"], str) and text["text"].startswith("<p>")
+    block = next(b for i in everything for b in i["blocks"].values() if b["@type"] == "textBlock")
+    assert isinstance(block["text"], str) and "<" not in block["text"]
+    assert any(isinstance(i.get("text"), dict) and i["text"]["data"].startswith("<p>") for i in everything)
+    assert any(isinstance(i.get("text"), str) for i in everything)
+    for raw in everything:  # no variant loses text
+        parsed = parse_plone6_item(raw, api)
+        assert "destaque" in parsed.content and "item dois" in parsed.content and "final" in parsed.content
+        assert parsed.id_date == raw["effective"]  # the API's own string (UTC, +00:00)
     page2 = client.get(data["batching"]["next"]).json()
     assert len(page2["items"]) == 10 and "next" not in page2["batching"]
     assert page2["items"][-1]["@id"].endswith("/medida-0-mec")
@@ -260,26 +276,35 @@ def test_plone_search_shape_and_pagination(mirror):
 
 def test_ebc_pages(mirror):
     site, base, client = mirror
-    for host in ("agenciabrasil.ebc.com.br", "tvbrasil.ebc.com.br"):
-        tree = html(client.get(f"{base}/{host}/ultimas"))
-        rows = tree.css("div.view-ultimas div.views-row")
-        assert len(rows) == 10
-        assert re.fullmatch(r"\d{2}/\d{2}/\d{4} - \d{2}:\d{2}", rows[0].css_first("span.date").text())
-        nxt = tree.css_first("ul.pager li.pager-next a").attributes["href"]
-        assert nxt == f"{base}/{host}/ultimas?page=1"
-        assert len(html(client.get(nxt)).css("div.views-row")) == 2
-        href = rows[0].css_first("h2 a").attributes["href"]
-        assert href.startswith(f"{base}/{host}/") and "/noticia/" in href
-        art = client.get(href)
-        assert art.status_code == 200 and art.headers.get("etag")
-        page = html(art)
-        assert page.css_first("h1.titulo-materia").text() and page.css_first("div.linha-fina")
-        assert page.css("div.conteudo-materia p")
-        assert re.fullmatch(r"Publicado em \d{2}/\d{2}/\d{4} - \d{2}:\d{2}", page.css_first("div.post-date").text())
-        ld = page.css_first('script[type="application/ld+json"]')  # JSON-LD variants as on gov.br
-        if ld is not None:
-            assert '"@type": "NewsArticle"' in ld.text() and re.search(r'"datePublished": "[0-9T:-]+-03:00"', ld.text())
-    assert "agencia-brasil" in site.agency_keys() and "tv-brasil" in site.agency_keys()
+    when = r"\d{2}/\d{2}/\d{4} - \d{2}:\d{2}"
+    # Agência Brasil: a.capa-noticia cards (plus a "Leia mais" button to the same URL), ?page=N
+    host = "agenciabrasil.ebc.com.br"
+    tree = html(client.get(f"{base}/{host}/ultimas"))
+    cards = [a for a in tree.css("a.capa-noticia") if a.css_first("h4")]
+    assert len(cards) == 10 and all("/noticia/" in a.attributes["href"] for a in cards)
+    assert re.fullmatch(when, cards[0].parent.css_first("div.data").text())
+    assert tree.css_first("ul.pagination a.page-link").attributes["href"] == f"{base}/{host}/ultimas?page=1"
+    assert len([a for a in html(client.get(f"{base}/{host}/ultimas?page=1")).css("a.capa-noticia h4")]) == 2
+    assert not html(client.get(f"{base}/{host}/ultimas?page=2")).css("a.capa-noticia")
+    page = html(client.get(cards[0].attributes["href"]))
+    assert page.css_first("h1.titulo-materia").text() and page.css("div.conteudo-noticia p")
+    assert re.match(r"Publicado em " + when, page.css_first("div.data").text())
+    ld = page.css_first('script[type="application/ld+json"]')  # JSON-LD variants as on gov.br
+    if ld is not None:
+        assert '"@type": "NewsArticle"' in ld.text()
+        assert re.search(r'"datePublished": "[0-9T:-]+-03:00"', ld.text())
+    # TV Brasil: div.view-ultimas rows with h3.heading links; articles: h4.txtNoticias, bare h1, h5 "No AR em"
+    host = "tvbrasil.ebc.com.br"
+    tree = html(client.get(f"{base}/{host}/ultimas"))
+    rows = tree.css("div.view-ultimas div.views-row")
+    assert len(rows) == 10 and all(r.css_first("h3.heading a") for r in rows)
+    assert re.fullmatch(when, rows[0].css_first("span.date-display-single").text())
+    assert tree.css_first("ul.pager li.pager-next a").attributes["href"] == f"{base}/{host}/ultimas?page=1"
+    assert html(client.get(f"{base}/{host}/ultimas?page=5")).css_first("div.view-ultimas div.view-empty")
+    page = html(client.get(rows[0].css_first("h3.heading a").attributes["href"]))
+    assert page.css_first("h4.txtNoticias a").text() and page.css_first("h1").attributes.get("class") is None
+    assert re.fullmatch("No AR em " + when, page.css_first("h5").text()) and page.css("article p")
+    assert "agencia_brasil" in site.agency_keys() and "tvbrasil" in site.agency_keys()  # production's keys
 
 
 # -- caching ---------------------------------------------------------------------------------
@@ -551,6 +576,31 @@ def test_project_parsers_read_the_mirror(mirror):
         url = f"{base}/{host}/ultimas"
         source, page = parsers.parse_any_listing(client.get(url).text, url)
         assert source == "ebc" and len(page.items) == 10 and page.next_url == f"{url}?page=1"
-        item = page.items[0]
-        art = parsers.parse_ebc_article(client.get(item.url).text, item.url)
-        assert art.title == item.title and art.published_at and "destaque" in art.content
+        key = {"agenciabrasil.ebc.com.br": "agencia_brasil", "tvbrasil.ebc.com.br": "tvbrasil"}[host]
+        by_title = {a.title: a for a in site.articles(key)}
+        while url:  # every listing page (production asks ?page=N+1 until a page has no items)
+            source, page = parsers.parse_any_listing(client.get(url).text, url)
+            for item in page.items:
+                a = by_title[item.title]
+                resp = client.get(item.url)
+                assert parsers.detect_source(item.url, resp.text) == "ebc"
+                art = parsers.parse_ebc_article(resp.text, item.url)
+                v = article_variant(a)
+                assert (art.agency, art.title, art.category) == (key, a.title, "Notícias")
+                assert art.tags == list(a.tags)
+                assert abs((art.published_at - a.published_at).total_seconds()) < 60
+                # id_date: JSON-LD's string when production can read it, else the text date at -03:00
+                pub = a.published_at.astimezone(BRT)
+                expected = (pub.isoformat() if v.jsonld == "present"
+                            else pub.replace(second=0).isoformat())
+                assert art.id_date == expected, (v, art.id_date)
+                assert "destaque" in art.content and "item dois" in art.content
+                assert "Restrição" not in art.content
+                assert bool(art.image_url) == bool(a.image_url)
+                if key == "tvbrasil":
+                    assert art.editorial_lead == (a.category or "Repórter Brasil")
+                    assert bool(art.video_url) == v.video
+                    assert not art.video_url or art.video_url.endswith(".mp4")
+                elif a.image_url:
+                    assert art.image_url == site.image_src(base, a)  # data-echo / noscript / src
+            url = page.next_url

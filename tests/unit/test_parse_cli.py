@@ -84,7 +84,7 @@ def test_parse_article_cp1252_and_ebc(capsys):
                        str(PAGES / "ebc_article_agenciabrasil.html"))
     data = json.loads(out)
     assert code == 0 and data["title"] == "IPCA-15 desacelera para 0,25% em novembro"
-    assert data["published_at"] == "2026-11-27T14:30:00-03:00"
+    assert data["published_at"] == "2026-11-27T14:30:12-03:00"
 
 
 def test_parse_listing_classic(capsys):

@@ -15,6 +15,7 @@ from dgb.scraper.markup import absolute_url, decode_bytes
 from dgb.scraper.parsers import (detect_source, parse_article_bytes, parse_article_html, parse_ebc_article,
                                  parse_ebc_listing, parse_listing_html, parse_listing_page, parse_plone6_article,
                                  parse_plone6_search)
+from dgb.scraper.plone6 import parse_plone6_item
 
 PAGES = Path(__file__).resolve().parents[1] / "fixtures" / "pages"
 BRT = ZoneInfo("America/Sao_Paulo")
@@ -61,6 +62,9 @@ def test_detect_anti_bot():
     # Cloudflare's script injected into a real page is not a challenge.
     real = page("article_jsonld.html").replace("</body>", '<script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script></body>')
     assert not detect_anti_bot(real)
+    script = '<script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script></body>'
+    for fixture in ("ebc_article_tvbrasil.html", "ebc_listing_agenciabrasil.html"):  # EBC's real markup
+        assert not detect_anti_bot(page(fixture).replace("</body>", script))
     assert not detect_anti_bot("")
 
 
@@ -168,6 +172,41 @@ def test_empty_listing_is_valid_and_unknown_markup_is_html_changed():
     assert_category(exc, "anti_bot")
 
 
+def test_navigation_links_are_not_items():
+    base = "https://www.gov.br/defesa/pt-br/centrais-de-conteudo/noticias"
+    items = parse_listing_html(page("listing_nav_links.html"), base, "defesa")
+    # "Menu" (nav-toggle), "Clique Aqui" (btn), "Leia mais »", links under navbar-nav / menu-lateral / nav,
+    # a "button" link and a pagination-next link are skipped; the items keep their headline links.
+    assert [(i.title, i.url, i.published_at) for i in items] == [
+        ("Fragata participa de exercício no Atlântico Sul", f"{base}/fragata-participa-de-exercicio",
+         brt(2026, 1, 21, 9, 30)),
+        ("Concurso da Marinha abre inscrições", f"{base}/concurso-da-marinha-abre-inscricoes",
+         brt(2026, 1, 20, 16, 0)),
+    ]
+
+
+@pytest.mark.parametrize("link, nav", [
+    ('<a class="nav-link" href="/x">Ministério anuncia plano</a>', True),
+    ('<a class="navbar-brand" href="/x">Ministério anuncia plano</a>', True),
+    ('<a class="main-menu__item" href="/x">Ministério anuncia plano</a>', True),
+    ('<a class="btn-outline" href="/x">Ministério anuncia plano</a>', True),
+    ('<span class="button-wrap"><a href="/x">Ministério anuncia plano</a></span>', True),
+    ('<a href="/x">MENU</a>', True),
+    ('<a href="/x">Clique aqui!</a>', True),
+    ('<a href="/x">» Leia mais...</a>', True),
+    ('<a href="/x">Saiba Mais</a>', True),
+    ('<a class="summary url" href="/x">Leia mais sobre o novo plano de safra</a>', False),
+    ('<a class="canvas-title" href="/x">Menu da merenda escolar muda em março</a>', False),
+    ('<a class="tileHeadline" href="/x">Ministério anuncia plano</a>', False),
+])
+def test_is_navigation_link(link, nav):
+    from dgb.scraper.listing import is_navigation_link
+    from dgb.scraper.markup import parse_html
+
+    tree = parse_html(f'<html><body><div class="item">{link}</div></body></html>')
+    assert is_navigation_link(tree.css_first("a"), tree.css_first("div.item")) is nav
+
+
 # --- classic article ----------------------------------------------------------------------
 
 def test_article_with_jsonld_graph():
@@ -186,7 +225,9 @@ def test_article_with_jsonld_graph():
         "Segundo o ministro, a meta é que **todas as redes estaduais** tenham ao menos uma escola de tempo "
         "integral por município.\n\n## Como aderir\n\n- Acesse o Simec;\n- Preencha o termo de compromisso."
     )
-    assert art.unique_id == unique_id("mec", brt(2026, 2, 10, 17, 5, 7), art.title)
+    # Production never read JSON-LD inside @graph: its id took the byline's minute-precision text date.
+    assert art.id_date == "2026-02-10T17:05:00-03:00"
+    assert art.unique_id == unique_id("mec", "2026-02-10T17:05:00-03:00", art.title)
     assert art.unique_id.startswith("governo-anuncia-r-1-2-bilhao-para-escolas-em-tempo-integral_")
     assert art.content_hash == content_hash(art.title, art.content)
 
@@ -312,7 +353,8 @@ def test_plone6_search_two_pages():
     article = rouanet.to_article("cultura")
     assert article.subtitle == "Foram 14 mil propostas habilitadas, alta de 18% sobre o ano anterior"
     assert article.category == "FOMENTO"
-    assert article.unique_id == unique_id("cultura", rouanet.published_at, rouanet.title)
+    # production hashed the API's effective text as given (UTC here), not the Brasília time
+    assert article.unique_id == unique_id("cultura", "2026-03-10T17:05:07+00:00", rouanet.title)
 
 
 def test_plone6_errors_and_single_object():
@@ -333,50 +375,179 @@ def test_plone6_errors_and_single_object():
     assert art.tags == ["Cinema", "Patrimônio"]
 
 
+def test_plone6_text_variants_are_kept():
+    base = f"{CULTURA_API}/@search"
+    item = {"@id": "https://www.gov.br/cultura/++api++/pt-br/assuntos/noticias/a", "title": "A",
+            "effective": "2026-03-10T17:05:07+00:00", "text": "Conteúdo como string simples."}
+    assert parse_plone6_item(item, base).content == "Conteúdo como string simples."
+    item["text"] = "<p>Parágrafo <strong>um</strong>.</p><p>Dois.</p>"
+    assert parse_plone6_item(item, base).content == "Parágrafo **um**.\n\nDois."
+    item["text"] = {"data": "<p>Rico</p>", "content-type": "text/html", "encoding": "utf-8"}
+    assert parse_plone6_item(item, base).content == "Rico"
+    blocks = {"t": {"@type": "title"},
+              "b1": {"@type": "text", "text": "Bloco text em texto puro.\n\nSegundo parágrafo."},
+              "b2": {"@type": "textBlock", "text": "<p>Bloco <em>textBlock</em> em HTML.</p>"},
+              "b3": {"@type": "textBlock", "text": "Bloco textBlock em texto puro."},
+              "b4": {"@type": "text", "text": {"blocks": [{"text": "Draft.js"}], "entityMap": {}}},
+              "b5": {"@type": "slate", "plaintext": "Slate sem value."}}
+    item = {**item, "text": "ignorado: os blocos têm texto", "blocks": blocks,
+            "blocks_layout": {"items": ["t", "b1", "b2", "b3", "b4", "b5"]}}
+    assert parse_plone6_item(item, base).content == (
+        "Bloco text em texto puro.\n\nSegundo parágrafo.\n\nBloco *textBlock* em HTML.\n\n"
+        "Bloco textBlock em texto puro.\n\nDraft.js\n\nSlate sem value.")
+    del item["blocks_layout"]  # without a layout the blocks' own order is used
+    assert parse_plone6_item(item, base).content.startswith("Bloco text em texto puro.")
+
+
+@pytest.mark.parametrize("effective, id_date, published", [
+    ("2026-03-10T17:05:07+00:00", "2026-03-10T17:05:07+00:00", "2026-03-10T14:05:07-03:00"),  # offset kept
+    ("2026-03-10T14:05:07-03:00", "2026-03-10T14:05:07-03:00", "2026-03-10T14:05:07-03:00"),
+    ("2026-03-10T17:05:07Z", "2026-03-10T17:05:07+00:00", "2026-03-10T14:05:07-03:00"),
+    ("2026-03-10T17:05:07.250000+00:00", "2026-03-10T17:05:07.250000+00:00",
+     "2026-03-10T14:05:07.250000-03:00"),
+    ("2026-03-10T14:05", "2026-03-10T14:05:00", "2026-03-10T14:05:00-03:00"),  # naive stays naive
+    (None, None, None),
+    ("None", None, None),
+])
+def test_plone6_id_date_is_effective_as_the_api_gives_it(effective, id_date, published):
+    item = {"@id": "https://www.gov.br/cultura/++api++/pt-br/assuntos/noticias/a", "title": "A",
+            "effective": effective, "text": "Texto."}
+    parsed = parse_plone6_item(item, f"{CULTURA_API}/@search")
+    assert parsed.id_date == id_date
+    assert (parsed.published_at.isoformat() if parsed.published_at else None) == published
+    article = parsed.to_article("cultura")
+    assert article.id_date == id_date and article.published_at == parsed.published_at
+
+
 # --- EBC ----------------------------------------------------------------------------------
 
-def test_ebc_listing():
+AB_URL = "https://agenciabrasil.ebc.com.br/economia/noticia/2026-11/ipca-15-desacelera-em-novembro"
+TV_URL = "https://tvbrasil.ebc.com.br/caminhos-da-reportagem/2026/11/a-rota-do-cafe"
+
+
+def test_ebc_listing_real_shapes():
     result = parse_ebc_listing(page("ebc_listing_agenciabrasil.html"), "https://agenciabrasil.ebc.com.br/ultimas")
+    # a.capa-noticia cards with /noticia/ links; the header "Menu", the "Clique Aqui" button, a /tags/ link
+    # and the repeated "Leia mais" link of a card are not items.
     assert [(i.title, i.url, i.published_at.isoformat()) for i in result.items] == [
-        ("IPCA-15 desacelera para 0,25% em novembro",
-         "https://agenciabrasil.ebc.com.br/economia/noticia/2026-11/ipca-15-desacelera-em-novembro",
-         "2026-11-27T14:30:00-03:00"),
+        ("IPCA-15 desacelera para 0,25% em novembro", AB_URL, "2026-11-27T14:30:00-03:00"),
         ("SUS amplia oferta de exames de imagem",
          "https://agenciabrasil.ebc.com.br/saude/noticia/2026-11/sus-amplia-oferta-de-exames",
          "2026-11-27T13:05:00-03:00"),
     ]
+    assert result.items[0].image_url == "https://imagens.ebc.com.br/ipca15-mercado-thumb.jpg"  # data-echo
     assert result.next_url == "https://agenciabrasil.ebc.com.br/ultimas?page=1"
-    last = parse_ebc_listing(page("ebc_listing_tvbrasil.html"), "https://tvbrasil.ebc.com.br/ultimas?page=3")
-    assert last.next_url is None
-    assert last.items[0].url == "https://tvbrasil.ebc.com.br/caminhos-da-reportagem/2026/11/a-rota-do-cafe"
+    tv = parse_ebc_listing(page("ebc_listing_tvbrasil.html"), "https://tvbrasil.ebc.com.br/ultimas?page=3")
+    assert [(i.title, i.url, i.published_at) for i in tv.items] == [
+        ("A rota do café especial no Sul de Minas", TV_URL, brt(2026, 11, 26, 22, 0)),
+        ("Feira de ciências reúne escolas do DF",
+         "https://tvbrasil.ebc.com.br/reporter-brasil/2026/11/feira-de-ciencias", brt(2026, 11, 26)),
+    ]  # "Ver mais" (a nav-classed link in an h3.heading) is not an item
+    assert tv.next_url == "https://tvbrasil.ebc.com.br/ultimas?page=4"  # production asks page + 1 until empty
+    # Past the last page: no items, no next page (not an error); a first page of unknown markup is.
+    empty = parse_ebc_listing('<html><body><p>Nenhum conteúdo</p></body></html>',
+                              "https://agenciabrasil.ebc.com.br/ultimas?page=9")
+    assert empty.items == [] and empty.next_url is None
+    assert parse_ebc_listing('<div class="view view-ultimas"><div class="view-empty"></div></div>',
+                             "https://tvbrasil.ebc.com.br/ultimas").items == []
     with pytest.raises(ScrapeError) as exc:
         parse_ebc_listing(page("listing_unknown.html"), "https://agenciabrasil.ebc.com.br/ultimas")
     assert_category(exc, "html_changed")
 
 
-def test_ebc_articles():
-    url = "https://agenciabrasil.ebc.com.br/economia/noticia/2026-11/ipca-15-desacelera-em-novembro"
-    art = parse_ebc_article(page("ebc_article_agenciabrasil.html"), url)
-    assert art.agency == "agencia-brasil"  # the catalogue key
+def test_ebc_agencia_brasil_article():
+    art = parse_ebc_article(page("ebc_article_agenciabrasil.html"), AB_URL)
+    assert art.agency == "agencia_brasil"  # production's key
     assert art.title == "IPCA-15 desacelera para 0,25% em novembro"
-    assert art.subtitle == "Alimentos e bebidas tiveram a maior queda entre os grupos pesquisados"
-    assert art.category == "Economia" and art.editorial_lead is None
-    assert art.tags == ["Inflação", "IBGE"]
-    assert art.published_at.isoformat() == "2026-11-27T14:30:00-03:00"
+    assert (art.subtitle, art.editorial_lead, art.category) == (None, None, "Notícias")
+    # /tags/ links, case-insensitive duplicates and the menu link dropped
+    assert art.tags == ["IBGE", "Inflação"]
+    assert art.published_at.isoformat() == "2026-11-27T14:30:12-03:00"  # JSON-LD wins over div.data
+    assert art.id_date == "2026-11-27T14:30:12-03:00"
     assert art.updated_at.isoformat() == "2026-11-27T16:05:00-03:00"
-    assert art.image_url == "https://imagens.ebc.com.br/ipca15-mercado.jpg"
+    assert art.image_url == "https://imagens.ebc.com.br/ipca15-mercado.jpg"  # figure data-echo, not og:image
     assert art.video_url == "https://www.youtube.com/embed/abc123XYZ"
-    assert art.content == ("O Índice Nacional de Preços ao Consumidor Amplo 15 (IPCA-15) ficou em 0,25% em novembro, "
-                           "informou nesta quinta-feira o IBGE.\n\nEm outubro, a taxa havia sido de 0,41%.\n\n"
-                           "## Grupos\n\nO grupo alimentação e bebidas recuou 0,12%.")
-    tv = parse_ebc_article(page("ebc_article_tvbrasil.html"),
-                           "https://tvbrasil.ebc.com.br/caminhos-da-reportagem/2026/11/a-rota-do-cafe", "tvbrasil")
-    assert tv.editorial_lead == "Agricultura familiar"
-    assert tv.published_at == brt(2026, 11, 26, 22, 0) and tv.updated_at is None
-    assert tv.video_url == "https://tvbrasil.ebc.com.br/sites/default/files/videos/rota-do-cafe.mp4"
+    assert art.content == (  # no pixel paragraph, no credit line
+        "O Índice Nacional de Preços ao Consumidor Amplo 15 (IPCA-15) ficou em 0,25% em novembro, "
+        "informou nesta quinta-feira o [IBGE](https://agenciabrasil.ebc.com.br/tags/ibge).\n\n"
+        "Em outubro, a taxa havia sido de 0,41%.\n\n"
+        "## Grupos\n\nO grupo alimentação e bebidas recuou 0,12%.")
     with pytest.raises(ScrapeError) as exc:
-        parse_ebc_article(page("article_empty.html"), url)
+        parse_ebc_article(page("article_empty.html"), AB_URL)
     assert_category(exc, "empty_content")
+
+
+def test_ebc_tv_brasil_article():
+    tv = parse_ebc_article(page("ebc_article_tvbrasil.html"), TV_URL)
+    assert tv.agency == "tvbrasil"
+    assert tv.title == "A rota do café especial no Sul de Minas"  # the bare h1
+    assert tv.editorial_lead == "Caminhos da Reportagem"  # h4.txtNoticias a
+    assert tv.published_at == brt(2026, 11, 26, 22, 0) and tv.updated_at is None  # h5 "No AR em"
+    assert tv.id_date == "2026-11-26T22:00:00-03:00"
+    assert tv.video_url == "https://tvbrasil.ebc.com.br/sites/default/files/videos/rota-do-cafe.mp4"
+    assert tv.image_url == "https://tvbrasil.ebc.com.br/sites/default/files/thumbnails/rota-do-cafe.jpg"
+    assert tv.tags == ["café", "agricultura familiar"]
+    assert tv.content == (  # restriction notice, "Clique aqui", "Tags:" dropped
+        "O Caminhos da Reportagem desta semana percorre a Serra da Mantiqueira, onde pequenos "
+        "produtores colhem cafés premiados.\n\nA equipe acompanha a colheita, a secagem e a torra "
+        "em propriedades familiares.")
+    # Production's own test shape: h5 text without the span, h4 without a link.
+    html = """<html><body><h4 class="txtNoticias">Repórter Brasil</h4><h5>No AR em 01/01/2026 - 20:00</h5>
+    <h1>Título da matéria</h1><article><p>Conteúdo do programa exibido hoje.</p></article></body></html>"""
+    plain = parse_ebc_article(html, "https://tvbrasil.ebc.com.br/reporter-brasil/2026/01/x")
+    assert (plain.editorial_lead, plain.id_date) == ("Repórter Brasil", "2026-01-01T20:00:00-03:00")
+    # The local mirror's URLs carry the EBC host in the path; markup alone also tells TV Brasil apart.
+    local = parse_ebc_article(html, "http://127.0.0.1:8090/tvbrasil.ebc.com.br/reporter-brasil/2026/01/x")
+    assert local.agency == "tvbrasil" and local.title == "Título da matéria"
+    by_markup = parse_ebc_article(html, "http://127.0.0.1:8090/x/y", "tvbrasil")
+    assert by_markup.editorial_lead == "Repórter Brasil"
+
+
+@pytest.mark.parametrize("ld, date_div, id_date, published", [
+    # JSON-LD: fromisoformat(...).isoformat(), offset as written (not converted), seconds as written
+    ('{"@type": "NewsArticle", "datePublished": "2026-11-27T17:30:00+00:00"}', "27/11/2026 - 14:30",
+     "2026-11-27T17:30:00+00:00", "2026-11-27T14:30:00-03:00"),
+    ('{"@type": "NewsArticle", "datePublished": "2026-11-27T17:30Z"}', "", "2026-11-27T17:30:00+00:00",
+     "2026-11-27T14:30:00-03:00"),
+    ('[{"@type": "WebPage"}, {"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45.5-03:00"}]', "",
+     "2026-11-27T14:30:45.500000-03:00", "2026-11-27T14:30:45.500000-03:00"),
+    # not read by production: @graph, a list @type, broken JSON -> the page text, fixed -03:00, zero seconds
+    ('{"@graph": [{"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45-03:00"}]}',
+     "27/11/2026 - 14:30",
+     "2026-11-27T14:30:00-03:00", "2026-11-27T14:30:45-03:00"),
+    ('{"@type": ["NewsArticle"], "datePublished": "2026-11-27T14:30:45-03:00"}',
+     "Publicado em 27/11/2026 - 9:05",
+     "2026-11-27T09:05:00-03:00", "2026-11-27T14:30:45-03:00"),
+    ('{"@type": "NewsArticle", "headline": "O "novo" IPCA", "datePublished": "2026-11-27T14:30:45-03:00"}',
+     "27/11/2026 - 14:30", "2026-11-27T14:30:00-03:00", "2026-11-27T14:30:45-03:00"),
+    # text only: date and time, else the date at midnight; the true instant keeps Brasília's history
+    (None, "Publicado em 27/11/2026 - 14:30 Atualizado em 28/11/2026 - 10:00", "2026-11-27T14:30:00-03:00",
+     "2026-11-27T14:30:00-03:00"),
+    (None, "Publicado em 27/11/2026", "2026-11-27T00:00:00-03:00", "2026-11-27T00:00:00-03:00"),
+    (None, "Publicado em 15/01/2018 - 10:00", "2018-01-15T10:00:00-03:00", "2018-01-15T10:00:00-02:00"),
+    (None, "Publicado em 27/11/2026 às 14h30", "2026-11-27T00:00:00-03:00", "2026-11-27T14:30:00-03:00"),
+    (None, "Publicado em 27/11/2026 Atualizado em 28/11/2026 - 10:00", "2026-11-28T10:00:00-03:00",
+     "2026-11-27T00:00:00-03:00"),  # production's with-time pattern matches first, anywhere in the text
+    (None, "", None, None),
+])
+def test_ebc_id_date_follows_production(ld, date_div, id_date, published):
+    head = f'<script type="application/ld+json">{ld}</script>' if ld else ""
+    html = (f'<html><head>{head}</head><body><h1 class="titulo-materia">O novo IPCA</h1>'
+            f'<div class="data">{date_div}</div><div class="conteudo-noticia"><p>Texto da notícia.</p></div>'
+            f'</body></html>')
+    art = parse_ebc_article(html, AB_URL)
+    assert art.id_date == id_date
+    assert (art.published_at.isoformat() if art.published_at else None) == published
+
+
+def test_ebc_tv_brasil_id_date_reads_the_first_h5_only():
+    html = """<html><body><h5>Programação de hoje</h5><h1>Título</h1><h5>No AR em 02/02/2026 - 23:00</h5>
+    <article><p>Texto do programa desta semana.</p></article></body></html>"""
+    art = parse_ebc_article(html, "https://tvbrasil.ebc.com.br/programa/2026/02/x")
+    assert art.published_at == brt(2026, 2, 2, 23, 0)  # ours: the "No AR em" h5
+    # production read the first h5 only: it found no date and stored no row; ours keeps the article,
+    # its id from the Brasília wall clock (the rule for text dates)
+    assert art.id_date == "2026-02-02T23:00:00-03:00"
 
 
 def test_detect_source():
@@ -384,6 +555,12 @@ def test_detect_source():
     assert detect_source("https://agenciabrasil.ebc.com.br/ultimas", "<html></html>") == "ebc"
     assert detect_source("http://127.0.0.1:8080/agenciabrasil/ultimas", page("ebc_listing_agenciabrasil.html")) == "ebc"
     assert detect_source(MEC_NEWS, page("listing_tileitem.html")) == "classic"
+    local = "http://127.0.0.1:8090/agenciabrasil.ebc.com.br/ultimas?page=7"
+    assert detect_source(local, "<html></html>") == "ebc"
+    from dgb.scraper.parsers import default_agency
+    assert default_agency("https://agenciabrasil.ebc.com.br/ultimas") == "agencia_brasil"
+    assert default_agency("http://127.0.0.1:8090/tvbrasil.ebc.com.br/ultimas") == "tvbrasil"
+    assert default_agency(MEC_NEWS) == "mec"
 
 
 def test_lead_image_and_credit_leave_the_body_but_later_images_stay():

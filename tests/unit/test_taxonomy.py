@@ -14,10 +14,13 @@ from dgb.taxonomy import (
     Taxonomy,
     TaxonomyError,
     Theme,
+    load_production_codes,
     load_taxonomy,
+    production_differences,
     themes_rows,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 ALL_FILES_PRESENT = all((DEFAULT_FOLDER / f"{code}.yaml").exists() for code in LEVEL1)
 
 
@@ -72,23 +75,72 @@ def test_codes_and_nesting(shipped: Taxonomy) -> None:
         assert shipped.children(theme.code), f"{theme.code} has no children"
 
 
-def test_production_examples_are_kept(shipped: Taxonomy) -> None:
-    expected = {
-        "01.01": "Política Econômica",
-        "01.01.01": "Política Fiscal",
-        "01.02.02": "Tributação e Impostos",
-        "02.01.03": "Alimentação Escolar",
-        "03.01": "Sistema Único de Saúde (SUS)",
-        "03.01.01": "Atenção Primária",
-        "03.02.01": "Combate à Dengue",
-        "25.01.01": "Minha Casa Minha Vida",
-    }
-    for code, label in expected.items():
-        if code[:2] not in {t.code for t in shipped.level(1)}:
-            continue  # file not written yet
-        theme = shipped.get(code)
-        assert theme is not None and theme.label == label, code
+def test_tree_equals_production_codes(shipped: Taxonomy) -> None:
+    """Codes, labels, parents and sibling order equal production's tree at all three levels.
+
+    Production stores these codes in every article row and portal facet; the facts file is
+    generated from its themes_tree.yaml by scripts/taxonomy_codes.py.
+    """
+    codes = load_production_codes()
+    assert len(codes) == 588 and len({c for c, _ in codes}) == 588
+    assert {c: label for c, label in codes if "." not in c} == LEVEL1
+    assert production_differences(shipped, codes) == []
+    assert [t.code for t in shipped] == [c for c, _ in codes]
+
+
+def test_production_differences_reports_each_kind_of_mismatch(shipped: Taxonomy) -> None:
+    codes = [(t.code, t.label) for t in shipped]
+    assert production_differences(shipped, codes) == []
+    l3 = shipped.level(3)[0]
+    relabelled = [(c, "Outro rótulo" if c == l3.code else label) for c, label in codes]
+    assert any(l3.code in p and "label" in p for p in production_differences(shipped, relabelled))
+    missing = [(c, label) for c, label in codes if c != l3.code]
+    assert any(l3.code in p and "not a production code" in p
+               for p in production_differences(shipped, missing))
+    extra = codes + [(l3.parent_code + ".99", "Nova")]
+    assert any(".99" in p and "missing from our tree" in p for p in production_differences(shipped, extra))
+    siblings = [t.code for t in shipped.children(l3.parent_code)]
+    assert len(siblings) >= 2
+    swapped = {siblings[0]: siblings[1], siblings[1]: siblings[0]}
+    reordered = [(swapped.get(c, c), dict(codes)[swapped.get(c, c)]) for c, _ in codes]
+    assert any("order" in p for p in production_differences(shipped, reordered))
+
+
+def test_production_codes_script_parses_the_tree_format(tmp_path: Path) -> None:
+    """scripts/taxonomy_codes.py reads production's themes_tree.yaml layout and skips 22/23."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("taxonomy_codes", ROOT / "scripts" / "taxonomy_codes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tree = tmp_path / "themes_tree.yaml"
+    tree.write_text(textwrap.dedent("""\
+        01 - Economia e Finanças:
+          01.01 - Política Econômica:
+            - 01.01.01 - Política Fiscal
+            - 01.01.02 -  Autonomia   Econômica
+        22 - Eventos Oficiais e Cerimônias:
+          22.01 - Cerimônias:
+            - 22.01.01 - Posses
+        24 - Minorias e Grupos Especiais:
+          24.01 - Povos Indígenas:
+            - 24.01.01 - Demarcação
+        """), encoding="utf-8")
+    out = tmp_path / "codes.tsv"
+    assert module.main([str(tree), "-o", str(out)]) == 0
+    assert load_production_codes(out) == [
+        ("01", "Economia e Finanças"), ("01.01", "Política Econômica"), ("01.01.01", "Política Fiscal"),
+        ("01.01.02", "Autonomia Econômica"), ("24", "Minorias e Grupos Especiais"),
+        ("24.01", "Povos Indígenas"), ("24.01.01", "Demarcação"),
+    ]
+    tree.write_text("01 - Economia:\n  01.02.03 - Fora do lugar:\n    - 01.02.03.04 - X\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="01.02.03"):
+        module.main([str(tree), "-o", str(out)])
+
+
+def test_shipped_codes_that_agree_with_production_keep_their_labels(shipped: Taxonomy) -> None:
     assert shipped.get("01.01.01").full_name == "Economia e Finanças > Política Econômica > Política Fiscal"
+    assert shipped.get("03.02.01").label == "Combate à Dengue"
 
 
 def test_themes_rows(shipped: Taxonomy) -> None:

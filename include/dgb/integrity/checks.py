@@ -23,6 +23,14 @@ Plone 6 API, EBC) and compared on extracted, normalised fields (``store.changed_
 title, subtitle, content, image), so rotating widgets or markup churn are not changes. The
 page's own updated date (JSON-LD ``dateModified`` / "Atualizado em") is read and reported.
 Anything else (429/5xx after retries, anti-bot, unparsable page, refused URL) -> ``error``.
+
+Moved, not removed (issue 16): a 200 reached through redirect(s) at another URL that parses as
+the same article (not both title and content differ) sets ``moved_to`` (the page's new URL,
+``found_via="redirect"``). A 404/410 of a gov.br (Plone) article is followed by one look-up in
+the agency's Plone 6 search API (``++api++/@search?Title=<title>``); an item with the same
+title and publication day is fetched and compared instead (``found_via="plone6_search"``). A
+``removed`` result is only an answer: the service decides, with more evidence, whether the
+article is really gone (see :mod:`dgb.integrity.evidence`).
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
@@ -146,6 +154,8 @@ class ContentResult:
     article: Article | None = None
     error: str | None = None
     error_category: str | None = None
+    moved_to: str | None = None       # the article answers at this other URL now (redirect / Plone 6)
+    found_via: str | None = None      # "redirect" or "plone6_search" when moved_to is set
 
     @property
     def transient(self) -> bool:
@@ -157,7 +167,8 @@ class ContentResult:
                 "last_modified": self.last_modified,
                 "page_updated_at": self.page_updated_at.isoformat() if self.page_updated_at else None,
                 "date_moved": self.date_moved, "not_modified": self.not_modified, "final_url": self.final_url,
-                "fetched_url": self.fetched_url, "error": self.error, "error_category": self.error_category}
+                "fetched_url": self.fetched_url, "error": self.error, "error_category": self.error_category,
+                "moved_to": self.moved_to, "found_via": self.found_via}
 
 
 def _get(row: Any, key: str, default=None):
@@ -211,6 +222,78 @@ def plone6_api_url(url: str, agency_key: str) -> str | None:
     at = segments.index(agency_key)
     path = "/" + "/".join(segments[: at + 1] + ["++api++"] + segments[at + 1:])
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def page_url(fetched: str) -> str:
+    """The public URL of a fetched page (a Plone 6 API URL without its ``/++api++`` segment)."""
+    parts = urlsplit(fetched)
+    path = parts.path.replace("/++api++/", "/", 1)
+    if path.endswith("/++api++"):
+        path = path[: -len("/++api++")]
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def same_article(changed: list[str]) -> bool:
+    """Is a page found at another URL the same article? Not when both title and content differ
+    (a redirect to a home page or to another article)."""
+    return not {"title", "content"} <= set(changed)
+
+
+def plone6_search_url(url: str, agency_key: str, title: str) -> str | None:
+    """The agency's Plone 6 search for news items titled ``title`` (the agency's site root)."""
+    parts = urlsplit(url)
+    segments = parts.path.strip("/").split("/")
+    if agency_key not in segments or not (title or "").strip():
+        return None
+    at = segments.index(agency_key)
+    path = "/" + "/".join(segments[: at + 1] + ["++api++", "@search"])
+    query = f"portal_type=News%20Item&b_size=10&Title={quote(title.strip())}"
+    return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
+
+
+def _norm_title(text: str | None) -> str:
+    return " ".join((text or "").split()).casefold()
+
+
+def find_plone6_page(fetcher: Fetcher, news_row: Any) -> tuple[str | None, int]:
+    """The public URL of the Plone 6 item with the article's title and publication day, or None;
+    and the bytes the look-up cost. One request; any failure means "not found"."""
+    url, agency_key, title = _get(news_row, "url"), _get(news_row, "agency_key"), _get(news_row, "title")
+    published = _get(news_row, "published_at")
+    search = plone6_search_url(url, agency_key, title)
+    if search is None:
+        return None, 0
+    before = fetcher.stats.bytes
+    try:
+        resp = fetcher.get(search, headers={"Accept": "application/json"}, raise_for_status=False)
+    except ScrapeError:
+        return None, fetcher.stats.bytes - before
+    nbytes = fetcher.stats.bytes - before + wire_bytes(resp) - len(resp.content)
+    if resp.status != 200:
+        return None, nbytes
+    try:
+        import json
+
+        items = json.loads(resp.content).get("items") or []
+    except (ValueError, AttributeError):
+        return None, nbytes
+    want_day = published.date() if isinstance(published, datetime) else None
+    for item in items:
+        if not isinstance(item, dict) or _norm_title(item.get("title")) != _norm_title(title):
+            continue
+        found = item.get("@id")
+        if not isinstance(found, str) or not found or page_url(found) == url:
+            continue
+        effective = item.get("effective") or item.get("created")
+        if want_day is not None and isinstance(effective, str):
+            try:
+                day = datetime.fromisoformat(effective.replace("Z", "+00:00"))
+            except ValueError:
+                day = None
+            if day is not None and abs((day.date() - want_day).days) > 1:
+                continue
+        return page_url(found), nbytes
+    return None, nbytes
 
 
 def parse_page(kind: str, resp: Response, url: str, agency_key: str, published_fallback: datetime | None) -> Article:
@@ -279,7 +362,20 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
                              last_modified=new_lm or last_modified,
                              page_updated_at=_get(state_row, "page_updated_at"), **common)
     if resp.status in (404, 410):
-        return ContentResult("removed", etag=etag, last_modified=last_modified, **common)
+        gone = ContentResult("removed", etag=etag, last_modified=last_modified, **common)
+        if kind == "ebc" or not _lookups_allowed(news_row):
+            return gone
+        found, extra = find_plone6_page(fetcher, news_row)
+        gone.bytes_fetched += extra
+        if found is None:
+            return gone
+        moved = check_content(fetcher, conn, {**_as_dict(news_row), "url": found, "_no_lookup": True}, None)
+        moved.bytes_fetched += gone.bytes_fetched
+        if moved.status not in ("unchanged", "modified") or not same_article(moved.changed_fields):
+            gone.bytes_fetched = moved.bytes_fetched
+            return gone
+        moved.moved_to, moved.found_via = found, "plone6_search"
+        return moved
     if not (200 <= resp.status < 300):
         category = "network_error" if resp.status in (408, 429) or resp.status >= 500 else "url_broken"
         return ContentResult("error", etag=etag, last_modified=last_modified, error=f"HTTP {resp.status}",
@@ -296,6 +392,25 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
     page_updated = art.updated_at
     known_updated = _get(state_row, "page_updated_at") or _get(news_row, "updated_datetime")
     date_moved = bool(page_updated and known_updated and page_updated != known_updated)
+    moved_to = page_url(resp.url) if resp.redirects else None
+    if moved_to == url:
+        moved_to = None
+    if moved_to is not None and not same_article(changed):
+        return ContentResult("error", etag=etag, last_modified=last_modified,
+                             error=f"redirected to {moved_to}, which is not the same article",
+                             error_category="url_broken", **common)
     return ContentResult("modified" if changed else "unchanged", changed_fields=changed, etag=new_etag,
                          last_modified=new_lm, page_updated_at=page_updated, date_moved=date_moved,
-                         article=art, **common)
+                         article=art, moved_to=moved_to, found_via="redirect" if moved_to else None,
+                         **common)
+
+
+def _as_dict(row: Any) -> dict:
+    if isinstance(row, dict):
+        return dict(row)
+    return {k: _get(row, k) for k in ("url", "agency_key", "agency_name", "title", "subtitle", "content",
+                                      "image_url", "published_at", "updated_datetime", "site_kind")}
+
+
+def _lookups_allowed(row: Any) -> bool:
+    return not (isinstance(row, dict) and row.get("_no_lookup"))

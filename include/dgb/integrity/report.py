@@ -4,7 +4,8 @@ Per agency (``integrity_agency_metrics``): modification rate (checked articles w
 recorded modification / checked articles), modification types (title / content / image /
 subtitle change counts), mean time from publication to the first detected modification,
 broken-link rate ((removed + broken image) / checked). Per tier (``integrity_tier_outcomes``):
-check counts and outcomes. Plus the latest change-history rows and open problems.
+check counts and outcomes. Plus the latest change-history rows, open problems and the agencies /
+hosts whose removals a breaker pauses now (``removals_paused``, see :mod:`dgb.integrity.evidence`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
+from dgb.integrity.evidence import tripped_breakers
 from dgb.integrity.service import OUTCOMES
 from dgb.integrity.tiers import Schedule
 
@@ -49,6 +51,7 @@ def integrity_report(conn, *, recent: int = 20, schedule: Schedule | None = None
                               " WHEN removed_at IS NOT NULL THEN 'removed' ELSE 'failing_checks' END) AS problem,"
                               " count(*)::bigint AS articles FROM integrity_problems GROUP BY 1 ORDER BY 1")
     conn.commit()
+    paused = tripped_breakers(conn)
     tiers = []
     by_tier: dict[str, list[dict]] = {}
     for r in tier_rows:
@@ -87,6 +90,8 @@ def integrity_report(conn, *, recent: int = 20, schedule: Schedule | None = None
         "modified_articles": modified,
         "broken_articles": broken,
         "removed_articles": sum(a["removed_articles"] for a in agencies),
+        "suspect_articles": sum(a["suspect_articles"] for a in agencies),
+        "moved_articles": sum(a["moved_articles"] for a in agencies),
         "image_broken_articles": sum(a["image_broken_articles"] for a in agencies),
         "checks": sum(t["checks"] for t in tiers),
         "modification_rate": round(modified / checked, 4) if checked else None,
@@ -105,6 +110,7 @@ def integrity_report(conn, *, recent: int = 20, schedule: Schedule | None = None
         "tiers": tiers,
         "problems": {r["problem"]: int(r["articles"]) for r in problems},
         "recent_changes": recent_rows,
+        "removals_paused": paused,
     }
 
 
@@ -120,9 +126,15 @@ def format_table(report: dict[str, Any]) -> str:
     lines.append(f"articles {t['articles']}  checked {t['checked_articles']}  modified {t['modified_articles']}"
                  f" ({_pct(t['modification_rate'])})  broken {t['broken_articles']} ({_pct(t['broken_link_rate'])})"
                  f"  checks {t['checks']}")
+    for b in report.get("removals_paused") or []:
+        lines.append(f"REMOVALS PAUSED for {b['scope']} {b['key']} since {b['tripped_at']}: {b['reason']}")
+    if report.get("removals_paused"):
+        lines.append("(removals paused: gone answers there only mark articles suspect_removed until the"
+                     " breaker clears)")
     lines.append("")
     head = f"{'agency':<28} {'checked':>8} {'modified':>8} {'mod.rate':>8} {'title':>6} {'content':>7} " \
-           f"{'image':>6} {'h->1st mod':>10} {'removed':>7} {'img.brk':>7} {'brk.rate':>8}"
+           f"{'image':>6} {'h->1st mod':>10} {'removed':>7} {'suspect':>7} {'moved':>6} {'img.brk':>7} " \
+           f"{'brk.rate':>8}"
     lines += [head, "-" * len(head)]
     for a in report["agencies"]:
         hours = a["mean_hours_to_first_modification"]
@@ -130,6 +142,7 @@ def format_table(report: dict[str, Any]) -> str:
             f"{a['agency_key'][:28]:<28} {a['checked_articles']:>8} {a['modified_articles']:>8} "
             f"{_pct(a['modification_rate']):>8} {a['title_changes']:>6} {a['content_changes']:>7} "
             f"{a['image_changes']:>6} {('-' if hours is None else f'{hours:.1f}'):>10} {a['removed_articles']:>7} "
+            f"{a['suspect_articles']:>7} {a['moved_articles']:>6} "
             f"{a['image_broken_articles']:>7} {_pct(a['broken_link_rate']):>8}")
     lines.append("")
     head = f"{'tier':<8} {'label':<12} {'every':>8} {'checks':>8} " + " ".join(f"{o:>12}" for o in OUTCOMES)

@@ -7,14 +7,21 @@ One check (:func:`check_article`):
    the row, writes one ``news_update_history`` row per changed field, bumps the version, resets
    the downstream stage state (theme, summary, embedding) and enqueues a ``dgb.news.scraped``
    event in the outbox, in one transaction, so enrichment, embedding and indexing follow;
-3. the image (skipped for a removed article), HEAD then GET+Range;
-4. flags: removed (404/410) -> ``news.removed_at``, ``problem='removed'``; broken image ->
-   ``image_broken``, ``problem='image_broken'`` (unless a problem is already set); recoveries
-   clear them. A flag change sets ``indexed_version = NULL`` so the index stage, which builds
-   documents whole from PostgreSQL (and deletes removed ones), re-syncs the row; nothing else
-   is enqueued;
-5. ``integrity_state`` (tier, next due time, validators, statuses, consecutive failures), one
-   ``integrity_checks`` row and the ``integrity_daily`` roll-up, in one transaction.
+3. moved (issue 16): the article answered at another URL (a redirect, or the agency's Plone 6
+   search found it) -> ``news.url`` is updated and one ``news_update_history`` row
+   (``field_changed='url'``) recorded, before a modified article is saved; outcome ``moved``;
+4. the image (skipped when the page answered 404/410), HEAD then GET+Range;
+5. flags, weighed by :mod:`dgb.integrity.evidence`: a 404/410 makes the article
+   ``suspect_removed`` (still indexed); only a confirmed removal (the gone answer again after
+   the delay, removals not paused by the agency's or host's breaker) sets ``news.removed_at``,
+   ``problem='removed'``. Broken image -> ``image_broken``, ``problem='image_broken'`` (unless a
+   problem is already set); normal answers clear them (``restored``). A change of what the
+   index shows sets ``indexed_version = NULL`` so the index stage, which builds documents whole
+   from PostgreSQL (and deletes removed ones), re-syncs the row: a restored article is re-added
+   through that normal path; nothing else is enqueued;
+6. ``integrity_state`` (tier, next due time, validators, statuses, consecutive failures, the
+   gone streak), one ``integrity_checks`` row and the ``integrity_daily`` roll-up, and the
+   breakers, in one transaction.
 
 A transient failure (429/503 after backoff, timeout, anti-bot) is outcome ``error``: the stored
 ETag/Last-Modified, flags and article are kept, ``consecutive_failures`` grows and the next
@@ -39,20 +46,21 @@ from psycopg.rows import dict_row
 from dgb.db import transaction
 from dgb.fetch import Fetcher
 from dgb.integrity.checks import ContentResult, ImageResult, check_content, check_image
+from dgb.integrity.evidence import BreakerChange, Evidence, RemovalPolicy, evaluate_breakers, host_of, weigh
 from dgb.integrity.policy import current_unique_id
 from dgb.integrity.tiers import Schedule, assign_tiers, due_articles
 from dgb.scraper import store
 
 log = logging.getLogger("dgb.integrity")
 
-OUTCOMES = ("unchanged", "modified", "removed", "image_broken", "error")
+OUTCOMES = ("unchanged", "modified", "moved", "suspect_removed", "removed", "image_broken", "error")
 
 LOAD_SQL = """
 SELECT n.id, n.unique_id, n.agency_key, n.agency_name, n.url, n.title, n.subtitle, n.content, n.image_url,
        n.published_at, n.updated_datetime, n.removed_at, n.image_broken, n.problem,
        a.site_kind,
        s.news_id AS state_news_id, s.tier, s.etag, s.last_modified, s.page_updated_at, s.checks,
-       s.image_status, s.content_status, s.consecutive_failures
+       s.image_status, s.content_status, s.consecutive_failures, s.gone_since, s.gone_checks, s.gone_status
 FROM news n
 LEFT JOIN agencies a ON a.key = n.agency_key
 LEFT JOIN integrity_state s ON s.news_id = n.id
@@ -73,7 +81,8 @@ class CheckResult:
     outcome: str
     content: ContentResult
     image: ImageResult | None
-    flags: list[str] = field(default_factory=list)      # flag changes made: removed, restored, image_broken, image_ok
+    # flag changes made: suspect_removed, removed, restored, moved, image_broken, image_ok
+    flags: list[str] = field(default_factory=list)
     history_rows: int = 0
     event_enqueued: bool = False
     next_due_at: datetime | None = None
@@ -81,6 +90,10 @@ class CheckResult:
     bytes_fetched: int = 0
     duration_ms: int = 0
     error: str | None = None
+    evidence: Evidence | None = None                     # the gone streak, after a 404/410
+    paused_by: tuple[str, ...] = ()                      # tripped breakers ("agency:mec", "host:...")
+    breaker_changes: list[BreakerChange] = field(default_factory=list)
+    moved_from: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +103,12 @@ class CheckResult:
             "next_due_at": self.next_due_at.isoformat() if self.next_due_at else None,
             "consecutive_failures": self.consecutive_failures, "bytes_fetched": self.bytes_fetched,
             "duration_ms": self.duration_ms, "error": self.error,
+            "evidence": None if self.evidence is None else {
+                "since": self.evidence.since.isoformat(), "checks": self.evidence.checks,
+                "confirmed": self.evidence.confirmed,
+                "confirm_after": self.evidence.confirm_after.isoformat()},
+            "paused_by": list(self.paused_by), "breaker_changes": [c.as_dict() for c in self.breaker_changes],
+            "moved_from": self.moved_from,
         }
 
 
@@ -104,8 +123,11 @@ def load_article(conn, unique_id: str) -> dict:
 
 
 def _outcome(content: ContentResult, image: ImageResult | None) -> str:
+    """The outcome without the removal decision (a gone answer is weighed in :func:`_record`)."""
     if content.status == "removed":
         return "removed"
+    if content.moved_to:
+        return "moved"
     if content.status == "modified":
         return "modified"
     if image is not None and image.broken:
@@ -116,20 +138,27 @@ def _outcome(content: ContentResult, image: ImageResult | None) -> str:
 
 
 def check_article(conn, fetcher: Fetcher, unique_id: str, *, schedule: Schedule | None = None,
-                  now: datetime | None = None) -> CheckResult:
-    """Fully check one article now (content, then image) and record everything."""
+                  now: datetime | None = None, policy: RemovalPolicy | None = None) -> CheckResult:
+    """Fully check one article now (content, then image) and record everything. ``now`` is the
+    check's time as recorded (a controllable clock for tests and replays)."""
     schedule = schedule or Schedule.from_env()
+    policy = policy or RemovalPolicy.from_env()
     token = current_unique_id.set(unique_id)
     t0 = time.monotonic()
     try:
         row = load_article(conn, unique_id)
         content = check_content(fetcher, conn, row, row if row["state_news_id"] is not None else None)
-        history_rows, event, save_error = 0, False, None
+        checked_at = now or datetime.now(timezone.utc)
+        history_rows, event, save_error, moved_from = 0, False, None, None
+        if content.moved_to and content.status in ("unchanged", "modified"):
+            moved_from = _move_url(conn, row, content, checked_at)
+            history_rows += 1 if moved_from else 0
         if content.status == "modified" and content.article is not None:
             try:
+                content.article.url = row["url"]
                 saved = store.save_articles(conn, row["agency_key"], row["agency_name"], [content.article],
                                             source="integrity")
-                history_rows, event = saved.history_rows, bool(saved.updated)
+                history_rows, event = history_rows + saved.history_rows, bool(saved.updated)
             except Exception as exc:  # noqa: BLE001 - recorded as this check's error, state kept
                 conn.rollback()
                 save_error = f"saving the modified article failed: {exc!r}"
@@ -143,38 +172,76 @@ def check_article(conn, fetcher: Fetcher, unique_id: str, *, schedule: Schedule 
             image_url = content.article.image_url if content.article is not None else row["image_url"]
             image = check_image(fetcher, image_url)
         outcome = _outcome(content, image)
-        checked_at = now or datetime.now(timezone.utc)
         result = _record(conn, row, content, image, outcome, schedule, checked_at,
-                         int((time.monotonic() - t0) * 1000))
-        result.history_rows, result.event_enqueued = history_rows, event
+                         int((time.monotonic() - t0) * 1000), policy)
+        result.history_rows, result.event_enqueued, result.moved_from = history_rows, event, moved_from
+        if moved_from:
+            result.flags.append("moved")
         _log_result(result)
         return result
     finally:
         current_unique_id.reset(token)
 
 
-def _flag_updates(row: dict, content: ContentResult, image: ImageResult | None) -> list[tuple[str, str]]:
-    """(flag, SQL assignment list) for every flag change this check makes."""
+def _move_url(conn, row: dict, content: ContentResult, now: datetime) -> str | None:
+    """Point the article at the URL it answers at now, with one history row; returns the old URL
+    (None when another article of the agency already has the new URL: nothing is changed)."""
+    new_url, old_url = content.moved_to, row["url"]
+    with transaction(conn) as cur:
+        cur.execute("SELECT unique_id FROM news WHERE agency_key = %s AND url = %s AND id <> %s",
+                    (row["agency_key"], new_url, row["id"]))
+        taken = cur.fetchone()
+        if taken is not None:
+            log.warning("integrity unique_id=%s moved to %s, but article %s already has that URL; URL kept",
+                        row["unique_id"], new_url, taken[0])
+            content.moved_to = None
+            return None
+        cur.execute("UPDATE news SET url = %s, updated_at = %s, indexed_version = NULL WHERE id = %s",
+                    (new_url, now, row["id"]))
+        cur.execute("INSERT INTO news_update_history (news_id, field_changed, old_value, new_value, source,"
+                    " detected_at) VALUES (%s, 'url', %s, %s, 'integrity', %s)",
+                    (row["id"], old_url, new_url, now))
+    log.info("integrity unique_id=%s outcome=moved from=%s to=%s via=%s", row["unique_id"], old_url, new_url,
+             content.found_via)
+    row["url"] = new_url
+    return old_url
+
+
+RESTORE_SQL = ("removed_at = NULL, problem_at = %(now)s, problem = CASE WHEN problem IN ('removed',"
+               " 'suspect_removed') THEN (CASE WHEN image_broken THEN 'image_broken' END) ELSE problem END")
+
+
+def _flag_updates(row: dict, content: ContentResult, image: ImageResult | None,
+                  evidence: Evidence | None) -> list[tuple[str, str, bool]]:
+    """(flag, SQL assignment list, whether the index must re-sync) for every flag change."""
     out = []
-    if content.status == "removed":
-        if row["removed_at"] is None or row["problem"] != "removed":
+    if content.status == "removed" and evidence is not None:
+        if evidence.confirmed and (row["removed_at"] is None or row["problem"] != "removed"):
             out.append(("removed", "removed_at = coalesce(removed_at, %(now)s), problem = 'removed',"
-                                   " problem_at = %(now)s"))
-    elif row["removed_at"] is not None and content.status in ("unchanged", "modified"):
-        out.append(("restored", "removed_at = NULL, problem_at = %(now)s, problem = CASE WHEN problem = 'removed'"
-                                " THEN (CASE WHEN image_broken THEN 'image_broken' END) ELSE problem END"))
+                                   " problem_at = %(now)s", True))
+        elif not evidence.confirmed and row["removed_at"] is None and row["problem"] != "suspect_removed":
+            out.append(("suspect_removed", "problem_at = %(now)s, problem = CASE WHEN problem IS NULL OR"
+                                           " problem = 'image_broken' THEN 'suspect_removed' ELSE problem END",
+                        False))
+    elif content.status in ("unchanged", "modified"):
+        if row["removed_at"] is not None:
+            out.append(("restored", RESTORE_SQL, True))
+        elif row["problem"] == "suspect_removed":
+            out.append(("restored", RESTORE_SQL, False))
     if image is not None:
         if image.broken and not row["image_broken"]:
             out.append(("image_broken", "image_broken = true, problem_at = CASE WHEN problem IS NULL THEN %(now)s"
-                                        " ELSE problem_at END, problem = coalesce(problem, 'image_broken')"))
+                                        " ELSE problem_at END, problem = coalesce(problem, 'image_broken')", True))
         elif image.status in ("ok", "redirect", "no_image") and row["image_broken"]:
             out.append(("image_ok", "image_broken = false, problem = CASE WHEN problem = 'image_broken' THEN NULL"
-                                    " ELSE problem END"))
+                                    " ELSE problem END", True))
     return out
 
 
 def _record(conn, row: dict, content: ContentResult, image: ImageResult | None, outcome: str,
-            schedule: Schedule, now: datetime, duration_ms: int) -> CheckResult:
+            schedule: Schedule, now: datetime, duration_ms: int,
+            policy: RemovalPolicy | None = None) -> CheckResult:
+    policy = policy or RemovalPolicy.from_env()
     failed = outcome == "error" or content.transient or (image is not None and image.transient)
     failures = (row["consecutive_failures"] or 0) + 1 if failed else 0
     tier = schedule.tier_for(row["published_at"], now).name
@@ -185,35 +252,53 @@ def _record(conn, row: dict, content: ContentResult, image: ImageResult | None, 
         etag, last_modified = row["etag"], row["last_modified"]
     errors = [e for e in (content.error, image.error if image is not None and image.transient else None) if e]
     last_error = "; ".join(errors)[:2000] or None
-    flags = _flag_updates(row, content, image)
     nbytes = content.bytes_fetched + (image.bytes_fetched if image is not None else 0)
+    host = host_of(row["url"])
+    gone_since, gone_status = row.get("gone_since"), row.get("gone_status")
+    gone_checks = row.get("gone_checks") or 0
     with transaction(conn) as cur:
-        for _, assignments in flags:
-            cur.execute(f"UPDATE news SET {assignments}, indexed_version = NULL WHERE id = %(id)s",
-                        {"now": now, "id": row["id"]})
+        paused_by, changes = evaluate_breakers(cur, row["agency_key"], host, content.http_status, now, policy)
+        evidence = None
+        if content.status == "removed":
+            evidence = weigh(gone_since, gone_checks, content.http_status, now, policy, paused_by)
+            gone_since, gone_checks, gone_status = evidence.since, evidence.checks, content.http_status
+            if row["removed_at"] is None and not evidence.confirmed:
+                outcome = "suspect_removed"
+                if evidence.confirm_after > now:   # look again as soon as the evidence can be complete
+                    next_due = min(next_due, evidence.confirm_after)
+        elif content.status in ("unchanged", "modified"):
+            gone_since, gone_checks, gone_status = None, 0, None
+        flags = _flag_updates(row, content, image, evidence)
+        for _, assignments, reindex in flags:
+            cur.execute(f"UPDATE news SET {assignments}{', indexed_version = NULL' if reindex else ''}"
+                        " WHERE id = %(id)s", {"now": now, "id": row["id"]})
         cur.execute(
             "INSERT INTO integrity_state (news_id, tier, last_checked_at, next_due_at, checks, etag, last_modified,"
-            " page_updated_at, image_status, content_status, http_status, consecutive_failures, last_error)"
+            " page_updated_at, image_status, content_status, http_status, consecutive_failures, last_error,"
+            " gone_since, gone_checks, gone_status)"
             " VALUES (%(id)s, %(tier)s, %(now)s, %(due)s, 1, %(etag)s, %(lm)s, %(pu)s, %(img)s, %(cs)s, %(http)s,"
-            " %(fails)s, %(err)s)"
+            " %(fails)s, %(err)s, %(gsince)s, %(gchecks)s, %(gstatus)s)"
             " ON CONFLICT (news_id) DO UPDATE SET tier = EXCLUDED.tier, last_checked_at = EXCLUDED.last_checked_at,"
             " next_due_at = EXCLUDED.next_due_at, checks = integrity_state.checks + 1, etag = EXCLUDED.etag,"
             " last_modified = EXCLUDED.last_modified,"
             " page_updated_at = coalesce(EXCLUDED.page_updated_at, integrity_state.page_updated_at),"
             " image_status = coalesce(EXCLUDED.image_status, integrity_state.image_status),"
             " content_status = EXCLUDED.content_status, http_status = EXCLUDED.http_status,"
-            " consecutive_failures = EXCLUDED.consecutive_failures, last_error = EXCLUDED.last_error",
+            " consecutive_failures = EXCLUDED.consecutive_failures, last_error = EXCLUDED.last_error,"
+            " gone_since = EXCLUDED.gone_since, gone_checks = EXCLUDED.gone_checks,"
+            " gone_status = EXCLUDED.gone_status",
             {"id": row["id"], "tier": tier, "now": now, "due": next_due, "etag": etag, "lm": last_modified,
              "pu": content.page_updated_at, "img": image.status if image is not None else None,
-             "cs": content.status, "http": content.http_status, "fails": failures, "err": last_error},
+             "cs": content.status, "http": content.http_status, "fails": failures, "err": last_error,
+             "gsince": gone_since, "gchecks": gone_checks, "gstatus": gone_status},
         )
         cur.execute(
             "INSERT INTO integrity_checks (news_id, agency_key, tier, checked_at, outcome, content_status,"
-            " image_status, http_status, bytes, changed_fields, duration_ms, error)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " image_status, http_status, bytes, changed_fields, duration_ms, error, host)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (row["id"], row["agency_key"], tier, now, outcome, content.status,
              image.status if image is not None else None, content.http_status, nbytes,
-             list(content.changed_fields), duration_ms, last_error),
+             list(content.changed_fields), duration_ms, last_error, host),
         )
         cur.execute(
             "INSERT INTO integrity_daily (day, tier, agency_key, outcome, checks, bytes)"
@@ -222,10 +307,13 @@ def _record(conn, row: dict, content: ContentResult, image: ImageResult | None, 
             " bytes = integrity_daily.bytes + EXCLUDED.bytes",
             (now.astimezone(timezone.utc).date(), tier, row["agency_key"], outcome, nbytes),
         )
+    if outcome == "suspect_removed" and paused_by:
+        log.info("integrity unique_id=%s removal paused by %s", row["unique_id"], ",".join(paused_by))
     return CheckResult(unique_id=row["unique_id"], news_id=row["id"], agency_key=row["agency_key"], tier=tier,
-                       outcome=outcome, content=content, image=image, flags=[f for f, _ in flags],
+                       outcome=outcome, content=content, image=image, flags=[f for f, _, _ in flags],
                        next_due_at=next_due, consecutive_failures=failures, bytes_fetched=nbytes,
-                       duration_ms=duration_ms, error=last_error)
+                       duration_ms=duration_ms, error=last_error, evidence=evidence, paused_by=paused_by,
+                       breaker_changes=changes)
 
 
 def _log_result(r: CheckResult) -> None:
@@ -337,19 +425,26 @@ class TierRunSummary:
     seconds: float = 0.0
     skipped_backlog: bool = False
     note: str | None = None
+    breaker_changes: list[BreakerChange] = field(default_factory=list)
+    paused: Counter = field(default_factory=Counter)     # suspect articles whose removal a breaker paused
 
     def as_dict(self) -> dict[str, Any]:
         return {"tier": self.tier, "due": self.due, "checked": self.checked, "placed": self.placed,
                 "outcomes": {o: self.outcomes.get(o, 0) for o in OUTCOMES}, "bytes_fetched": self.bytes_fetched,
-                "seconds": round(self.seconds, 3), "skipped_backlog": self.skipped_backlog, "note": self.note}
+                "seconds": round(self.seconds, 3), "skipped_backlog": self.skipped_backlog, "note": self.note,
+                "breaker_changes": [c.as_dict() for c in self.breaker_changes],
+                "removals_paused": dict(self.paused)}
 
 
 def run_tier(conn, fetcher: Fetcher, tier: str, limit: int | None = None, backlog_threshold: int | None = None,
              *, schedule: Schedule | None = None, outbox_max_age_s: float | None = None,
              max_seconds: float | None = None, on_result: Callable[[CheckResult], None] | None = None,
-             recheck_every: int = 50) -> TierRunSummary:
-    """Check the tier's due articles (at most ``limit``), yielding when the pipeline is behind."""
+             recheck_every: int = 50, policy: RemovalPolicy | None = None,
+             clock: Callable[[], datetime] | None = None) -> TierRunSummary:
+    """Check the tier's due articles (at most ``limit``), yielding when the pipeline is behind.
+    ``clock`` (default: the wall clock) dates the due set and every check."""
     schedule = schedule or Schedule.from_env()
+    policy = policy or RemovalPolicy.from_env()
     schedule.tier(tier)  # unknown tier -> KeyError now
     limit = schedule.batch_size if limit is None else limit
     summary = TierRunSummary(tier=tier)
@@ -359,8 +454,9 @@ def run_tier(conn, fetcher: Fetcher, tier: str, limit: int | None = None, backlo
         summary.skipped_backlog, summary.note = True, f"skipped_backlog: {reason}"
         log.info("integrity tier=%s outcome=skipped_backlog %s", tier, reason)
         return summary
-    summary.placed = assign_tiers(conn, schedule)
-    due = due_articles(conn, tier, limit)
+    now = clock() if clock is not None else None
+    summary.placed = assign_tiers(conn, schedule, now)
+    due = due_articles(conn, tier, limit, now)
     summary.due = len(due)
     for i, item in enumerate(due):
         if max_seconds is not None and time.monotonic() - t0 > max_seconds:
@@ -373,7 +469,8 @@ def run_tier(conn, fetcher: Fetcher, tier: str, limit: int | None = None, backlo
                 log.info("integrity tier=%s outcome=skipped_backlog %s after %d checks", tier, reason, i)
                 break
         try:
-            result = check_article(conn, fetcher, item.unique_id, schedule=schedule)
+            result = check_article(conn, fetcher, item.unique_id, schedule=schedule, policy=policy,
+                                   now=clock() if clock is not None else None)
         except ArticleNotFound:
             continue
         except Exception as exc:  # noqa: BLE001 - one article's failure must not stop the tier
@@ -385,6 +482,9 @@ def run_tier(conn, fetcher: Fetcher, tier: str, limit: int | None = None, backlo
         summary.checked += 1
         summary.outcomes[result.outcome] += 1
         summary.bytes_fetched += result.bytes_fetched
+        summary.breaker_changes.extend(result.breaker_changes)
+        if result.outcome == "suspect_removed" and result.paused_by:
+            summary.paused.update(result.paused_by)
         if on_result is not None:
             try:
                 on_result(result)

@@ -32,6 +32,7 @@ Control API (loopback clients only, JSON in and out):
 ``GET /_control/state``; ``POST /_control/publish`` (article object -> 201 with ``url``);
 ``POST /_control/edit`` ``{"agency", "slug", "title"?, "content"?, "subtitle"?, "image_url"?}``;
 ``POST /_control/remove`` ``{"agency", "slug", "status"?: 404|410}``;
+``POST /_control/move`` ``{"agency", "slug", "new_slug", "redirect"?: true}`` (old URL: 301, or 404);
 ``POST /_control/fault`` (one fault, or ``{"clear": true}``); ``POST /_control/tick`` (one
 tick now); ``POST /_control/reset`` (corpus state, faults back to the startup file's).
 """
@@ -347,6 +348,10 @@ class MirrorHandler(BaseHTTPRequestHandler):
             if name == "remove":
                 site.remove(data.get("agency", ""), data.get("slug") or data.get("url_slug", ""), data.get("status"))
                 return Response.json({"removed": f"{data.get('agency')}/{data.get('slug') or data.get('url_slug')}"})
+            if name == "move":
+                a = site.move(data.get("agency", ""), data.get("slug", ""), data.get("new_slug", ""),
+                              redirect=bool(data.get("redirect", True)))
+                return Response.json({"agency": a.agency, "slug": a.slug, "url": site.article_url(base, a)})
             if name == "fault":
                 if data.get("clear"):
                     faults.clear()

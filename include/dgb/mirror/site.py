@@ -10,7 +10,8 @@ absolute ``B/<host>/...`` URL, external hosts included, so nothing leaves the mi
 ``B/www.gov.br/<agency>[/pt-br]``                                     portal home (links to listing)
 ``B/www.gov.br/<agency>/<listing>?b_start:int=N``                     classic listing, 30 a page
 ``B/www.gov.br/<agency>/<listing>/<slug>``                            classic article
-``B/www.gov.br/<agency>/++api++/<listing>/@search?...``               Plone 6 search JSON
+``B/www.gov.br/<agency>/++api++[/<listing>]/@search?...``             Plone 6 search JSON (``Title=``
+                                                                      filters on title words)
 ``B/www.gov.br/<agency>/++api++/<listing>/<slug>``                    Plone 6 item JSON
 ``.../resolveuid/<uid>[/@@images/image]``, ``.../<slug>/@@images/..``  JPEG (unknown uid: 404)
 ``.../imagens/...``, any path ending .jpg/.jpeg/.png/.gif              JPEG / PNG
@@ -35,7 +36,8 @@ registry agencies so every fallback is always served). Every item has its date a
 * ``div.entries``: ``div.entries > article.entry`` with ``span.subtitle``,
   ``h3.entry-title > a.url``, ``p.description``, ``span.documentByLine`` "DD/MM/YYYY - HHhMM";
 * ``div.item``: ``div#content-core > div.item`` with ``span.subtitle``, ``h2 > a``,
-  ``p.description``, ``p.byline`` "Publicado em DD/MM/YYYY HHhMM".
+  ``p.description``, ``p.byline`` "Publicado em DD/MM/YYYY HHhMM"; the first ``div.item`` is a
+  menu block (``a.btn`` "Menu", ``a.button`` "Clique Aqui") that is not a news item.
 
 Next page: ``ul.paginacao.listingBar li a.proximo`` (``?b_start:int=N``). Outside
 ``div#content-core``: portal menu, breadcrumbs, a "Compartilhe:" block and a footer.
@@ -50,20 +52,35 @@ Article variants (``article_variant``; v = md5("<agency>/<slug>") as int):
 * lead image (when the article has ``image_url``): ``(v // 20) % 2`` 0 = relative
   ``resolveuid/<uid>/@@images/image``, 1 = absolute ``B/www.gov.br/<agency>/resolveuid/...``;
 * YouTube iframe (``B/www.youtube.com/embed/<id>``) when ``(v // 40) % 5 == 0``;
-* Plone JSON body: ``(v // 200) % 3 == 0`` one ``text`` block with the whole HTML, else one
-  ``slate`` block per paragraph / heading / list (after a ``title`` block).
+* Plone JSON body (``(v // 200) % 8``; the shapes real Plone 6 sites serve, none losing text): 0 one
+  ``text`` block whose ``text`` is an HTML string, 1 one ``textBlock`` per paragraph with a plain
+  string, 2 no text blocks but the item's ``text`` RichText ``{"data": html, "content-type": ...}``,
+  3 no text blocks but ``text`` as a plain string, 4-7 one ``slate`` block per paragraph / heading /
+  list (``value`` and ``plaintext``); always after a ``title`` block. ``effective``/``modified``
+  are UTC with ``+00:00``, as the Plone REST API writes them.
 
-EBC markup: exactly the contract in the docstring of ``dgb/scraper/ebc.py``. Listing
-``div.view-ultimas > div.view-content > div.views-row`` (optional ``div.imagem img``,
-``span.chapeu``, ``div.resumo``; ``h2 > a[href]``; ``span.date`` "27/11/2026 - 14:30"), pager
-``ul.pager li.pager-next a`` (``?page=N``, first page 0). Article: og:image, JSON-LD NewsArticle
-(same present/malformed/absent variants), ``article.node-materia`` with ``div.editoria a``,
-``h1.titulo-materia``, ``div.linha-fina``, ``div.autor``, ``div.post-date`` "Publicado em
-27/11/2026 - 14:30" (+ ``span.atualizado`` once edited), ``figure.imagem-destaque img``,
-``div.conteudo-materia`` (p/h2/ul, optional YouTube iframe, ``div.compartilhar``), ``div.tags a``.
-Each EBC host shows its own articles
-(agency keys whose registry URL is on that host; defaults ``agencia-brasil``/``tv-brasil``) plus
-12 corpus articles republished under that key.
+EBC pages follow the real sites' markup documented in ``dgb/scraper/ebc.py`` (``?page=N`` from 0,
+10 a page; a page past the last has no items):
+
+* Agência Brasil listing: ``div.post-item`` cards, each an ``a.capa-noticia`` link to
+  ``/<section>/noticia/<YYYY-MM>/<slug>`` wrapping a lazy image (``data-echo`` + ``loading_v2.gif``),
+  ``span.chapeu`` and ``h4`` title, then ``div.data`` "27/11/2026 - 14:30" and a second
+  ``a.capa-noticia btn`` "Leia mais" to the same URL; ``ul.pagination`` page links. Article:
+  og:image, JSON-LD NewsArticle (present/malformed/absent as on gov.br), ``h1.titulo-materia``,
+  ``div.autor-noticia``, ``div.data`` "Publicado em 27/11/2026 - 14:30" (+ " Atualizado em ..."
+  once edited), ``figure`` image (``(v // 1600) % 3``: ``data-echo``, ``noscript`` copy, plain
+  ``src``), ``div.conteudo-noticia`` (p/h2/ul, optional YouTube iframe, a tracking-pixel
+  paragraph, sometimes a "*Com informações da ..." credit line), ``div.row-tags`` ``/tags/`` links.
+* TV Brasil listing: ``div.view-ultimas`` ``div.views-row`` with ``h3.heading a``, an image and
+  ``span.date-display-single``; ``ul.pager``. Article: ``h4.txtNoticias a`` (the programme: the
+  article's category, else "Repórter Brasil"), a bare ``h1``, ``h5`` "No AR em" with the date in
+  ``span.date-display-single`` or as plain text (``(v // 4800) % 2``), a ``video`` mp4 source
+  when the video variant is on, ``article`` paragraphs followed by the "*Restrição de uso",
+  "Clique aqui para saber" and "Tags: ..." notices.
+
+Each EBC host shows its own articles (agency keys whose registry URL is on that host; defaults
+production's keys ``agencia_brasil``/``tvbrasil``) plus 12 corpus articles republished under that
+key.
 """
 
 from __future__ import annotations
@@ -97,12 +114,15 @@ EXTRA_ENV = "DGB_MIRROR_EXTRA"
 PAGE_SIZE = 30
 EBC_PAGE_SIZE = 10
 EBC_REUSED = 12
-EBC_DEFAULTS = {"agenciabrasil.ebc.com.br": "agencia-brasil", "tvbrasil.ebc.com.br": "tv-brasil"}
+# Production's agency keys for the EBC hosts (when the agency catalogue names none).
+EBC_DEFAULTS = {"agenciabrasil.ebc.com.br": "agencia_brasil", "tvbrasil.ebc.com.br": "tvbrasil"}
+TV_BRASIL = "tvbrasil.ebc.com.br"
 EBC_NAMES = {"agenciabrasil.ebc.com.br": "Agência Brasil", "tvbrasil.ebc.com.br": "TV Brasil"}
+PLONE_BODIES = ("text_html", "textblock_plain", "item_text_rich", "item_text_plain")
 SHAPES = ("tileItem", "ul.noticias", "div.entries", "div.item")
 # Registry agencies pinned to a fallback shape so the stack always meets every shape.
 FIXED_SHAPES = {"mds": "ul.noticias", "mma": "div.entries", "turismo": "div.item", "mec": "tileItem"}
-KEY_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+KEY_RE = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")  # production's keys may hold "_" (agencia_brasil)
 _IMAGE_EXT = (".jpg", ".jpeg", ".png", ".gif")
 
 
@@ -345,6 +365,7 @@ class Article:
     tags: tuple[str, ...] = ()
     image_url: str | None = None
     source: str = "corpus"  # corpus | control | extra | ebc-reuse | held
+    origin_slug: str | None = None  # the slug it was created under (kept by a move, as Plone keeps UIDs)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -352,19 +373,20 @@ class Article:
 
     @property
     def uid(self) -> str:
-        return hashlib.md5(f"{self.agency}/{self.slug}".encode()).hexdigest()
+        return hashlib.md5(f"{self.agency}/{self.origin_slug or self.slug}".encode()).hexdigest()
 
     @property
     def image_uid(self) -> str | None:
         if not self.image_url:
             return None
-        return hashlib.md5(f"{self.agency}/{self.slug}/{self.image_url}".encode()).hexdigest()
+        origin = self.origin_slug or self.slug
+        return hashlib.md5(f"{self.agency}/{origin}/{self.image_url}".encode()).hexdigest()
 
 
 def normalise_key(value: Any) -> str:
     key = str(value or "").strip().lower()
     if not KEY_RE.match(key):
-        raise ValueError(f"agency key {value!r} is not a valid key (lowercase [a-z0-9-])")
+        raise ValueError(f"agency key {value!r} is not a valid key (lowercase [a-z0-9], joined by - or _)")
     return key
 
 
@@ -435,7 +457,9 @@ class Variant:
     byline: str  # full | text
     image_ref: str  # relative | absolute
     video: bool
-    plone_text_block: bool
+    plone_body: str  # slate | text_html | textblock_plain | item_text_rich | item_text_plain
+    ebc_image: str  # data-echo | noscript | src  (Agência Brasil's lazy-loaded figure)
+    tv_date: str  # span | text  (TV Brasil's "No AR em" h5)
 
 
 def article_variant(a: Article) -> Variant:
@@ -443,7 +467,8 @@ def article_variant(a: Article) -> Variant:
     jsonld = "present" if v % 10 < 7 else "malformed" if v % 10 == 7 else "absent"
     byline = "full" if jsonld != "absent" or (v // 10) % 2 == 0 else "text"
     return Variant(jsonld, byline, "relative" if (v // 20) % 2 == 0 else "absolute",
-                   (v // 40) % 5 == 0, (v // 200) % 3 == 0)
+                   (v // 40) % 5 == 0, PLONE_BODIES[(v // 200) % 8] if (v // 200) % 8 < 4 else "slate",
+                   ("data-echo", "noscript", "src")[(v // 1600) % 3], ("span", "text")[(v // 4800) % 2])
 
 
 def listing_shape(key: str) -> str:
@@ -550,6 +575,7 @@ class Site:
             self._base = {a.key: a for a in visible}
             self._add_ebc_reuse(visible)
             self._removed: dict[tuple[str, str], int] = {}
+            self._moved: dict[tuple[str, str], str | None] = {}   # old key -> new slug (None: no redirect)
             self._rng = random.Random(self.seed)
             self._ticks = 0
             self._edited: set[tuple[str, str]] = set()
@@ -692,6 +718,37 @@ class Site:
             self._removed[(agency, slug)] = int(status or self.removed_status)
             self._dirty = True
 
+    def move(self, agency: str, slug: str, new_slug: str, *, redirect: bool = True) -> Article:
+        """Move an article to ``new_slug`` (a URL migration): it is served there (same UID and
+        image); its old URL answers 301 to the new one when ``redirect``, else 404."""
+        with self._lock:
+            a = self.get(agency, slug)
+            if a is None:
+                raise KeyError(f"no article {agency}/{slug}")
+            if not new_slug or "/" in new_slug or (agency, new_slug) in self._base \
+                    or (agency, new_slug) in self._extra:
+                raise ValueError(f"cannot move {agency}/{slug} to {new_slug!r} (empty, nested or taken)")
+            store = self._extra if a.key in self._extra else self._base
+            del store[a.key]
+            new = replace(a, slug=new_slug, origin_slug=a.origin_slug or a.slug)
+            store[new.key] = new
+            self._moved[(agency, slug)] = new_slug if redirect else None
+            self._dirty = True
+            return new
+
+    def moved_to(self, agency: str, slug: str) -> str | None:
+        """The slug an old URL redirects to (following chained moves), or None."""
+        with self._lock:
+            seen = set()
+            target = None
+            while (agency, slug) in self._moved and slug not in seen:
+                seen.add(slug)
+                slug = self._moved[(agency, slug)]
+                if slug is None:
+                    return None
+                target = slug
+            return target
+
     def tick(self) -> dict[str, Any]:
         """One step of a live site: publish the oldest held-back article, edit a random one."""
         with self._lock:
@@ -726,6 +783,7 @@ class Site:
                 "published": sorted(f"{a.agency}/{a.slug}" for a in self._base.values() if a.source == "control"),
                 "edited": sorted(f"{k[0]}/{k[1]}" for k in self._edited),
                 "removed": {f"{k[0]}/{k[1]}": s for k, s in sorted(self._removed.items())},
+                "moved": {f"{k[0]}/{k[1]}": s for k, s in sorted(self._moved.items())},
                 "extra_dir": str(self.extra_dir) if self.extra_dir else None,
                 "extra_articles": len(self._extra),
                 "unknown_agencies": sorted(k for k in self._index if k not in self._registry),
@@ -834,6 +892,14 @@ class Site:
             with self._lock:
                 status = self._removed.get((ag.key, route.slug))
             a = self.get(ag.key, route.slug)
+            target = self.moved_to(ag.key, route.slug) if a is None and not status else None
+            if target:
+                moved = self.get(ag.key, target)
+                if moved is not None:
+                    url = self.article_url(base, moved)
+                    if kind == "api_item":
+                        url = f"{base}/{GOVBR}/{ag.key}/++api++/{ag.path}/{moved.slug}"
+                    return Response(301, b"", "text/html; charset=utf-8", {"Location": url})
             if status or a is None:
                 code = status or 404
                 if kind == "api_item":
@@ -894,6 +960,11 @@ class Site:
             rendered = f'<ul class="noticias listagem-noticias-com-foto">\n{rendered}\n</ul>'
         elif shape == "div.entries":
             rendered = f'<div class="entries">\n{rendered}\n</div>'
+        elif shape == "div.item" and page:  # a menu block in the same shape as the items
+            root = f"{base}/{GOVBR}/{ag.key}/pt-br"
+            rendered = (f'<div class="item"><a class="btn btn-menu" href="{esc(root)}/assuntos">Menu</a> '
+                        f'<a class="button" href="{esc(root)}/canais_atendimento">Clique Aqui</a></div>\n'
+                        + rendered)
         if not page:
             rendered = '<p class="discreet">Não há itens nesta pasta.</p>'
         url = self.listing_url(base, ag)
@@ -1002,6 +1073,9 @@ class Site:
         in_scope = ag.path == path or ag.path.startswith(path + "/") or path == ""
         ptype = params.get("portal_type", "News Item")
         items = self.articles(ag.key) if in_scope and ptype in ("News Item", "") else []
+        if params.get("Title"):   # Plone's Title index: every word of the query in the title
+            words = [w for w in re.findall(r"\w+", params["Title"].lower()) if w]
+            items = [a for a in items if all(w in re.findall(r"\w+", a.title.lower()) for w in words)]
         if params.get("sort_order", "descending") in ("ascending", "asc"):
             items = items[::-1]
         start = _int_param(params, "b_start")
@@ -1045,9 +1119,19 @@ class Site:
         blocks_src = parse_blocks(a.content)
         ids = [str(uuid.UUID(hashlib.md5(f"{a.uid}/{i}".encode()).hexdigest())) for i in range(len(blocks_src) + 1)]
         blocks: dict[str, Any] = {ids[0]: {"@type": "title"}}
-        if article_variant(a).plone_text_block:
-            blocks[ids[1]] = {"@type": "text", "text": {"data": "".join(block_html(b, base) for b in blocks_src)}}
-            ids = ids[:2]
+        body = article_variant(a).plone_body
+        rich = "".join(block_html(b, base) for b in blocks_src)
+        if body == "text_html":  # one text block whose text is an HTML string
+            blocks[ids[1]] = {"@type": "text", "text": rich}
+        elif body == "textblock_plain":  # one textBlock per paragraph, plain strings
+            for bid, b in zip(ids[1:], blocks_src):
+                lines = b[1] if b[0] in ("ul", "ol") else [b[-1]]
+                blocks[bid] = {"@type": "textBlock", "text": "\n".join(plain(line) for line in lines)}
+        elif body == "item_text_rich":  # no text blocks: the item's RichText field
+            item["text"] = {"data": rich, "content-type": "text/html", "encoding": "utf-8"}
+        elif body == "item_text_plain":  # no text blocks: the item's text field as a plain string
+            item["text"] = "\n\n".join("\n".join(plain(i) for i in b[1]) if b[0] in ("ul", "ol")
+                                       else plain(b[-1]) for b in blocks_src)
         else:
             for bid, b in zip(ids[1:], blocks_src):
                 blocks[bid] = block_slate(b)
@@ -1059,27 +1143,49 @@ class Site:
     def _ebc_listing(self, base: str, ag: MirrorAgency, page: int) -> str:
         items = self.articles(ag.key)
         chunk = items[page * EBC_PAGE_SIZE:(page + 1) * EBC_PAGE_SIZE]
-        rows = []
-        for i, a in enumerate(chunk, 1):
-            parity = "odd" if i % 2 else "even"
-            img = self.image_src(base, a)
-            rows.append(
-                f'<div class="views-row views-row-{i} views-row-{parity}">'
-                + (f'<div class="imagem"><img src="{esc(img)}" alt=""></div>' if img else "")
-                + (f'<span class="chapeu">{esc(a.category)}</span>' if a.category else "")
-                + f'<h2><a href="{esc(self.article_url(base, a))}">{esc(a.title)}</a></h2>'
-                + (f'<div class="resumo">{esc(a.subtitle)}</div>' if a.subtitle else "")
-                + f'<span class="date">{br_date(a.published_at)} - {a.published_at.astimezone(BRT):%H:%M}</span></div>')
         url = self.listing_url(base, ag)
-        pager = ['<ul class="pager">']
-        if page > 0:
-            pager.append(f'<li class="pager-previous"><a href="{esc(url)}?page={page - 1}">‹ anterior</a></li>')
-        pager.append(f'<li class="pager-current">{page + 1}</li>')
-        if (page + 1) * EBC_PAGE_SIZE < len(items):
-            pager.append(f'<li class="pager-next"><a href="{esc(url)}?page={page + 1}">próxima ›</a></li>')
-        pager.append("</ul>")
-        body = (f'<div class="view view-ultimas view-id-ultimas view-display-id-page">'
-                f'<div class="view-content">{"".join(rows)}</div>{"".join(pager)}</div>')
+        more = (page + 1) * EBC_PAGE_SIZE < len(items)
+        if ag.host == TV_BRASIL:
+            rows = []
+            for i, a in enumerate(chunk, 1):
+                img, href = self.image_src(base, a), esc(self.article_url(base, a))
+                rows.append(
+                    f'<div class="views-row views-row-{i} views-row-{"odd" if i % 2 else "even"}">'
+                    + (f'<div class="views-field-field-imagem"><a href="{href}">'
+                       f'<img src="{esc(img)}" alt=""></a></div>' if img else "")
+                    + f'<h3 class="heading"><a href="{href}">{esc(a.title)}</a></h3>'
+                    f'<span class="date-display-single">{_ebc_when(a.published_at)}</span></div>')
+            prev_link, next_link = f"{esc(url)}?page={page - 1}", f"{esc(url)}?page={page + 1}"
+            pager = ['<ul class="pager">']
+            if page > 0:
+                pager.append(f'<li class="pager-previous"><a href="{prev_link}">‹ anterior</a></li>')
+            pager.append(f'<li class="pager-current">{page + 1}</li>')
+            if more:
+                pager.append(f'<li class="pager-next"><a href="{next_link}">próxima ›</a></li>')
+            pager.append("</ul>")
+            content = "".join(rows) or '<div class="view-empty">Nenhum conteúdo.</div>'
+            body = (f'<div class="view view-ultimas view-id-ultimas view-display-id-page">'
+                    f'<div class="view-content">{content}</div>{"".join(pager)}</div>')
+            return _ebc_page(base, ag, "Últimas", body)
+        cards = []
+        placeholder = f"{base}/{ag.host}/themes/agenciabrasil/images/loading_v2.gif"
+        for a in chunk:
+            href, img = esc(self.article_url(base, a)), self.image_src(base, a)
+            cards.append(
+                f'<div class="post-item col-md-12"><a class="capa-noticia" href="{href}">'
+                + (f'<img class="img-fluid" data-echo="{esc(img)}" src="{placeholder}" alt="">'
+                   if img else "")
+                + (f'<span class="chapeu">{esc(a.category)}</span>' if a.category else "")
+                + f'<h4 class="titulo-capa">{esc(a.title)}</h4></a>'
+                f'<div class="data">{_ebc_when(a.published_at)}</div>'
+                f'<a class="capa-noticia btn btn-link" href="{href}">Leia mais</a></div>')
+        item = '<li class="page-item"><a class="page-link" href="{}?page={}">{}</a></li>'
+        pages = [item.format(esc(url), page - 1, "Anterior") if page > 0 else "",
+                 f'<li class="page-item active"><span class="page-link">{page + 1}</span></li>',
+                 item.format(esc(url), page + 1, "Próxima") if more else ""]
+        body = (f'<div class="container"><h1 class="titulo-pagina">Últimas notícias</h1>'
+                f'<div class="row lista-noticias">{"".join(cards)}</div>'
+                f'<nav aria-label="Paginação"><ul class="pagination">{"".join(pages)}</ul></nav></div>')
         return _ebc_page(base, ag, "Últimas notícias", body)
 
     def _ebc_article(self, base: str, ag: MirrorAgency, a: Article, v: Variant) -> str:
@@ -1095,28 +1201,65 @@ class Site:
             headline = (('"' + _with_raw_quotes(a.title) + '"') if v.jsonld == "malformed"
                         else json.dumps(a.title, ensure_ascii=False))
             head += _ldjson(news).replace('"__HEADLINE__"', headline.replace("</", "<\\/"))
-        section = slugify(a.category, 40) if a.category else "geral"
-        later = f' <span class="atualizado">Atualizado em {br_date(mod)} - {mod:%H:%M}</span>' if mod > pub else ""
         paras = [block_html(b, base) for b in parse_blocks(a.content)]
+        tags = [f'<a href="{base}/{ag.host}/tags/{slugify(t)}">{esc(t)}</a>' for t in a.tags]
+        if ag.host == TV_BRASIL:  # TV Brasil's text is paragraphs only
+            paras = [f"<p>{inline_html(text, base)}</p>" for b in parse_blocks(a.content)
+                     for text in (b[1] if b[0] in ("ul", "ol") else [b[-1]])]
+            return _ebc_page(base, ag, a.title, self._tvbrasil_body(base, ag, a, v, paras, tags), head=head)
+        later = f'<span class="atualizado"> Atualizado em {_ebc_when(mod)}</span>' if mod > pub else ""
         if v.video:
             vid = hashlib.md5(a.uid.encode()).hexdigest()[:11]
-            paras.append(f'<iframe src="{base}/www.youtube.com/embed/{vid}" allowfullscreen></iframe>')
+            paras.append(f'<p><iframe src="{base}/www.youtube.com/embed/{vid}" allowfullscreen></iframe></p>')
+        paras.append(f'<p><img src="{base}/{ag.host}/pixel/{a.uid[:8]}.gif" width="1" height="1" alt=""></p>')
+        if _h(a.uid, "credit") % 3 == 0:
+            paras.append(f"<p>*Com informações da {esc(site)}</p>")
+        figure = ""
+        if img:
+            placeholder, alt = f"{base}/{ag.host}/themes/agenciabrasil/images/loading_v2.gif", esc(a.title)
+            if v.ebc_image == "data-echo":
+                tag = f'<img class="img-fluid" data-echo="{esc(img)}" src="{placeholder}" alt="{alt}">'
+            elif v.ebc_image == "noscript":
+                tag = (f'<img class="img-fluid lazy" src="{placeholder}" alt="{alt}">'
+                       f'<noscript><img src="{esc(img)}" alt="{alt}"></noscript>')
+            else:
+                tag = f'<img class="img-fluid" src="{esc(img)}" alt="{alt}">'
+            figure = (f'<figure class="figure">{tag}'
+                      f'<figcaption>Foto: Divulgação/{esc(site)}</figcaption></figure>')
         u = quote(self.article_url(base, a), safe="")
-        paras.append(f'<div class="compartilhar">Compartilhe <a href="{base}/www.facebook.com/sharer/sharer.php?u={u}">'
-                     f'Facebook</a> <a href="{base}/api.whatsapp.com/send?text={u}">WhatsApp</a></div>')
-        figure = (f'<figure class="imagem-destaque"><img src="{esc(img)}" alt="{esc(a.title)}">'
-                  f'<figcaption>Foto: Divulgação</figcaption></figure>') if img else ""
-        tags = " ".join(f'<a href="{base}/{ag.host}/tags/{slugify(t)}">{esc(t)}</a>' for t in a.tags)
-        body = (f'<article class="node node-materia">'
-                + (f'<div class="editoria"><a href="{base}/{ag.host}/{section}">{esc(a.category)}</a></div>'
-                   if a.category else "")
-                + f'<h1 class="titulo-materia">{esc(a.title)}</h1>'
-                + (f'<div class="linha-fina">{esc(a.subtitle)}</div>' if a.subtitle else "")
-                + f'<div class="autor">Repórter da {esc(site)}</div>'
-                f'<div class="post-date">Publicado em {br_date(pub)} - {pub:%H:%M}{later}</div>'
-                f'{figure}<div class="conteudo-materia">{"".join(paras)}</div>'
-                f'<div class="tags">{tags}</div></article>')
+        share = (f'<div class="compartilhar">Compartilhe '
+                 f'<a href="{base}/www.facebook.com/sharer/sharer.php?u={u}">Facebook</a> '
+                 f'<a href="{base}/api.whatsapp.com/send?text={u}">WhatsApp</a></div>')
+        body = (f'<div class="container"><article class="materia">'
+                f'<h1 class="titulo-materia">{esc(a.title)}</h1>'
+                f'<div class="autor-noticia">Repórter da {esc(site)}*</div>'
+                f'<div class="data">Publicado em {_ebc_when(pub)}{later}</div>'
+                f'{figure}{share}<div class="conteudo-noticia">{"".join(paras)}</div>'
+                f'<div class="row-tags">{" ".join(tags)}</div></article></div>')
         return _ebc_page(base, ag, a.title, body, head=head)
+
+    def _tvbrasil_body(self, base: str, ag: MirrorAgency, a: Article, v: Variant, paras: list[str],
+                       tags: list[str]) -> str:
+        programme = a.category or "Repórter Brasil"
+        when = _ebc_when(a.published_at)
+        aired = (f'<h5>No AR em <span class="date-display-single">{when}</span></h5>' if v.tv_date == "span"
+                 else f"<h5>No AR em {when}</h5>")
+        mp4 = f"{base}/{ag.host}/sites/default/files/videos/{a.slug}.mp4"
+        video = (f'<div class="player"><video controls><source src="{mp4}" type="video/mp4"></video></div>'
+                 if v.video else "")
+        notices = ['<p>*Restrição de uso: imagens cedidas apenas para exibição nos canais da EBC.</p>',
+                   '<p>Clique aqui para saber como sintonizar a TV Brasil na sua cidade.</p>']
+        tag_line = f'<p>Tags: {", ".join(tags)}</p>' if tags else ""
+        programme_url = f"{base}/{ag.host}/{slugify(programme)}"
+        return (f'<div class="programa"><h4 class="txtNoticias">'
+                f'<a href="{programme_url}">{esc(programme)}</a></h4></div>'
+                f'<h1>{esc(a.title)}</h1>{aired}{video}'
+                f'<article>{"".join(paras)}{"".join(notices)}{tag_line}</article>')
+
+
+def _ebc_when(dt: datetime) -> str:
+    """EBC's date text: ``27/11/2026 - 14:30`` (Brasília time)."""
+    return f"{br_date(dt)} - {dt.astimezone(BRT):%H:%M}"
 
 
 # -- page chrome ---------------------------------------------------------------------------------

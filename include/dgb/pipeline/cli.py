@@ -48,4 +48,6 @@ def _cmd_status(args) -> int:
         print(f"  backlog {stage:7s} pending {b['pending']:6d}  oldest {age}")
     p50, p95 = status["latency_p50_s"], status["latency_p95_s"]
     print(f"  commit->indexed since {status['since']}: p50 {p50}s  p95 {p95}s  (n={status['latency_sample']})")
+    for b in status.get("removals_paused") or []:
+        print(f"  REMOVALS PAUSED {b['scope']} {b['key']} since {b['tripped_at']}: {b['reason']}")
     return 0

@@ -43,6 +43,9 @@ def pipeline_status(conn, since: datetime | None = None, now: datetime | None = 
     out["latency_p95_s"] = None if p95 is None else round(float(p95), 3)
     out["latency_sample"] = n
     out["since"] = since.isoformat()
+    from dgb.integrity.evidence import tripped_breakers
+
+    out["removals_paused"] = tripped_breakers(conn)   # issue 16: agencies/hosts whose removals pause
     return out
 
 

@@ -28,11 +28,12 @@ from datetime import datetime
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from dgb.scraper.dates import labelled_datetime, parse_br_datetime
+from dgb.scraper.dates import labelled_datetime, parse_br_datetime, production_text_date
 from dgb.scraper.errors import AntiBotError, EmptyContentError, detect_anti_bot
-from dgb.scraper.jsonld import extract_jsonld_article
+from dgb.scraper.jsonld import extract_jsonld_article, production_date_published
 from dgb.scraper.markup import (absolute_url, absolutise_links, decode_bytes, drop_nodes, first_path_segment,
                                 first_text, meta_content, parse_html, text_of, to_markdown)
+from dgb.scraper.identity import BRASILIA, brasilia_wall_clock
 from dgb.scraper.models import Article
 
 _BODY = ("#parent-fieldname-text", "#content-core", '[itemprop="articleBody"]')
@@ -147,6 +148,26 @@ def clean_body(body: LexborNode) -> None:
             break
 
 
+def _production_id_date(tree: LexborHTMLParser) -> str | None:
+    """The date text production's unique id used for this page, in production's order of sources.
+
+    JSON-LD first (:func:`production_date_published`), then the value of the first
+    ``span.documentPublished``, then any text node that says "publicado em" with a date production's
+    patterns read (:func:`production_text_date`). None means production fell back to the listing's day.
+    """
+    found = production_date_published(tree)
+    if found is None:
+        published = tree.css_first("span.documentPublished")
+        value = published.css_first("span.value") if published is not None else None
+        found = production_text_date(value.text(deep=True)) if value is not None else None
+    if found is None and tree.body is not None:
+        for node in tree.body.traverse(include_text=True):
+            text = node.text_content if node.tag == "-text" else None
+            if text and "publicado em" in text.lower() and (found := production_text_date(text.strip())):
+                break
+    return found
+
+
 def parse_article_html(html: str, url: str, agency: str | None = None,
                        published_fallback: datetime | None = None) -> Article:
     """Parse a classic gov.br article page (rules in the module docstring).
@@ -190,9 +211,13 @@ def parse_article_html(html: str, url: str, agency: str | None = None,
         content = to_markdown(body.html or "")
     if not content and not subtitle and not video_url:
         raise EmptyContentError(f"{url} has no article body")
+    id_date = _production_id_date(tree)
+    if id_date is None and published_fallback is not None:
+        day = published_fallback.astimezone(BRASILIA).replace(hour=0, minute=0, second=0, microsecond=0)
+        id_date = brasilia_wall_clock(day)  # production kept only the listing's day
     return Article(url=url, agency=agency, title=title, subtitle=subtitle, editorial_lead=chapeu,
                    category=chapeu, tags=_tags(tree), published_at=published, updated_at=updated,
-                   image_url=image_url, video_url=video_url, content=content)
+                   image_url=image_url, video_url=video_url, content=content, id_date=id_date)
 
 
 def parse_article_bytes(data: bytes, url: str, agency: str | None = None, charset: str | None = None,

@@ -1,6 +1,8 @@
 """Which scrape DAGs exist and when they run (no Airflow import; the DAG file builds them).
 
-One DAG per active gov.br agency (``scrape_<key>``) plus ``scrape_ebc`` for the EBC sources,
+One DAG per active gov.br agency (``scrape_<key>``, the key verbatim: hyphens and underscores are
+both valid in Airflow DAG ids, so two keys never map to one id) plus ``scrape_ebc_sources`` for the EBC
+sources (a gov.br agency may be keyed ``ebc``),
 each every 10 minutes at a minute offset derived from its key so runs spread over the cycle.
 In mirror mode (the offline default) only agencies the local site serves get a DAG; the
 others would only collect 404s. ``DGB_SCRAPE_AGENCIES`` (comma-separated keys, or ``all``)
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from dgb.config import Settings
 
-EBC_DAG_ID = "scrape_ebc"
+EBC_DAG_ID = "scrape_ebc_sources"
 RELAY_DAG_ID = "outbox_relay"
 CYCLE_MINUTES = 10
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "articles.jsonl"
@@ -36,7 +38,8 @@ class ScrapeSpec:
 
 
 def dag_id_for(key: str) -> str:
-    return "scrape_" + key.replace("-", "_")
+    """``scrape_<key>``: catalogue keys are ``[a-z0-9]`` runs joined by single ``-``/``_``."""
+    return "scrape_" + key
 
 
 def stagger(key: str) -> str:
@@ -107,6 +110,12 @@ def scrape_specs(settings: Settings | None = None) -> list[ScrapeSpec]:
     ebc = tuple(a.key for a in chosen if a.site_kind == "ebc")
     if ebc:
         specs.append(ScrapeSpec(EBC_DAG_ID, ebc, stagger("ebc")))
+    seen: dict[str, tuple[str, ...]] = {}
+    for spec in specs:
+        if spec.dag_id in seen:
+            raise ValueError(f"scrape DAG id {spec.dag_id!r} would serve both {seen[spec.dag_id]} and "
+                             f"{spec.agency_keys}: rename one of these agency keys")
+        seen[spec.dag_id] = spec.agency_keys
     return specs
 
 

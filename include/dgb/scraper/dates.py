@@ -12,7 +12,7 @@ from datetime import datetime
 
 from dateutil import parser as dateutil_parser
 
-from dgb.scraper.identity import BRASILIA
+from dgb.scraper.identity import BRASILIA, BRASILIA_FIXED
 
 # DD/MM/YYYY, then optionally (within a few non-digit characters such as " ", " - ", " às ")
 # a time written 17h05, 17h, 17:05 or 17H05.
@@ -61,3 +61,27 @@ def labelled_datetime(text: str, label: str) -> datetime | None:
 def iso(dt: datetime | None) -> str | None:
     """ISO 8601 with offset (``2026-02-10T17:05:00-03:00``), or None."""
     return dt.isoformat() if dt else None
+
+
+# The two text patterns production's scrapers knew ("10/02/2026 17h05", "17/11/2025 - 18:58"); a
+# date they did not match sent production to its next date source, so identity needs them exactly.
+_PRODUCTION_TEXT_DATES = (
+    re.compile(r"(\d{2})/(\d{2})/(\d{4})\s+(\d{1,2})h(\d{2})"),
+    re.compile(r"(\d{2})/(\d{2})/(\d{4})\s*-\s*(\d{1,2}):(\d{2})"),
+)
+
+
+def production_text_date(text: str | None) -> str | None:
+    """The unique-id date text production derived from a page-text date, or None if it found none.
+
+    Brasília wall clock, fixed ``-03:00`` offset, seconds ``00`` (``2026-02-10T17:05:00-03:00``).
+    """
+    for pattern in _PRODUCTION_TEXT_DATES:
+        match = pattern.search(text or "")
+        if match:
+            day, month, year, hour, minute = (int(g) for g in match.groups())
+            try:
+                return datetime(year, month, day, hour, minute, tzinfo=BRASILIA_FIXED).isoformat()
+            except ValueError:
+                return None
+    return None

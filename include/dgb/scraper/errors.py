@@ -96,7 +96,9 @@ _MARKERS = re.compile(
     re.IGNORECASE,
 )
 _CONTENT_MARKERS = re.compile(
-    r"id=[\"']content-core[\"']|documentFirstHeading|tileItem|titulo-materia|view-ultimas", re.IGNORECASE
+    r"id=[\"']content-core[\"']|documentFirstHeading|tileItem|"
+    r"titulo-materia|conteudo-noticia|capa-noticia|view-ultimas|txtNoticias",  # EBC's real markup
+    re.IGNORECASE,
 )
 
 

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from selectolax.lexbor import LexborHTMLParser
 
 from dgb.scraper.dates import parse_iso_datetime
+from dgb.scraper.identity import iso_as_given
 
 _ARTICLE_TYPES = ("NewsArticle", "ReportageNewsArticle", "AnalysisNewsArticle", "Article", "BlogPosting")
 
@@ -91,3 +92,33 @@ def extract_jsonld_article(tree: LexborHTMLParser) -> JsonLdArticle:
             return JsonLdArticle(published_at=published,
                                  updated_at=parse_iso_datetime(_regex_field(raw, "dateModified")))
     return JsonLdArticle()
+
+
+def production_date_published(tree: LexborHTMLParser) -> str | None:
+    """The JSON-LD ``datePublished`` text production's unique id hashed, or None.
+
+    Production read the ld+json scripts in order with a strict JSON parser, looked only at a top-level
+    object or the entries of a top-level list (no ``@graph``), took the first whose ``@type`` is
+    exactly ``"NewsArticle"`` and has a ``datePublished`` key, and re-printed it through
+    ``datetime.fromisoformat`` (:func:`~dgb.scraper.identity.iso_as_given`). A script that is not
+    valid JSON, or a value ``fromisoformat`` refuses, moved it on to the next script; anything else
+    unexpected (an entry that is not an object, a ``datePublished`` that is not a string) made it
+    give up on JSON-LD altogether and read the page text instead.
+    """
+    for script in tree.css('script[type="application/ld+json"]'):
+        try:
+            data = json.loads(script.text(deep=True) or "")
+        except ValueError:
+            continue
+        for entry in data if isinstance(data, list) else [data]:
+            if not isinstance(entry, dict):
+                return None
+            if entry.get("@type") == "NewsArticle" and "datePublished" in entry:
+                value = entry["datePublished"]
+                if not isinstance(value, str):
+                    return None
+                printed = iso_as_given(value)
+                if printed is not None:
+                    return printed
+                break  # production's ValueError skipped the rest of this script
+    return None

@@ -8,6 +8,10 @@ Shapes tried in order (the first that yields items wins):
    word such as "Notícia" are ignored), optional ``div.tileImage img``;
 2. ``ul.noticias > li``; 3. ``div.entries > article.entry``; 4. ``div#content-core > div.item``.
 
+Links that are navigation (:func:`is_navigation_link`: classes such as ``nav-link``, ``menu``,
+``btn``, ``button``, ``pagination``; texts such as "Menu", "Clique aqui", "Leia mais") and
+sharing/pagination URLs are never taken as items: an item's title link is its first other link.
+
 Next page: ``ul.paginacao.listingBar li a.proximo`` (or rel=next / ``.next`` links), else the
 smallest ``?b_start:int=N`` link beyond the current offset.
 """
@@ -15,6 +19,7 @@ smallest ``?b_start:int=N`` link beyond the current offset.
 from __future__ import annotations
 
 import re
+import unicodedata
 from urllib.parse import parse_qs, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -42,20 +47,56 @@ _NOT_ITEM = re.compile(
     r"(?i)facebook\.com/sharer|twitter\.com/intent|x\.com/intent|api\.whatsapp|whatsapp://|"
     r"linkedin\.com/share|b_start:int=|[?&]page=\d|/@@|/rss(\.xml)?$|/sendto_form"
 )
-_NOT_ITEM_CLASSES = re.compile(r"(?i)\b(proximo|anterior|paginacao|listingBar|share|compartilh|social|menu)\b")
+# A class token (or a "-"/"_" separated part of one) that marks navigation: ``nav``, ``navbar``,
+# ``nav-link``, ``menu-item``, ``btn-primary``, ``button``, ``pagination``, ``pager``, share bars...
+_NAV_CLASS = re.compile(
+    r"(?i)(?:^|[-_])(?:nav\w*|menu\w*|btn\w*|button\w*|pagina\w*|pager\w*|listingbar|breadcrumbs?|"
+    r"share\w*|social\w*|compartilh\w*|proximo|anterior|skip\w*)(?:$|[-_])"
+)
+# Link texts that are navigation, not headlines ("Menu", "Clique aqui", "Leia mais" ...), compared
+# without accents, case and trailing punctuation/arrows.
+_NAV_TEXTS = frozenset({
+    "menu", "abrir menu", "fechar menu", "clique aqui", "clique aqui para saber mais", "leia mais",
+    "leia mais noticias", "saiba mais", "veja mais", "ver mais", "ver todas", "ver todas as noticias",
+    "mais noticias", "continue lendo", "continuar lendo", "acesse", "acessar", "acesse aqui", "aqui",
+    "proximo", "proxima", "anterior", "voltar", "voltar ao topo", "ir para o topo", "topo", "inicio",
+    "pagina inicial", "ir para o conteudo", "pular para o conteudo", "compartilhe", "compartilhar",
+})
+_NAV_TEXT_TRIM = re.compile(r"^[\s\W_]+|[\s\W_]+$")
+
+
+def _fold(text: str) -> str:
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return " ".join(_NAV_TEXT_TRIM.sub("", ascii_text.lower()).split())
+
+
+def is_navigation_link(link: LexborNode, item: LexborNode | None = None) -> bool:
+    """True for a link that is navigation, not a news item.
+
+    Navigation: a class token of the link, or of an ancestor up to and including ``item`` (the
+    listing entry; without it, up to ``body``), looks like navigation (:data:`_NAV_CLASS`:
+    ``nav...``, ``menu...``, ``btn...``, ``button``, ``pagination``, ``pager``, share/social bars,
+    ``proximo``/``anterior``); the link sits in a ``nav`` element within the item; or its whole text
+    is a navigation phrase such as "Menu", "Clique aqui", "Leia mais" (:data:`_NAV_TEXTS`).
+    """
+    node: LexborNode | None = link
+    while node is not None and node.tag != "body":
+        if node.tag == "nav" or any(_NAV_CLASS.search(token)
+                                    for token in (node.attributes.get("class") or "").split()):
+            return True
+        if item is not None and node.mem_id == item.mem_id:
+            break
+        node = node.parent
+    text = text_of(link) or " ".join((link.attributes.get("title") or "").split())
+    return _fold(text) in _NAV_TEXTS
 
 
 def _is_item_link(link: LexborNode, item: LexborNode) -> bool:
     href = (link.attributes.get("href") or "").strip()
     if not href or href.startswith("#") or _NOT_ITEM.search(href):
         return False
-    node: LexborNode | None = link
-    while node is not None and node.tag != "body":
-        if _NOT_ITEM_CLASSES.search(node.attributes.get("class") or ""):
-            return False
-        if node.mem_id == item.mem_id:
-            break
-        node = node.parent
+    if is_navigation_link(link, item):
+        return False
     return bool(text_of(link) or link.attributes.get("title"))
 
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from dgb.scraper.dates import iso
-from dgb.scraper.identity import content_hash, unique_id
+from dgb.scraper.identity import BRASILIA, brasilia_wall_clock, content_hash, unique_id
 
 ARTICLE_FIELDS: tuple[str, ...] = (
     "title", "subtitle", "editorial_lead", "category", "tags", "published_at", "updated_at",
@@ -20,7 +20,10 @@ class Article:
     """One parsed news article. Datetimes are tz-aware (America/Sao_Paulo).
 
     ``unique_id`` is None only when no publication date was found (see
-    :meth:`with_published_at` to supply the listing's date).
+    :meth:`with_published_at` to supply the listing's date). ``id_date`` is the date text that
+    production's unique-id hash used for this article (see :mod:`dgb.scraper.identity`); each
+    parser sets it from the source it read and documents its rule, and without it the Brasília wall clock of ``published_at``
+    with a fixed -03:00 offset is used (production's rule for text dates).
     """
 
     url: str
@@ -35,19 +38,28 @@ class Article:
     image_url: str | None = None
     video_url: str | None = None
     content: str = ""
+    id_date: str | None = None
     unique_id: str | None = field(default=None, init=False)
-    content_hash: str = field(default="", init=False)
+    content_hash: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.content_hash = content_hash(self.title, self.content)
         if self.published_at is not None:
-            self.unique_id = unique_id(self.agency, self.published_at, self.title)
+            if self.id_date is None:
+                self.id_date = brasilia_wall_clock(self.published_at)
+            self.unique_id = unique_id(self.agency, self.id_date, self.title)
 
-    def with_published_at(self, published_at: datetime) -> "Article":
-        """Fill a missing publication date (e.g. from the listing) and compute ``unique_id``."""
+    def with_published_at(self, published_at: datetime, id_date: str | None = None) -> "Article":
+        """Fill a missing publication date (e.g. from the listing) and compute ``unique_id``.
+
+        Without ``id_date`` the hash uses midnight of ``published_at``'s Brasília date at -03:00:
+        production kept only the listing's day when it fell back to the listing.
+        """
         if self.published_at is None:
             self.published_at = published_at
-            self.unique_id = unique_id(self.agency, published_at, self.title)
+            day = published_at.astimezone(BRASILIA).replace(hour=0, minute=0, second=0, microsecond=0)
+            self.id_date = id_date or brasilia_wall_clock(day)
+            self.unique_id = unique_id(self.agency, self.id_date, self.title)
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +83,7 @@ class ListingItem:
     updated_at: datetime | None = None
     tags: list[str] = field(default_factory=list)
     content: str | None = None  # set only when the listing holds the full text (Plone 6)
+    id_date: str | None = None  # production's hashed date string, for full items (Plone 6)
 
     def to_dict(self, full: bool = False) -> dict[str, Any]:
         """``title``, ``url``, ``published_at``; with ``full`` also updated_at, tags, image_url, content."""
@@ -85,7 +98,7 @@ class ListingItem:
         return Article(url=self.url, agency=agency, title=self.title, subtitle=self.summary,
                        editorial_lead=self.category, category=self.category, tags=list(self.tags),
                        published_at=self.published_at, updated_at=self.updated_at,
-                       image_url=self.image_url, content=self.content or "")
+                       image_url=self.image_url, content=self.content or "", id_date=self.id_date)
 
 
 @dataclass

@@ -5,9 +5,11 @@
 * Plone 6 JSON API: :func:`parse_plone6_search`, :func:`parse_plone6_article`;
 * EBC: :func:`parse_ebc_listing`, :func:`parse_ebc_article`.
 
-:func:`detect_source` picks one: JSON text -> ``plone6``; an ``*.ebc.com.br`` URL or EBC markup
-(``div.view-ultimas`` / ``h1.titulo-materia`` without ``div#content-core``, as the local mirror
-serves EBC pages from its own host) -> ``ebc``; anything else -> ``classic``.
+:func:`detect_source` picks one: JSON text -> ``plone6``; an ``*.ebc.com.br`` URL (also as a path
+segment, ``http://127.0.0.1:P/tvbrasil.ebc.com.br/...``) or EBC markup
+(``div.view-ultimas``, ``a.capa-noticia``, ``h1.titulo-materia``, ``div.conteudo-noticia`` or
+``h4.txtNoticias`` without ``div#content-core``, as the local mirror serves EBC pages from its
+own host) -> ``ebc``; anything else -> ``classic``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ __all__ = [
 ]
 
 CLASSIC, PLONE6, EBC = "classic", "plone6", "ebc"
-_EBC_MARKUP = re.compile(r"""class=["'][^"']*\b(view-ultimas|titulo-materia)\b""")
+_EBC_MARKUP = re.compile(
+    r"""class=["'][^"']*\b(view-ultimas|capa-noticia|titulo-materia|conteudo-noticia|txtNoticias)\b""")
 _PLONE_MARKUP = re.compile(r"""id=["']content-core["']""")
 
 
@@ -37,14 +40,18 @@ def detect_source(url: str, text: str) -> str:
     """``plone6``, ``ebc`` or ``classic`` (see module docstring)."""
     if text.lstrip("\ufeff \t\r\n").startswith("{"):
         return PLONE6
-    if is_ebc_url(url) or (_EBC_MARKUP.search(text) and not _PLONE_MARKUP.search(text)):
+    if is_ebc_url(url) or ebc_agency(url) != "ebc":
+        return EBC
+    if _EBC_MARKUP.search(text) and not _PLONE_MARKUP.search(text):
         return EBC
     return CLASSIC
 
 
 def default_agency(url: str) -> str:
-    """Agency key implied by a URL: EBC host label, else the first path segment (gov.br)."""
-    if is_ebc_url(url):
+    """Agency key implied by a URL: the EBC source's key (production's, ``agencia_brasil`` /
+    ``tvbrasil``, also for the mirror's ``.../tvbrasil.ebc.com.br/...`` URLs), else the first
+    path segment (gov.br)."""
+    if is_ebc_url(url) or ebc_agency(url) != "ebc":
         return ebc_agency(url)
     return first_path_segment(url)
 

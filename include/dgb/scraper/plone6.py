@@ -10,12 +10,31 @@ summary (the article's subtitle), ``head_title`` (the chapéu, when present) -> 
 ``blocks`` rendered to Markdown in ``blocks_layout.items`` order (slate blocks from their
 ``value`` tree, else ``plaintext``; text/html blocks from their HTML; title/description blocks
 skipped as they repeat the metadata). ``batching.next`` is the next page.
+
+Body text variants, all kept (none is dropped):
+
+* ``slate`` blocks: their ``value`` tree, else ``plaintext``;
+* ``text`` and ``textBlock`` blocks: ``text`` as HTML (converted to Markdown), as a plain string
+  (kept as written), as a RichText object ``{"data": html}`` or as a draft.js object
+  ``{"blocks": [{"text": ...}]}``; ``html`` blocks from their ``html``;
+* when no block yields text, the item's own ``text`` field: a RichText object
+  ``{"data": html, "content-type": "text/html"}`` or a plain string (HTML or not).
+
+Identity date (:attr:`Article.id_date`): production parses ``effective`` with
+``datetime.fromisoformat`` and hashes that datetime's ``isoformat()``, so ``id_date`` is
+``datetime.fromisoformat(effective).isoformat()``: the offset the API gave is kept, not
+converted (``"2026-03-10T17:05:07+00:00"`` stays ``+00:00``; a trailing ``Z`` becomes
+``+00:00``; a naive value stays naive). None when ``effective`` is missing or not ISO (production
+stores no such article). ``published_at`` is still the true instant (in Brasília time), falling
+back to ``created``.
 """
 
 from __future__ import annotations
 
 import html as htmllib
 import json
+import re
+from datetime import datetime
 from typing import Any
 from urllib.parse import urljoin
 
@@ -27,6 +46,8 @@ from dgb.scraper.models import Article, ListingItem, ListingPage
 _SLATE_TAGS = {"p": "p", "paragraph": "p", "h1": "h2", "h2": "h2", "h3": "h3", "h4": "h4", "ul": "ul",
                "ol": "ol", "li": "li", "blockquote": "blockquote", "strong": "strong", "b": "strong",
                "em": "em", "i": "em", "u": "u", "del": "del", "sub": "sub", "sup": "sup", "code": "code"}
+_TEXT_BLOCKS = {"text", "textBlock"}
+_HTML_TAG = re.compile(r"<[A-Za-z/!][^>]*>")
 _SKIP_BLOCKS = {"title", "description", "documentByLine", "toc", "listing", "search"}
 
 
@@ -57,6 +78,22 @@ def _slate_html(nodes: Any) -> str:
     return "".join(out)
 
 
+def _text_markdown(value: Any) -> str:
+    """Markdown of a text value: HTML string, plain string, ``{"data": html}`` or draft.js."""
+    if isinstance(value, dict) and isinstance(value.get("data"), str):  # RichText {"data": "<p>..."}
+        value = value["data"]
+    elif isinstance(value, dict):  # draft.js {"blocks": [{"text": ...}]}
+        return "\n\n".join(b["text"].strip() for b in value.get("blocks") or []
+                            if isinstance(b, dict) and isinstance(b.get("text"), str) and b["text"].strip())
+    if not isinstance(value, str) or not value.strip():
+        return ""
+    if _HTML_TAG.search(value):
+        return to_markdown(value)
+    # Plain text: kept as written; paragraphs stay separated by one blank line.
+    paragraphs = (" ".join(line.split()) for line in re.split(r"\n\s*\n", value.replace("\r\n", "\n")))
+    return "\n\n".join(p for p in paragraphs if p)
+
+
 def _block_markdown(block: dict, base: str) -> str:
     kind = block.get("@type")
     if kind in _SKIP_BLOCKS:
@@ -64,14 +101,9 @@ def _block_markdown(block: dict, base: str) -> str:
     if kind == "slate":
         rendered = to_markdown(_slate_html(block.get("value"))) if block.get("value") else ""
         return rendered or " ".join(str(block.get("plaintext") or "").split())
-    if kind in ("text", "html"):
-        value = block.get("text") if kind == "text" else block.get("html")
-        value = value if value is not None else block.get("value")
-        if isinstance(value, dict) and isinstance(value.get("data"), str):  # RichText {"data": "<p>..."}
-            return to_markdown(value["data"])
-        if isinstance(value, dict):  # draft.js {"blocks": [{"text": ...}]}
-            return "\n\n".join(b.get("text", "") for b in value.get("blocks", []) if b.get("text"))
-        return to_markdown(value) if isinstance(value, str) else ""
+    if kind in _TEXT_BLOCKS or kind == "html":
+        value = block.get("html") if kind == "html" else block.get("text")
+        return _text_markdown(value if value is not None else block.get("value"))
     if kind == "image" and isinstance(block.get("url"), str):
         alt = " ".join(str(block.get("alt") or "").split())
         return f"![{alt}]({urljoin(base + '/', block['url'])})"
@@ -82,8 +114,8 @@ def _blocks_markdown(item: dict, base: str) -> str:
     blocks = item.get("blocks") if isinstance(item.get("blocks"), dict) else {}
     order = (item.get("blocks_layout") or {}).get("items") or list(blocks)
     parts = [_block_markdown(blocks[key], base) for key in order if isinstance(blocks.get(key), dict)]
-    if not any(parts) and isinstance(item.get("text"), dict):  # classic RichText field
-        parts = [to_markdown(item["text"].get("data") or "")]
+    if not any(parts):  # the item's own text field: RichText object or plain string
+        parts = [_text_markdown(item.get("text"))]
     return "\n\n".join(p for p in parts if p).strip()
 
 
@@ -98,6 +130,16 @@ def _image_url(item: dict, base: str) -> str | None:
     if isinstance(scales, list) and scales and isinstance(scales[0], dict) and scales[0].get("download"):
         return _page_url(urljoin(base + "/", scales[0]["download"]))
     return None
+
+
+def production_id_date(effective: Any) -> str | None:
+    """The date string production hashes for a Plone 6 item (see module docstring)."""
+    if not isinstance(effective, str) or not effective:
+        return None
+    try:
+        return datetime.fromisoformat(effective).isoformat()
+    except ValueError:
+        return None
 
 
 def parse_plone6_item(item: dict, base_url: str) -> ListingItem | None:
@@ -117,6 +159,7 @@ def parse_plone6_item(item: dict, base_url: str) -> ListingItem | None:
         tags=[str(s).strip() for s in subjects if str(s).strip()] if isinstance(subjects, list) else [],
         image_url=_image_url(item, url),
         content=_blocks_markdown(item, url),
+        id_date=production_id_date(item.get("effective")),
     )
 
 

@@ -42,16 +42,7 @@ QUERY_BY_WEIGHTS = "4,2,2,1"      # title first
 RRF_K = 60                        # reciprocal-rank fusion constant
 HYBRID_ALPHA = 0.8                # weight of the vector ranking in hybrid search (production's alpha)
 _RESULT_FIELDS = ("unique_id,title,agency,content_hash,"
-                  "theme_most_specific_code,theme_most_specific_label")
-
-try:  # article times are Brasília time; facets (year/month/week) follow the local calendar
-    from zoneinfo import ZoneInfo
-
-    LOCAL_TZ = ZoneInfo("America/Sao_Paulo")
-except Exception:  # pragma: no cover - no tz database: Brasília has been UTC-3 since 2019
-    from datetime import timedelta
-
-    LOCAL_TZ = timezone(timedelta(hours=-3))
+                  "most_specific_theme_code,most_specific_theme_label")
 
 
 class IndexUnavailable(RuntimeError):
@@ -102,7 +93,7 @@ _SELECT = """
 SELECT n.unique_id, n.title, n.subtitle, n.editorial_lead, n.summary, left(n.content, %(cap)s::int),
        n.url, n.image_url, n.video_url, n.agency_key, coalesce(n.agency_name, a.name),
        n.category, n.tags, n.published_at, n.updated_datetime, n.content_hash, n.image_broken,
-       n.version, n.removed_at IS NOT NULL,
+       n.version, n.removed_at IS NOT NULL, n.extracted_at,
        t1.code, t1.label, t2.code, t2.label, t3.code, t3.label, tm.code, tm.label,
        CASE WHEN n.embedding_dim = %(dim)s::int THEN n.content_embedding::text END
   FROM news n
@@ -135,9 +126,12 @@ class _RawVector(str):
 
 def _row_to_document(row: Sequence[Any], raw_vector: bool = False) -> dict:
     (uid, title, subtitle, lead, summary, content, url, image, video, agency, agency_name,
-     category, tags, published, updated, content_hash, image_broken, version, _removed,
+     category, tags, published, updated, content_hash, image_broken, version, _removed, extracted,
      l1c, l1l, l2c, l2l, l3c, l3l, msc, msl, embedding) = row
-    local = published.astimezone(LOCAL_TZ) if published.tzinfo else published
+    # production's calendar facets: year and month of published_at and its ISO week as YYYYWW,
+    # all on the UTC calendar (an article published at 22:00 on 31/12 in Brasília counts in January)
+    utc = published.astimezone(timezone.utc) if published.tzinfo else published
+    iso_year, iso_week, _ = utc.isocalendar()
     doc: dict[str, Any] = {
         "id": uid,
         "unique_id": uid,
@@ -155,18 +149,21 @@ def _row_to_document(row: Sequence[Any], raw_vector: bool = False) -> dict:
         "tags": list(tags or []),
         "published_at": _epoch(published),
         "updated_at": _epoch(updated),
-        "published_year": local.year,
-        "published_month": local.month,
-        "published_week": local.isocalendar()[1],
+        "extracted_at": _epoch(extracted),
+        "published_year": utc.year,
+        "published_month": utc.month,
+        "published_week": iso_year * 100 + iso_week,
+        "has_image": bool(image),
+        "has_video": bool(video),
         # group_by content_hash hides republished duplicates; Typesense puts every document
         # WITHOUT the field into one group, so a row with no hash gets a key of its own.
         "content_hash": content_hash or f"id:{uid}",
         "image_broken": bool(image_broken),
         "version": int(version),
-        "theme_l1_code": l1c, "theme_l1_label": l1l,
-        "theme_l2_code": l2c, "theme_l2_label": l2l,
-        "theme_l3_code": l3c, "theme_l3_label": l3l,
-        "theme_most_specific_code": msc, "theme_most_specific_label": msl,
+        "theme_1_level_1_code": l1c, "theme_1_level_1_label": l1l,
+        "theme_1_level_2_code": l2c, "theme_1_level_2_label": l2l,
+        "theme_1_level_3_code": l3c, "theme_1_level_3_label": l3l,
+        "most_specific_theme_code": msc, "most_specific_theme_label": msl,
     }
     if embedding is not None:
         # real[] read as PostgreSQL's text ("{0.1,-0.25}", shortest exact float4 digits): the JSON
@@ -522,7 +519,7 @@ class Hit:
 
 
 def _theme(doc: dict) -> str | None:
-    code, label = doc.get("theme_most_specific_code"), doc.get("theme_most_specific_label")
+    code, label = doc.get("most_specific_theme_code"), doc.get("most_specific_theme_label")
     if code and label:
         return f"{code} {label}"
     return code or label or None
@@ -564,6 +561,31 @@ def _multi_search(ts, alias: str, searches: list[dict]) -> list[dict]:
     return results
 
 
+def server_version(ts) -> tuple[int, ...]:
+    """The Typesense server's version as a tuple (``(0, 24, 1)``, ``(27, 1)``); ``(0,)`` if unknown.
+
+    Read once per client from ``/debug``: features differ between the 0.24 server shipped for
+    local use and production's 27.x (native hybrid rank fusion, ``grouped_hits[].found``).
+    """
+    cached = getattr(ts, "_dgb_server_version", None)
+    if cached is not None:
+        return cached
+    try:
+        raw = str(ts.debug.retrieve().get("version", ""))
+        version = tuple(int(part) for part in raw.lstrip("v").split(".") if part.isdigit()) or (0,)
+    except Exception:  # noqa: BLE001 - an unknown version just means "use the portable path"
+        version = (0,)
+    try:
+        ts._dgb_server_version = version
+    except AttributeError:  # pragma: no cover - a client that refuses attributes: ask each time
+        pass
+    return version
+
+
+#: First Typesense version with native hybrid search (keyword + vector fused by the server).
+NATIVE_HYBRID = (0, 25)
+
+
 def search(ts, alias: str, query: str, *, semantic: bool = False, embedder=None,
            limit: int = 10) -> list[Hit]:
     """Top ``limit`` hits for ``query``, republished duplicates (same content_hash) hidden.
@@ -576,6 +598,8 @@ def search(ts, alias: str, query: str, *, semantic: bool = False, embedder=None,
     vector list and 0.2 for keywords, production's alpha). In that fusion keyword evidence
     counts only for documents matching every query word (``drop_tokens_threshold: 0``): a
     partial match ("vacinação" without "gripe") must not outrank the nearest meaning.
+    On a server with native hybrid search (>= 0.25, production's 27.x) one hybrid query with
+    ``alpha`` 0.8 replaces the two lists and the client-side fusion.
     """
     limit = max(1, int(limit))
     common = {"collection": alias, "group_by": "content_hash", "group_limit": 1,
@@ -588,6 +612,13 @@ def search(ts, alias: str, query: str, *, semantic: bool = False, embedder=None,
     if embedder is None:
         raise ValueError("semantic search needs an embedder")
     vec = embedder.encode([query])[0]
+    if server_version(ts) >= NATIVE_HYBRID:
+        # the server fuses keyword and vector ranks itself (alpha = weight of the vector side)
+        hybrid = {**keyword, "per_page": limit, "drop_tokens_threshold": 0,
+                  "vector_query": f"content_embedding:([{_vector_literal(vec)}], alpha: {HYBRID_ALPHA})"}
+        res = _multi_search(ts, alias, [hybrid])[0]
+        return [_to_hit(h, float((h.get("hybrid_search_info") or {}).get("rank_fusion_score", 0.0)))
+                for h in _hits(res)][:limit]
     depth = min(250, max(limit * 3, 20))   # candidates per list for the fusion
     vector = {**common, "q": "*", "per_page": depth,
               "vector_query": f"content_embedding:([{_vector_literal(vec)}], k: {depth})"}

@@ -1,6 +1,8 @@
 """The Typesense `news` collection.
 
-The alias (default ``news``) points at a versioned collection whose name carries a hash of
+Fields, names and types are production's (DestaquesGovBr's ``news`` collection), so the portal's
+and the GraphQL API's queries run unchanged; a few fields of our own follow. The alias (default
+``news``, production's collection name) points at a versioned collection whose name carries a hash of
 the schema (``news_<hash>``). A schema change (new field, other embedding dimension) gives
 a new collection name: the index stage builds it from PostgreSQL and swaps the alias, so
 readers never see a half-built index.
@@ -11,36 +13,73 @@ from __future__ import annotations
 import hashlib
 import json
 
+#: Theme fields of a document, production's names: code and label at each level, then the most
+#: specific theme (the deepest level the classifier reached).
+THEME_FIELDS: tuple[str, ...] = (
+    "theme_1_level_1_code", "theme_1_level_1_label",
+    "theme_1_level_2_code", "theme_1_level_2_label",
+    "theme_1_level_3_code", "theme_1_level_3_label",
+    "most_specific_theme_code", "most_specific_theme_label",
+)
+
+
+#: Fields production's clients filter, facet or sort on that this pipeline does not compute yet
+#: (production fills them from a separate features job): declared optional so those queries
+#: answer with empty results instead of a 404 "field not found". docs/compatibility.md lists them.
+NOT_COMPUTED_FIELDS: tuple[dict, ...] = (
+    {"name": "sentiment_label", "type": "string", "facet": True, "optional": True},
+    {"name": "sentiment_score", "type": "float", "optional": True},
+    {"name": "trending_score", "type": "float", "optional": True, "sort": True},
+    {"name": "readability_flesch", "type": "float", "optional": True},
+    {"name": "word_count", "type": "int32", "optional": True},
+    *({"name": name, "type": "string[]", "facet": True, "optional": True}
+      for name in ("entities", "entity_org", "entity_per", "entity_loc", "entity_event", "entity_policy",
+                   "entity_misc", "entity_canonical")),
+    {"name": "view_count", "type": "int32", "optional": True, "sort": True},
+)
+
 
 def fields(embedding_dim: int) -> list[dict]:
+    """Production's ``news`` fields (same names, types, facets and sorts), then ours.
+
+    Production's clients (the portal, the GraphQL API) query these names; ``image`` must stay
+    indexed because they filter ``image:!=""`` (an unindexed field makes that filter match
+    nothing). Ours beyond production's: ``agency_name``, ``updated_at``, ``version``.
+    """
     f = [
-        {"name": "unique_id", "type": "string"},
-        {"name": "title", "type": "string", "locale": "pt"},
+        {"name": "unique_id", "type": "string", "facet": True, "sort": True},
+        {"name": "agency", "type": "string", "facet": True, "optional": True},
+        {"name": "published_at", "type": "int64"},
+        {"name": "title", "type": "string", "optional": True, "locale": "pt"},
+        {"name": "url", "type": "string", "optional": True},
+        {"name": "image", "type": "string", "optional": True},
+        {"name": "video_url", "type": "string", "optional": True},
+        {"name": "category", "type": "string", "facet": True, "optional": True},
+        {"name": "content", "type": "string", "optional": True, "locale": "pt"},
+        {"name": "summary", "type": "string", "optional": True, "locale": "pt"},
         {"name": "subtitle", "type": "string", "optional": True, "locale": "pt"},
         {"name": "editorial_lead", "type": "string", "optional": True, "locale": "pt"},
-        {"name": "summary", "type": "string", "optional": True, "locale": "pt"},
-        {"name": "content", "type": "string", "optional": True, "locale": "pt"},
-        {"name": "url", "type": "string", "index": False, "optional": True},
-        {"name": "image", "type": "string", "index": False, "optional": True},
-        {"name": "video_url", "type": "string", "index": False, "optional": True},
-        {"name": "agency", "type": "string", "facet": True},
-        {"name": "agency_name", "type": "string", "facet": True, "optional": True},
-        {"name": "category", "type": "string", "facet": True, "optional": True},
-        {"name": "tags", "type": "string[]", "facet": True, "optional": True},
-        {"name": "published_at", "type": "int64"},
-        {"name": "updated_at", "type": "int64", "optional": True},
-        {"name": "published_year", "type": "int32", "facet": True},
-        {"name": "published_month", "type": "int32", "facet": True},
-        {"name": "published_week", "type": "int32", "facet": True},
-        {"name": "content_hash", "type": "string", "facet": True, "optional": True},
-        {"name": "image_broken", "type": "bool", "facet": True, "optional": True},
-        {"name": "version", "type": "int32", "optional": True},
+        {"name": "extracted_at", "type": "int64", "optional": True},
     ]
-    for level in ("l1", "l2", "l3", "most_specific"):
-        f.append({"name": f"theme_{level}_code", "type": "string", "facet": True, "optional": True})
-        f.append({"name": f"theme_{level}_label", "type": "string", "facet": True, "optional": True})
-    f.append({"name": "content_embedding", "type": "float[]", "num_dim": embedding_dim, "optional": True})
-    return f
+    for name in THEME_FIELDS:
+        f.append({"name": name, "type": "string", "facet": True, "optional": True})
+    f += [
+        {"name": "published_year", "type": "int32", "facet": True, "optional": True},
+        {"name": "published_month", "type": "int32", "facet": True, "optional": True},
+        {"name": "published_week", "type": "int32", "facet": True, "optional": True},
+        {"name": "tags", "type": "string[]", "facet": True, "optional": True},
+        {"name": "content_hash", "type": "string", "facet": True, "optional": True},
+        {"name": "has_image", "type": "bool", "facet": True, "optional": True},
+        {"name": "has_video", "type": "bool", "facet": True, "optional": True},
+        {"name": "image_broken", "type": "bool", "facet": True, "optional": True},
+        *NOT_COMPUTED_FIELDS,
+        # ours
+        {"name": "agency_name", "type": "string", "facet": True, "optional": True},
+        {"name": "updated_at", "type": "int64", "optional": True},
+        {"name": "version", "type": "int32", "optional": True},
+        {"name": "content_embedding", "type": "float[]", "num_dim": embedding_dim, "optional": True},
+    ]
+    return [dict(x) for x in f]
 
 
 def collection_schema(embedding_dim: int, alias: str = "news") -> dict:

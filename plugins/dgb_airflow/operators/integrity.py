@@ -37,8 +37,9 @@ class IntegrityTierOperator(BaseOperator):
     the shared polite :class:`dgb.fetch.Fetcher` with the SSRF guard on every redirect hop and
     connections pinned to vetted addresses. Yields early (returns ``skipped_backlog``) when the
     event pipeline is behind. Emits ``dgb.integrity.checks`` / ``dgb.integrity.outcome.<o>``
-    counters (tags: tier, agency). Per-article failures are recorded as ``error`` outcomes; the
-    task fails (to be retried) only when the database is unreachable or every check errored.
+    counters (tags: tier, agency), and ``dgb.integrity.breaker.tripped`` / ``.cleared`` (tags:
+    scope, key) when an agency's or host's removal breaker changes (issue 16). Per-article
+    failures are recorded as ``error`` outcomes; the task fails (to be retried) only when the database is unreachable or every check errored.
     """
 
     template_fields: Sequence[str] = ("tier", "limit")
@@ -64,6 +65,9 @@ class IntegrityTierOperator(BaseOperator):
             _incr(f"dgb.integrity.outcome.{result.outcome}", 1, tags)
             if result.image is not None:
                 _incr(f"dgb.integrity.image.{result.image.status}", 1, tags)
+            for change in result.breaker_changes:   # the breaker's events: a trip pauses removals
+                _incr(f"dgb.integrity.breaker.{change.event}", 1, {"scope": change.scope, "key": change.key})
+                self.log.warning("integrity breaker %s: %s", change.event, change.as_dict())
 
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         try:

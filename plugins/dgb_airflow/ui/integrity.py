@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 OUTCOME_COLORS = {
     "unchanged": "#2e7d32",
     "modified": "#1565c0",
+    "moved": "#00838f",
+    "suspect_removed": "#b39ddb",
     "removed": "#6a1b9a",
     "image_broken": "#ef6c00",
     "error": "#c62828",
@@ -143,11 +145,11 @@ def tier_bars(chart_id: str, tiers: list[dict]) -> str:
             x += w
         parts.append(f'<text x="{x + 6:.1f}" y="{y + bar_h * 0.65:.1f}" font-size="12" fill="#333">'
                      f'{t["checks"]}</text>')
-    lx = label_w
+    lx = 10.0
     for outcome, color in OUTCOME_COLORS.items():
-        parts.append(f'<rect x="{lx}" y="{height - 18}" width="12" height="12" fill="{color}"/>'
-                     f'<text x="{lx + 16}" y="{height - 8}" font-size="11">{outcome}</text>')
-        lx += 16 + 8 * len(outcome) + 14
+        parts.append(f'<rect x="{lx:.1f}" y="{height - 18}" width="12" height="12" fill="{color}"/>'
+                     f'<text x="{lx + 16:.1f}" y="{height - 8}" font-size="11">{outcome}</text>')
+        lx += 16 + 6.5 * len(outcome) + 14
     parts.append("</svg>")
     return "".join(parts)
 
@@ -179,6 +181,7 @@ CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;padding:18px 22px;color:#222;background:#fafafa}
 h1{font-size:20px;margin:0 0 4px} h2{font-size:15px;margin:0 0 8px}
 .sub{color:#666;font-size:12px;margin-bottom:14px}
+.alert{border-color:#c62828 !important;background:#fff5f5 !important;margin-bottom:14px}
 .cards{display:flex;gap:10px;flex-wrap:wrap;margin-bottom:14px}
 .card{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:10px 14px;min-width:120px}
 .card .v{font-size:22px;font-weight:600} .card .k{font-size:12px;color:#666}
@@ -197,8 +200,17 @@ def render_page(report: dict) -> str:
     cards = [
         ("articles", t["articles"]), ("checked", t["checked_articles"]), ("checks", t["checks"]),
         ("modification rate", _pct(t["modification_rate"])), ("broken-link rate", _pct(t["broken_link_rate"])),
-        ("removed", t["removed_articles"]), ("broken images", t["image_broken_articles"]),
+        ("removed", t["removed_articles"]), ("suspect (not hidden)", t.get("suspect_articles", 0)),
+        ("moved", t.get("moved_articles", 0)), ("broken images", t["image_broken_articles"]),
     ]
+    paused = report.get("removals_paused") or []
+    paused_html = "".join(
+        f'<li data-breaker-scope="{_e(b["scope"])}" data-breaker-key="{_e(b["key"])}"><b>{_e(b["scope"])} '
+        f'{_e(b["key"])}</b> since {_e(_short_time(b["tripped_at"]))}: {_e(b["reason"])}</li>' for b in paused)
+    breaker_panel = (f'<div class="panel alert" id="removals-paused"><h2>Removals paused</h2>'
+                     f'<ul>{paused_html}</ul>'
+                     '<div class=muted>Gone answers there only mark articles suspect_removed (still searchable)'
+                     ' until the agency/host answers normally again.</div></div>') if paused else ""
     card_html = "".join(f'<div class="card"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'
                         for k, v in cards)
     mod_chart = rate_bars("chart-modification-rate", "Modification rate per agency", checked, "modification_rate",
@@ -213,7 +225,8 @@ def render_page(report: dict) -> str:
         f"<td class=num>{a['modified_articles']}</td><td class=num>{_e(_pct(a['modification_rate']))}</td>"
         f"<td class=num>{a['title_changes']}/{a['content_changes']}/{a['image_changes']}</td>"
         f"<td class=num>{_e(_hours(a['mean_hours_to_first_modification']))}</td>"
-        f"<td class=num>{a['removed_articles']}</td><td class=num>{a['image_broken_articles']}</td>"
+        f"<td class=num>{a['removed_articles']}</td><td class=num>{a.get('suspect_articles', 0)}</td>"
+        f"<td class=num>{a.get('moved_articles', 0)}</td><td class=num>{a['image_broken_articles']}</td>"
         f"<td class=num>{_e(_pct(a['broken_link_rate']))}</td></tr>" for a in agencies)
     history_rows = "".join(
         f"<tr><td class=muted>{_e(_short_time(h['detected_at']))}</td><td>{_e(h['agency_key'])}</td>"
@@ -230,6 +243,7 @@ def render_page(report: dict) -> str:
 <h1>News integrity</h1>
 <div class="sub">Generated {_e(_short_time(report['generated_at']))} UTC · schedule <b>{_e(report['schedule']['mode'])}</b>
 ({_e(sched)}) · open problems: {_e(problems)} · <a href="api/report">JSON</a></div>
+{breaker_panel}
 <div class="cards">{card_html}</div>
 <div class="grid">
 <div class="panel"><h2>Modification rate per agency</h2>{mod_chart}</div>
@@ -239,7 +253,8 @@ def render_page(report: dict) -> str:
 </div>
 <div class="panel" style="margin-top:14px"><h2>Agencies</h2>
 <table><thead><tr><th>agency</th><th>checked</th><th>modified</th><th>mod. rate</th><th>title/content/image</th>
-<th>mean time to 1st change</th><th>removed</th><th>broken img</th><th>broken-link rate</th></tr></thead>
+<th>mean time to 1st change</th><th>removed</th><th>suspect</th><th>moved</th><th>broken img</th>
+<th>broken-link rate</th></tr></thead>
 <tbody>{agency_rows}</tbody></table></div>
 <div class="panel" style="margin-top:14px"><h2>Latest changes</h2>
 <table><thead><tr><th>detected</th><th>agency</th><th>article</th><th>field</th><th>source</th><th>old → new</th></tr></thead>

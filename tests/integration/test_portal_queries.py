@@ -1,0 +1,134 @@
+"""The query shapes production's clients send (the DestaquesGovBr portal and its GraphQL API) run
+unchanged against an index this pipeline built: scrape from the local site, enrich, embed and
+index through the real stages, then query Typesense as the portal does."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from datetime import datetime, timezone
+
+import pytest
+
+from dgb.fetch import Fetcher
+from dgb.pipeline import stages
+from dgb.pipeline.stage import run_stage
+from dgb.scraper.run import scrape_agency
+from dgb.search import schema
+from dgb.search.index import server_version
+
+from .support import FAST
+from .test_scrape import ARTICLES, _agency
+
+pytestmark = pytest.mark.stack
+
+#: Every field the portal's article type reads from a hit.
+PORTAL_FIELDS = {
+    "unique_id", "agency", "published_at", "title", "url", "image", "video_url", "category", "content",
+    "summary", "subtitle", "editorial_lead", "extracted_at", "theme_1_level_1_code",
+    "theme_1_level_1_label", "theme_1_level_2_code", "theme_1_level_2_label", "theme_1_level_3_code",
+    "theme_1_level_3_label", "most_specific_theme_code", "most_specific_theme_label", "published_year",
+    "published_month", "published_week", "tags",
+}
+# Fields a document may omit when the article has no value (production omits them too).
+MAY_BE_ABSENT = {"video_url", "subtitle", "editorial_lead", "category", "tags", "image",
+                 "theme_1_level_2_code", "theme_1_level_2_label", "theme_1_level_3_code",
+                 "theme_1_level_3_label"}
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from dgb.embed.model import load_model
+
+    return load_model("use-multilingual-v3", 512)
+
+
+@pytest.fixture
+def portal_index(pg, mirror, typesense_server, embedder):
+    from dgb import db
+    from dgb.enrich.base import get_classifier
+    from dgb.taxonomy import load_taxonomy, themes_rows
+
+    db.upsert_themes(pg, themes_rows(load_taxonomy()))
+    _site, _server, base = mirror(ARTICLES)
+    with Fetcher(FAST) as f:
+        for key in ("mec", "mulheres"):
+            scrape_agency(pg, _agency(base, key), f)
+    alias = f"t_{uuid.uuid4().hex[:8]}"
+    s = replace(typesense_server, typesense_collection=alias, embedding_dim=512)
+    ts = schema.client(s)
+    schema.ensure_collection(s, ts)
+    classifier = get_classifier(embedder=embedder, backend="local")
+    for stage in (stages.EnrichStage(classifier, pg), stages.EmbedStage(embedder, embedder.name),
+                  stages.IndexStage(ts, alias, pg, 512)):
+        report = run_stage(stage, pg, [], sweep_limit=100)
+        assert len(report.processed) == len(ARTICLES), (stage.name, report)
+    yield ts, alias
+    target = ts.aliases[alias].retrieve()["collection_name"]
+    ts.aliases[alias].delete()
+    ts.collections[target].delete()
+
+
+def _search(ts, alias, **params):
+    return ts.collections[alias].documents.search({"q": "*", **params})
+
+
+def test_portal_query_shapes_return_hits_with_every_field_it_reads(portal_index):
+    ts, alias = portal_index
+    start = int(datetime(2026, 10, 1, tzinfo=timezone.utc).timestamp())
+    end = int(datetime(2026, 12, 1, tzinfo=timezone.utc).timestamp())
+    in_range = f"published_at:>={start} && published_at:<{end}"
+
+    # feed / admin preview: newest first
+    feed = _search(ts, alias, sort_by="published_at:desc", per_page=50)
+    assert feed["found"] == len(ARTICLES)
+    stamps = [h["document"]["published_at"] for h in feed["hits"]]
+    assert stamps == sorted(stamps, reverse=True)
+    for hit in feed["hits"]:
+        doc = hit["document"]
+        assert PORTAL_FIELDS - MAY_BE_ABSENT <= set(doc), PORTAL_FIELDS - set(doc)
+        assert isinstance(doc["published_at"], int) and isinstance(doc["extracted_at"], int)
+        assert doc["published_week"] // 100 == doc["published_year"]      # YYYYWW
+        assert doc["most_specific_theme_code"].startswith(doc["theme_1_level_1_code"])
+
+    # admin preview by id
+    uid = feed["hits"][0]["document"]["unique_id"]
+    assert _search(ts, alias, q=uid, query_by="unique_id")["hits"][0]["document"]["unique_id"] == uid
+
+    # theme page: filter by level-1 label, range, newest first, one hit per content_hash
+    label = feed["hits"][0]["document"]["theme_1_level_1_label"]
+    theme = _search(ts, alias, filter_by=f"theme_1_level_1_label:=`{label}` && {in_range}",
+                    sort_by="published_at:desc", group_by="content_hash", group_limit=1)
+    assert theme["found"] >= 1
+    assert all(g["hits"][0]["document"]["theme_1_level_1_label"] == label for g in theme["grouped_hits"])
+
+    # agency page
+    mec = _search(ts, alias, filter_by="agency:=mec", sort_by="published_at:desc", per_page=50)
+    assert mec["found"] == sum(1 for a in ARTICLES if a[0] == "mec")
+
+    # facets on theme labels and agency
+    facets = _search(ts, alias, facet_by="theme_1_level_1_label,most_specific_theme_label,agency",
+                     max_facet_values=50)
+    counts = {f["field_name"]: {c["value"]: c["count"] for c in f["counts"]} for f in facets["facet_counts"]}
+    assert counts["agency"] == {"mec": 5, "mulheres": 2}
+    assert sum(counts["theme_1_level_1_label"].values()) == len(ARTICLES)
+
+    # editorial dashboard: articles with an image, grouped by theme and by agency
+    with_image = f'{in_range} && image:!=""'
+    total = _search(ts, alias, filter_by=with_image, per_page=1)["found"]
+    assert 0 < total <= len(ARTICLES)
+    by_agency = _search(ts, alias, filter_by=with_image, group_by="agency", group_limit=1, per_page=100)
+    assert {g["group_key"][0] for g in by_agency["grouped_hits"]} <= {"mec", "mulheres"}
+    if server_version(ts) >= (0, 25):   # grouped_hits[].found exists from 0.25 on (production: 27.x)
+        assert sum(g["found"] for g in by_agency["grouped_hits"]) == total
+
+    # text query on title and content, production's weights
+    text = _search(ts, alias, q="Enem inscritos", query_by="title,content", query_by_weights="3,1")
+    assert text["hits"][0]["document"]["title"] == "Enem tem recorde de inscritos confirmados"
+
+    # fields production's clients use that this pipeline does not compute: empty, not an error
+    for params in ({"filter_by": "sentiment_label:=positivo"}, {"sort_by": "trending_score:desc"},
+                   {"facet_by": "entity_org"}, {"sort_by": "view_count:desc"}):
+        res = _search(ts, alias, **params)
+        assert "hits" in res
+    assert _search(ts, alias, filter_by="sentiment_label:=positivo")["found"] == 0

@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     oof = training.out_of_fold_logits(feats.X, feats.proto, articles, codes, folds=args.folds)
     scale = training.fit_scale(oof[real], list(labels[real]), codes)
     probs = training.softmax(scale * oof)
-    results = bare.decide(items, feats, probs)
+    level2 = training.out_of_fold_level2(feats.X, articles, taxonomy, folds=args.folds)
+    results = bare.decide(items, feats, probs, level2)
     pred = np.array([r.theme_l1 for r in results])
     correct = pred == labels
     for s in SOURCES:
@@ -137,7 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     l2_ok = np.array([bool(a.l2_label) and label_of(r.theme_l2) == training.title_key(a.l2_label)
                       for a, r in zip(articles, results)])
     print(f"l2_agreement[real, by label] {_share(has_l2, l2_ok)}; "
-          f"given level 1 right: {_share(has_l2 & correct, l2_ok)}")
+          f"given level 1 right: {_share(has_l2 & correct, l2_ok)}"
+          + ("" if level2 else " (no level-2 part: production's labels do not map to our tree)"))
+    proto_l2 = bare.decide(items, feats, probs, ((), np.zeros((len(items), 0))))
+    l2_proto_ok = np.array([bool(a.l2_label) and label_of(r.theme_l2) == training.title_key(a.l2_label)
+                            for a, r in zip(articles, proto_l2)])
+    print(f"l2_agreement[real, prototypes only] {_share(has_l2, l2_proto_ok)}")
 
     # -- confusion summary ------------------------------------------------------------------
     pairs = collections.Counter((labels[i] or "none", pred[i]) for i in np.flatnonzero(real & ~correct))

@@ -1,7 +1,7 @@
-"""Train the local classifier's level-1 head on ALL the development data and write the shipped file.
+"""Train the local classifier's head on ALL the development data and write the shipped file.
 
     .venv/bin/python scripts/train_classifier.py [--data ../shared/data/classifier-dev] [--service]
-                                                 [--out include/dgb/data/classifier/level1-head.npz]
+                                                 [--out include/dgb/data/classifier/head.npz]
 
 Reproducible and deterministic: the same data, taxonomy and model give the same file (the
 logistic regression is lbfgs from zeros, the folds are dealt by title in file order). Steps:
@@ -10,7 +10,8 @@ logistic regression is lbfgs from zeros, the folds are dealt by title in file or
 2. out-of-fold logits with folds grouped by title (:mod:`dgb.enrich.training`), used to fit the
    calibration temperature on the real articles and to choose the hybrid-mode threshold
    (<= 30% routed to Bedrock on real.jsonl);
-3. fit the head on everything and save it with that calibration and the figures in its metadata.
+3. fit the head on everything (level 1; and level 2 on production's level-2 labels of real.jsonl
+   that map to our tree) and save it with that calibration and the figures in its metadata.
 
 The cross-validated agreement printed here is the honest figure; the benchmark
 (``scripts/bench_classify.py``) recomputes it. Retrain after the taxonomy or the model changes.
@@ -75,8 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         "taxonomy_prototypes": clf._protos.digest[:16],
     }
     meta["agencies_with_prior"] = len(fitted[2])
+    targets = training.level2_targets(articles, clf.taxonomy)
+    level2 = training.fit_level2(feats.X, targets)
+    meta["level2_trained_on"] = sum(1 for t in targets if t)
     head = training.make_head(fitted, codes, int(embedder.dim), scale=scale, embedder=embedder.name,
-                              meta=meta)
+                              meta=meta, level2=level2)
     head.save(args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
     print(f"cross-validated level-1 agreement (grouped by title): {cv}")

@@ -152,6 +152,8 @@ def test_head_round_trip_and_shape_check(tmp_path):
     back = Head.load(path)
     assert back.codes == head.codes and back.agencies == head.agencies and back.meta == head.meta
     assert np.array_equal(back.W, head.W) and np.array_equal(back.Wa, head.Wa)
+    assert back.l2_codes == head.l2_codes and np.array_equal(back.W2, head.W2)
+    assert len(head.l2_codes) > 20 and head.W2.shape == (len(head.l2_codes), head.W.shape[1])
     bad = Head(head.codes, head.W[:, :10], head.b, 1.0, 0.05, 1.0, "m", head.dim, {}, (), None)
     bad.save(tmp_path / "bad.npz")
     with pytest.raises(ValueError, match="do not match"):

@@ -31,7 +31,7 @@ import numpy as np
 
 from dgb.config import REPO_ROOT
 from dgb.enrich.base import ArticleText
-from dgb.enrich.local import Head, agency_key
+from dgb.enrich.local import L2_UNSEEN_LOGPROB, Head, agency_key
 
 DEV_DATA = REPO_ROOT.parent / "shared" / "data" / "classifier-dev"
 CORPUS = REPO_ROOT / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
@@ -44,6 +44,10 @@ PROTO_TEMPERATURE = 0.05    # prototype scores (cosines) are divided by this bef
 FOLDS = 5
 AGENCY_WEIGHT = 1.0         # value of an agency indicator feature (its prior's regularisation)
 AGENCY_MIN_ARTICLES = 2     # agencies with fewer distinct training articles get no prior
+CLASS_BALANCE = 0.0         # rows of theme c weighted by (mean theme weight / weight of c) ** this
+                            # (measured 0.3-1.0: no gain on real.jsonl, only on our corpus)
+LEVEL2_C = 1.0              # level-2 part: inverse L2 strength (~290 real articles, ~70 codes)
+LEVEL2_WEIGHT = 1.0         # weight of its log-probabilities next to the level-2 prototype scores
 
 
 @dataclass
@@ -147,8 +151,13 @@ def fit_head(X: np.ndarray, labels: Sequence[str | None], weights: np.ndarray, c
         groups = groups if groups is not None else np.arange(len(X))
         vocab = agency_vocabulary([agencies[i] for i in np.flatnonzero(keep)], groups[keep])
         design = np.hstack([X, agency_onehot(agencies, vocab)])
+    sample_weight = weights[keep].astype(np.float64)
+    if CLASS_BALANCE:
+        totals = {c: sample_weight[y[keep] == c].sum() for c in set(y[keep])}
+        mean = np.mean(list(totals.values()))
+        sample_weight = sample_weight * np.array([(mean / totals[c]) ** CLASS_BALANCE for c in y[keep]])
     model = LogisticRegression(C=C, max_iter=3000)
-    model.fit(design[keep], y[keep], sample_weight=weights[keep])
+    model.fit(design[keep], y[keep], sample_weight=sample_weight)
     full = np.zeros((len(codes), design.shape[1]), dtype=np.float64)
     b = np.full(len(codes), float(model.intercept_.min()) - 5.0)
     for row, code in enumerate(model.classes_):
@@ -159,10 +168,55 @@ def fit_head(X: np.ndarray, labels: Sequence[str | None], weights: np.ndarray, c
 
 
 def make_head(fitted: tuple, codes: Sequence[str], dim: int, *, scale: float = 1.0, embedder: str = "",
-              meta: dict | None = None) -> Head:
+              meta: dict | None = None, level2: tuple | None = None) -> Head:
     W, b, vocab, Wa = fitted
+    l2_codes, W2, b2 = level2 if level2 is not None else ((), None, None)
     return Head(tuple(codes), W, b, PROTO_ALPHA, PROTO_TEMPERATURE, scale, embedder, dim, meta or {},
-                vocab, Wa)
+                vocab, Wa, tuple(l2_codes), W2, b2, LEVEL2_WEIGHT)
+
+
+def level2_targets(articles: Sequence[DevArticle], taxonomy) -> list[str | None]:
+    """Production's level-2 label of each article as OUR level-2 code (a child of its level-1
+    code with the same label, compared loosely), or None (no label, or no such child: the
+    label only maps once our tree carries production's labels)."""
+    codes = {(t.parent_code, title_key(t.label)): t.code for t in taxonomy.level(2)}
+    return [codes.get((a.l1, title_key(a.l2_label))) if a.l1 and a.l2_label else None for a in articles]
+
+
+def fit_level2(X: np.ndarray, targets: Sequence[str | None], *,
+               C: float = LEVEL2_C) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
+    """(codes, W2, b2) of a logistic regression over the level-2 codes seen in ``targets``, or
+    None with fewer than two of them."""
+    from sklearn.linear_model import LogisticRegression
+
+    rows = [i for i, t in enumerate(targets) if t]
+    if len({targets[i] for i in rows}) < 2:
+        return None
+    model = LogisticRegression(C=C, max_iter=3000)
+    model.fit(X[rows], [targets[i] for i in rows])
+    return (tuple(str(c) for c in model.classes_), model.coef_.astype(np.float32),
+            model.intercept_.astype(np.float32))
+
+
+def out_of_fold_level2(X: np.ndarray, articles: Sequence[DevArticle], taxonomy, *,
+                       folds: int = FOLDS) -> tuple[tuple[str, ...], np.ndarray] | None:
+    """(level-2 codes, log-probabilities of every article from a level-2 part trained on the
+    OTHER folds); codes a fold never saw get :data:`~dgb.enrich.local.L2_UNSEEN_LOGPROB`."""
+    targets = level2_targets(articles, taxonomy)
+    codes = tuple(sorted({t for t in targets if t}))
+    if len(codes) < 2:
+        return None
+    out = np.full((len(articles), len(codes)), L2_UNSEEN_LOGPROB, dtype=np.float64)
+    for test in grouped_folds(group_ids(articles), folds):
+        train = np.setdiff1d(np.arange(len(articles)), test)
+        fitted = fit_level2(X[train], [targets[i] for i in train])
+        if fitted is None:
+            continue
+        head = Head((), np.zeros((0, X.shape[1])), np.zeros(0), 0.0, 1.0, 1.0, "", X.shape[1] // 3, {},
+                    l2_codes=fitted[0], W2=fitted[1], b2=fitted[2])
+        cols = [codes.index(c) for c in fitted[0]]
+        out[np.ix_(test, cols)] = head.level2_logprobs(X[test])
+    return codes, out
 
 
 def out_of_fold_logits(X: np.ndarray, proto: np.ndarray, articles: Sequence[DevArticle], codes: Sequence[str],

@@ -40,7 +40,7 @@ The summary is EXTRACTIVE
 -------------------------
 1-:data:`SUMMARY_MAX_SENTENCES` leading sentences COPIED from the article (subtitle, lead, first
 content sentences; whitespace normalised, a leading dateline such as "Brasília (DF) – " dropped),
-skipping captions, sentences that announce a list, and near-repeats, at most
+skipping captions, unpunctuated lines, sentences that announce a list, and near-repeats, at most
 :data:`SUMMARY_MAX_CHARS` characters. Nothing is generated or paraphrased; a single sentence over
 the limit is cut at a word boundary and ends with "…". ``classifier_version`` says so:
 ``"local-emb-2 (head; extractive summary; <model>)"``.
@@ -192,12 +192,21 @@ def paragraphs(content: str) -> list[tuple[str, str]]:
 
 
 def _block(lines: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """One markdown block's cleaned lines as paragraphs (a bullet list is one per item)."""
+    """One markdown block's cleaned lines as paragraphs: a bullet list is one per item; in prose
+    each line is a paragraph (gov.br markdown keeps a paragraph on one line, and a line break
+    separates e.g. the subtitle from the first paragraph) unless the next line starts in lower
+    case (a wrapped line)."""
     if all(kind == "bullet" for kind, _ in lines):
         return list(lines)
     if len(lines) == 1 and lines[0][0] == "heading":
         return list(lines)
-    return [("prose", " ".join(text for _, text in lines))]
+    out: list[tuple[str, str]] = []
+    for _, text in lines:
+        if out and text[:1].islower():
+            out[-1] = ("prose", f"{out[-1][1]} {text}")
+        else:
+            out.append(("prose", text))
+    return out
 
 
 def _pieces(sentence: str, limit: int = UNIT_MAX_CHARS) -> list[str]:
@@ -235,6 +244,7 @@ class _Layout:
     candidates: list[tuple[int, str]]  # summary candidates: (unit index, sentence), document order
 
 
+_ENDS_SENTENCE = re.compile(r"[.!?…][\"”’)]*\s*$")
 _DATELINE = re.compile(r"^[A-ZÀ-Ý][^.!?()]{1,60}\([A-Z]{2}\)\s*[–—-]+\s*")
 
 
@@ -600,10 +610,12 @@ class LocalClassifier:
 
     def _summary(self, layout: _Layout, vectors: np.ndarray, title: str) -> str | None:
         """Up to :data:`SUMMARY_MAX_SENTENCES` leading sentences, at most :data:`SUMMARY_MAX_CHARS`
-        characters in all, skipping captions, datelines-only lines, sentences that announce a list
-        (ending in ":") and near-repeats of the title or of a sentence already taken."""
+        characters in all, skipping captions (under :data:`SUMMARY_MIN_CHARS`), lines without final
+        punctuation (a subtitle, a heading: copied as is they would run into the next sentence),
+        sentences that announce a list (ending in ":") and near-repeats of the title or of a
+        sentence already taken (measured on real.jsonl: ROUGE-L 0.35 -> 0.37)."""
         cands = [(i, s) for i, s in layout.candidates
-                 if len(s) >= SUMMARY_MIN_CHARS and not s.rstrip().endswith(":")]
+                 if len(s) >= SUMMARY_MIN_CHARS and _ENDS_SENTENCE.search(s)]
         cands = cands or [(i, s) for i, s in layout.candidates if s.strip()]
         if not cands:
             return None

@@ -23,7 +23,8 @@ class StageDag:
 STAGE_DAGS = (
     StageDag("enrich_news", "enrich", (topology.SUB_ENRICHMENT,), "* * * * *",
              "Classifies each scraped article into the 3-level theme taxonomy and writes a summary "
-             "(DGB_CLASSIFIER: `local` offline classifier, or `bedrock`), then emits `dgb.news.enriched`."),
+             "(DGB_CLASSIFIER: `local` offline classifier, `bedrock`, or `hybrid`: local first, Bedrock "
+             "when unsure), then emits `dgb.news.enriched`."),
     StageDag("embed_news", "embed", (topology.SUB_EMBEDDINGS,), "* * * * *",
              "Embeds title + summary with the resident model service (DGB_EMBEDDING_MODEL), stores the "
              "vector with its model name, then emits `dgb.news.embedded`."),

@@ -144,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     l2_proto_ok = np.array([bool(a.l2_label) and label_of(r.theme_l2) == training.title_key(a.l2_label)
                             for a, r in zip(articles, proto_l2)])
     print(f"l2_agreement[real, prototypes only] {_share(has_l2, l2_proto_ok)}")
+    lab = np.array([a.source == "labelled" and bool(a.l2) for a in articles])
+    code_ok = np.array([bool(a.l2) and r.theme_l2 == a.l2 for a, r in zip(articles, results)])
+    print(f"l2_agreement[labelled, by code; codes of an older production taxonomy: indicative] "
+          f"{_share(lab, code_ok)}")
 
     # -- confusion summary ------------------------------------------------------------------
     pairs = collections.Counter((labels[i] or "none", pred[i]) for i in np.flatnonzero(real & ~correct))

@@ -58,6 +58,7 @@ class DevArticle:
     item: ArticleText
     l1: str | None
     l2_label: str | None = None    # real.jsonl: production's level-2 label
+    l2: str | None = None          # labelled.jsonl: level-2 code (an OLDER production taxonomy)
     reference_summary: str | None = None
 
     @property
@@ -83,7 +84,8 @@ def load_dev_data(folder: Path | None = None, *, corpus: bool = True) -> list[De
             item = ArticleText(r.get("id"), r.get("title") or "", None, None, r.get("content") or "",
                                r.get("agency"))
             label = r.get("l1_from_category") if source == "weak" else r.get("l1")
-            out.append(DevArticle(source, item, label or None, r.get("l2_label"), r.get("reference_summary")))
+            out.append(DevArticle(source, item, label or None, l2_label=r.get("l2_label"),
+                                  reference_summary=r.get("reference_summary"), l2=r.get("l2") or None))
     if corpus:
         for a in _rows(CORPUS):
             item = ArticleText(a["url_slug"], a["title"], a.get("subtitle"), a.get("editorial_lead"),

@@ -3,9 +3,10 @@
 Three backends implement :class:`Classifier` and are chosen by ``DGB_CLASSIFIER``
 (:attr:`dgb.config.Settings.classifier_backend`):
 
-* ``local`` (default, offline): :class:`dgb.enrich.local.LocalClassifier`, hierarchical
-  embedding similarity against the taxonomy; its summary is EXTRACTIVE (sentences copied
-  from the article, never generated text);
+* ``local`` (default, offline): :class:`dgb.enrich.local.LocalClassifier`, sentence embeddings
+  scored by a small head trained on real labelled news plus similarity to the taxonomy; its
+  ``confidence`` is calibrated on real news; its summary is EXTRACTIVE (sentences copied from
+  the article, never generated text);
 * ``bedrock`` (production): :class:`dgb.enrich.bedrock.BedrockClassifier`, Claude on Amazon
   Bedrock through the Converse API; its summary is written by the model;
 * ``hybrid``: :class:`dgb.enrich.hybrid.HybridClassifier`, local first and Bedrock for the

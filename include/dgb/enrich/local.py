@@ -561,6 +561,11 @@ class LocalClassifier:
             if unknown:
                 raise ValueError(f"classifier head has level-1 codes {unknown} that the taxonomy lacks")
             self._head_cols = np.array([self.level1_codes.index(c) for c in self.head.codes])
+            trained_with = (self.head.meta or {}).get("taxonomy_prototypes")
+            if trained_with and trained_with != self._protos.digest[:16]:
+                log.warning("the classifier head was trained with other taxonomy prototypes (%s, now %s): "
+                            "it still works, but retrain it (scripts/train_classifier.py)",
+                            trained_with, self._protos.digest[:16])
         mode = "head" if self.head is not None else "prototypes"
         self.version = f"{VERSION} ({mode}; extractive summary; {embedder.name})"
 

@@ -60,7 +60,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 
@@ -520,7 +520,7 @@ def load_default_head() -> Head | None:
 class LocalClassifier:
     """Offline classifier over any :class:`dgb.embed.Embedder` (in-process model or the service).
 
-    ``head``: the trained level-1 head; by default the shipped one (:data:`HEAD_FILE`) when it
+    ``head``: the trained :class:`Head`; by default the shipped one (:data:`HEAD_FILE`) when it
     was trained with this embedder's model, else none (level 1 by prototypes alone). Pass
     ``head=False`` to force prototype-only mode (what the training script measures against).
 
@@ -530,7 +530,7 @@ class LocalClassifier:
     name = NAME
 
     def __init__(self, embedder, taxonomy: Taxonomy | None = None, *, cache_dir: Path | None = None,
-                 head: "Head | None | bool" = None):
+                 head: "Head | None | Literal[False]" = None):
         if taxonomy is None:
             from dgb.taxonomy import load_taxonomy
 

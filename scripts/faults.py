@@ -79,7 +79,8 @@ FAULTS = ("kill_triggerer", "kill_scheduler", "kill_task", "kill_model", "stop_t
 STAGE_DAGS = ("enrich_news", "embed_news", "index_news")
 MAIN_TOPICS = topology.TOPICS
 # a value of the right JSON type for each payload field of dgb.events' contracts (others: "x")
-POISON_VALUES = {"published_at": None, "most_specific_theme_code": None, "has_summary": False, "embedding_dim": 1}
+POISON_VALUES = {"published_at": None, "most_specific_theme_code": None, "has_summary": False,
+                 "embedding_dim": 1}
 RUN_TITLE = r"\(falha-[0-9a-f]{6} n[0-9]{3}\)$"          # the title suffix of a run's articles
 RUN_UID = r"falha-[0-9a-f]{6}-(n[0-9]{3}_|poison-)"     # in their unique_ids (and poison ids)
 

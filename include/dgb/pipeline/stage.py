@@ -70,10 +70,10 @@ class InMessage:
         try:
             asset = events.AssetPayload.model_validate(payload)
         except ValidationError:
-            attributes = payload.get("attributes")
+            attrs = payload.get("attributes")
             asset = events.AssetPayload(
                 message_id=str(payload.get("message_id") or ""), data=str(payload.get("data") or ""),
-                attributes={str(k): str(v) for k, v in attributes.items()} if isinstance(attributes, dict) else {})
+                attributes={str(k): str(v) for k, v in attrs.items()} if isinstance(attrs, dict) else {})
         return cls(subscription, asset.message_id, asset.raw_data(), dict(asset.attributes))
 
 
@@ -199,7 +199,8 @@ def run_stage(stage: Stage, conn, messages: Iterable[InMessage], *, sweep_limit:
     if sweep_limit:
         with conn.cursor() as cur:
             cur.execute(f"SELECT unique_id, trace_id FROM news WHERE {stage.pending_condition()}"
-                        f" ORDER BY {stage.sweep_order} LIMIT %(limit)s", {**stage.params(), "limit": sweep_limit})
+                        f" ORDER BY {stage.sweep_order} LIMIT %(limit)s",
+                        {**stage.params(), "limit": sweep_limit})
             for uid, trace_id in cur.fetchall():
                 if uid not in work:
                     work[uid] = Work(uid, str(trace_id) if trace_id else None, default_sub)
@@ -265,7 +266,8 @@ def _load(conn, stage: Stage, uids: list[str]) -> dict[str, dict]:
         return {}
     cols = ", ".join(dict.fromkeys(("unique_id", "version", "trace_id") + stage.columns))
     with conn.cursor() as cur:
-        cur.execute(f"SELECT {cols}, ({stage.definition.done}) AS {DONE}, ({stage.definition.ready}) AS {READY}"
+        d = stage.definition
+        cur.execute(f"SELECT {cols}, ({d.done}) AS {DONE}, ({d.ready}) AS {READY}"
                     " FROM news WHERE unique_id = ANY(%(ids)s)", {**stage.params(), "ids": uids})
         names = [d.name for d in cur.description]
         rows = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}

@@ -124,7 +124,8 @@ class ReconcileOperator(_SafetyNetOperator):
         conn = self._pg()
         try:
             rep = run(conn, mode=self.mode, ts=ts, alias=s.typesense_collection, thresholds=t,
-                      model=s.embedding_model, dry_run=dry_run, reset_stuck=bool(conf.get("reset_stuck", False)))
+                      model=s.embedding_model, dry_run=dry_run,
+                      reset_stuck=bool(conf.get("reset_stuck", False)))
             relayed = None if dry_run else self._relay(conn)
             if not dry_run:
                 self._record_dead_letters(conn)

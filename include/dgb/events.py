@@ -133,11 +133,12 @@ def parse_message(topic: str, data: bytes | str, attributes: dict[str, str] | No
     ``malformed_json``, ``malformed_payload`` (not an object, a field missing or of the wrong
     type, or ``unique_id`` differing from its attribute), ``unknown_topic``."""
     attributes = {str(k): str(v) for k, v in (attributes or {}).items()}
-    missing = [a for a in REQUIRED_ATTRIBUTES if not attributes.get(a)]
-    if missing:
-        raise InvalidEvent("missing_attributes", f"{missing}")
-    if attributes["event_version"] not in SUPPORTED_VERSIONS:
-        raise InvalidEvent("unsupported_version", attributes["event_version"])
+    try:
+        required = Attributes.model_validate(attributes)
+    except ValidationError as exc:
+        raise InvalidEvent("missing_attributes", _problems(exc)) from exc
+    if required.event_version not in SUPPORTED_VERSIONS:
+        raise InvalidEvent("unsupported_version", required.event_version)
     try:
         raw = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -46,6 +46,8 @@ def test_the_dead_letter_reasons():
     ok, data = ev.attributes, ev.data()
     assert reason(topic, data, {**ok, "trace_id": ""}) == "missing_attributes"
     assert reason(topic, data, None) == "missing_attributes"
+    with pytest.raises(events.InvalidEvent, match="unique_id"):
+        events.parse_message(topic, data, {k: v for k, v in ok.items() if k != "unique_id"})
     assert reason(topic, data, {**ok, "event_version": "9.9"}) == "unsupported_version"
     assert reason(topic, b"not json{", ok) == "malformed_json"
     assert reason(topic, b'["u1"]', ok) == "malformed_payload"

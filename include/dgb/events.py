@@ -95,7 +95,10 @@ class Attributes(BaseModel):
 
     trace_id: NonEmpty
     event_version: NonEmpty
-    unique_id: NonEmpty
+    # The dedup attribute. Production's publishers (DestaquesGovBr's scrapers, which may still run
+    # during a switch-over) send only trace_id and event_version: their messages are accepted and
+    # get the payload's unique_id as this attribute.
+    unique_id: NonEmpty | None = None
     event_ts: StrictStr | None = None
 
 
@@ -152,6 +155,7 @@ def parse_message(topic: str, data: bytes | str, attributes: dict[str, str] | No
         payload = model.model_validate(raw)
     except ValidationError as exc:
         raise InvalidEvent("malformed_payload", _problems(exc)) from exc
+    attributes.setdefault("unique_id", payload.unique_id)
     if payload.unique_id != attributes["unique_id"]:
         raise InvalidEvent("malformed_payload", "unique_id attribute differs from payload")
     return Message(topic=topic, payload=payload, attributes=attributes)

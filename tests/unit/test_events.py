@@ -46,8 +46,6 @@ def test_the_dead_letter_reasons():
     ok, data = ev.attributes, ev.data()
     assert reason(topic, data, {**ok, "trace_id": ""}) == "missing_attributes"
     assert reason(topic, data, None) == "missing_attributes"
-    with pytest.raises(events.InvalidEvent, match="unique_id"):
-        events.parse_message(topic, data, {k: v for k, v in ok.items() if k != "unique_id"})
     assert reason(topic, data, {**ok, "event_version": "9.9"}) == "unsupported_version"
     assert reason(topic, b"not json{", ok) == "malformed_json"
     assert reason(topic, b'["u1"]', ok) == "malformed_payload"
@@ -96,3 +94,17 @@ def test_a_stage_message_from_an_asset_payload():
     # a payload breaking the contract still becomes a message (then dead-lettered), never an exception
     bad = InMessage.from_payload("sub", {"message_id": "m", "data": "e30=", "attributes": ["x"]})
     assert (bad.message_id, bad.data, bad.attributes) == ("m", b"{}", {})
+
+
+def test_a_message_published_by_production_is_accepted():
+    """DestaquesGovBr's scrapers publish dgb.news.scraped with trace_id and event_version only
+    (no unique_id attribute) and this payload: during a switch-over both may publish."""
+    data = json.dumps({"unique_id": "merenda-escolar_a1b2c3", "agency_key": "mec",
+                       "published_at": "2026-02-10T17:05:07-03:00",
+                       "scraped_at": "2026-02-10T20:06:00.123456+00:00"}).encode()
+    msg = events.parse_message(topology.TOPIC_SCRAPED, data, {"trace_id": "t-9", "event_version": "1.0"})
+    assert msg.unique_id == "merenda-escolar_a1b2c3"
+    assert msg.attributes["unique_id"] == "merenda-escolar_a1b2c3"   # the dedup attribute, from the payload
+    with pytest.raises(events.InvalidEvent, match="differs"):
+        events.parse_message(topology.TOPIC_SCRAPED, data,
+                             {"trace_id": "t-9", "event_version": "1.0", "unique_id": "other_000000"})

@@ -54,9 +54,10 @@ class DgbPubSubHook(PubSubHook):
         super().__init__(gcp_conn_id=gcp_conn_id, **kwargs)
 
     @PubSubHook.fallback_to_default_project_id
-    def modify_ack_deadline(self, subscription: str, ack_ids: Sequence[str], seconds: int,
+    def modify_ack_deadline(self, *, subscription: str, ack_ids: Sequence[str], seconds: int,
                             project_id: str = PROVIDE_PROJECT_ID, timeout: float | None = 30.0) -> None:
         """Set the ack deadline of pulled messages (``seconds`` from now; never use 0 as a nack).
+        Keyword arguments only, like the provider's methods.
 
         :param subscription: subscription name, without the ``projects/.../subscriptions/`` prefix.
         :param ack_ids: ack ids from a pull of that subscription.

@@ -195,3 +195,48 @@ def test_advance_never_raises_when_the_broker_fails(project):
         await producer.aclose()
 
     asyncio.run(scenario())
+
+
+# ------------------------------------------------------------------ inside Airflow's shared-stream manager
+
+
+def test_through_airflows_shared_stream_manager_acks_persisted_and_dead_letters_rejected(project):
+    """The triggerer's own machinery (SharedStreamManager), as its runner drives it: events fire
+    for valid messages, each is acked once confirmed persisted; the invalid one is rejected by the
+    filter and dead-lettered; nothing comes back after the lease (10 s) once the stream stopped."""
+    from airflow.triggers.shared_stream import SharedStreamManager
+
+    good = [_event(f"a_{i}") for i in range(2)]
+    for ev in good:
+        _publish(project, ev.data(), ev.attributes)
+    _publish(project, b"{broken", _event("a_x").attributes)
+    trigger = PubSubAckTrigger(project_id=project, subscription=SUB.name, dead_letter_topic=SUB.dead_letter_topic,
+                               ack_deadline_s=10, poll_timeout_s=2)
+    key = trigger.shared_stream_key()
+    fired: list = []
+
+    async def scenario():
+        manager = SharedStreamManager(ack_timeout=30)
+        stream = manager.subscribe(trigger_id=1, trigger=trigger, key=key)
+
+        async def runner():               # what TriggerRunner does with each event it takes
+            async for event in trigger.filter_shared_stream(stream):
+                seq = manager.bind_pending_event(trigger_id=1, key=key)
+                fired.append(event.payload)           # "stored as an asset event"
+                manager.confirm_persisted([seq])
+
+        task = asyncio.create_task(runner())
+        dead = []
+        deadline = time.monotonic() + 60
+        while not dead and time.monotonic() < deadline:
+            dead = await asyncio.to_thread(pull_all, project, SUB.dead_letter_subscription, 1, 2)
+        await asyncio.sleep(2)              # the clean ones' advance follows the next pull
+        task.cancel()
+        await manager.unsubscribe(1, key)
+        return dead
+
+    dead = asyncio.run(scenario())
+    assert sorted(json.loads(base64.b64decode(p["data"]))["unique_id"] for p in fired) == ["a_0", "a_1"]
+    assert [m.message.attributes["dgb_dead_letter_reason"] for m in dead] == ["malformed_json"]
+    time.sleep(12)                          # past the lease: anything not acked would be back
+    assert pull_all(project, SUB.name, 3, timeout=3) == []

@@ -1,6 +1,7 @@
 """Fixtures of the plugins tests: the real servers of tests/conftest.py (PostgreSQL, the Pub/Sub
 emulator, Typesense) and the local gov.br site of tests/integration/conftest.py, plus a fresh
-Pub/Sub project with the pipeline's topology and a minimal Airflow task context."""
+Pub/Sub project with the pipeline's topology, a minimal Airflow task context and a recording
+backend for Airflow's stats."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
+from airflow.sdk._shared.observability.metrics import stats as stats_module
 
 from dgb import topology
 from tests.integration.conftest import mirror  # noqa: F401 - the local gov.br site, reused
@@ -54,3 +56,39 @@ def task_context(conf: dict | None = None, params: dict | None = None, run_id: s
     return {"params": params or {}, "dag_run": SimpleNamespace(conf=conf or {}), "run_id": run_id,
             "ti": SimpleNamespace(try_number=try_number),
             "triggering_asset_events": triggering_asset_events or {}}
+
+
+class StatsRecorder:
+    """A stats backend (Airflow's StatsLogger protocol) that keeps what it was sent."""
+
+    def __init__(self, sink: list, fail: bool = False):
+        self.sink, self.fail = sink, fail
+
+    def incr(self, stat, count=1, rate=1, *, tags=None):
+        if self.fail:
+            raise OSError("statsd unreachable")
+        self.sink.append(("incr", stat, count, tags))
+
+    def gauge(self, stat, value, rate=1, delta=False, *, tags=None):
+        if self.fail:
+            raise OSError("statsd unreachable")
+        self.sink.append(("gauge", stat, value, tags))
+
+
+def install_stats_backend(backend) -> tuple:
+    saved = (stats_module._factory, stats_module._backend, stats_module._export_legacy_names)
+    stats_module.initialize(factory=lambda: backend, export_legacy_names=False)
+    return saved
+
+
+def restore_stats_backend(saved: tuple) -> None:
+    stats_module._factory, stats_module._backend, stats_module._export_legacy_names = saved
+
+
+@pytest.fixture
+def recorded_metrics():
+    """What the operators send to Airflow's stats, as (kind, name, value, tags) tuples."""
+    sink: list = []
+    saved = install_stats_backend(StatsRecorder(sink))
+    yield sink
+    restore_stats_backend(saved)

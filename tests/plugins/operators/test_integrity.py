@@ -12,7 +12,6 @@ from dgb_airflow.operators.integrity import IntegrityTierOperator
 from ...integration.support import FAST
 from ...integration.test_scrape import ARTICLES, _agency
 from ..conftest import task_context
-from ..test_metrics import recorded_metrics  # noqa: F401 - fixture
 
 
 def _in_tier(published: str, tier: str) -> bool:

@@ -3,6 +3,8 @@ real stack: the local gov.br site, PostgreSQL and the Pub/Sub emulator."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dgb import topology
@@ -67,8 +69,8 @@ def test_relay_operator_publishes_what_a_scrape_left_and_reports_pending(pg, pro
 def test_relay_operator_fails_when_a_publish_failed(pg, project, site, monkeypatch):
     ScrapeAgencyOperator(task_id="s", agency_keys=["mec"], gcp_conn_id="missing").execute(task_context())
     # a project without the topics: every publish fails, the task fails to be retried
-    monkeypatch.setenv("AIRFLOW_CONN_EMPTY_PROJECT", '{"conn_type": "google_cloud_platform", '
-                                                     '"extra": {"is_anonymous": true, "project": "dgb-empty"}}')
+    monkeypatch.setenv("AIRFLOW_CONN_EMPTY_PROJECT", json.dumps(
+        {"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True, "project": "dgb-empty"}}))
     with pytest.raises(RuntimeError, match="outbox relay"):
         OutboxRelayOperator(task_id="relay_outbox", gcp_conn_id="empty_project").execute(task_context())
     assert _count(pg, "SELECT count(*) FROM outbox WHERE published_at IS NULL") == len(MEC)

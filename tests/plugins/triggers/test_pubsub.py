@@ -36,8 +36,8 @@ def _event(unique_id: str = "a_1"):
 
 
 def test_serialize_round_trips_one_flat_config():
-    trigger = PubSubAckTrigger(project_id="p1", subscription=SUB.name, dead_letter_topic=SUB.dead_letter_topic,
-                               max_failures=3)
+    trigger = PubSubAckTrigger(project_id="p1", subscription=SUB.name,
+                               dead_letter_topic=SUB.dead_letter_topic, max_failures=3)
     path, kwargs = trigger.serialize()
     assert path == TRIGGER_PATH == f"{PubSubAckTrigger.__module__}.{PubSubAckTrigger.__qualname__}"
     assert json.loads(json.dumps(kwargs)) == kwargs          # stored as JSON in the trigger table
@@ -80,7 +80,8 @@ def test_reject_reason_is_parse_messages_reason():
     ev = _event()
     assert reject_reason(SUB.topic, ev.data(), ev.attributes) is None
     assert reject_reason(SUB.topic, b"nope", ev.attributes) == "malformed_json"
-    assert reject_reason(SUB.topic, ev.data(), {**ev.attributes, "event_version": "2.0"}) == "unsupported_version"
+    newer = {**ev.attributes, "event_version": "2.0"}
+    assert reject_reason(SUB.topic, ev.data(), newer) == "unsupported_version"
     assert reject_reason(SUB.topic, ev.data(), {"event_version": "1.0"}) == "missing_attributes"
     assert reject_reason(SUB.topic, b'["u"]', ev.attributes) == "malformed_payload"
     # the topic's own fields count too (the stages' contract): a scraped payload on an enriched topic
@@ -92,7 +93,8 @@ def test_reject_reason_is_parse_messages_reason():
 def test_filter_yields_valid_messages_and_rejects_the_rest():
     trigger = PubSubAckTrigger(project_id="p", subscription=SUB.name)
     good, bad = _event("a_1"), _event("a_2")
-    raws = [{"message_id": "1", "data": base64.b64encode(good.data()).decode(), "attributes": good.attributes},
+    raws = [{"message_id": "1", "data": base64.b64encode(good.data()).decode(),
+             "attributes": good.attributes},
             {"message_id": "2", "data": base64.b64encode(b"{broken").decode(), "attributes": bad.attributes}]
 
     async def stream():
@@ -121,8 +123,8 @@ def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project
     ev = _event("a_1")
     for data in (ev.data(), b"{broken", ev.data()):
         _publish(project, data, {**ev.attributes, "trace_id": str(uuid.uuid4())})
-    trigger = PubSubAckTrigger(project_id=project, subscription=SUB.name, dead_letter_topic=SUB.dead_letter_topic,
-                               max_failures=2, poll_timeout_s=2)
+    trigger = PubSubAckTrigger(project_id=project, subscription=SUB.name,
+                               dead_letter_topic=SUB.dead_letter_topic, max_failures=2, poll_timeout_s=2)
     producer = PubSubAckTrigger.create_shared_stream_producer(trigger.serialize()[1])
 
     async def scenario():
@@ -131,7 +133,8 @@ def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project
         assert len(producer.outstanding) == 3
         by_kind: dict[str, list] = {}
         for raw, payload in got:
-            by_kind.setdefault("bad" if base64.b64decode(raw["data"]) == b"{broken" else "good", []).append(payload)
+            kind = "bad" if base64.b64decode(raw["data"]) == b"{broken" else "good"
+            by_kind.setdefault(kind, []).append(payload)
         clean, failed = by_kind["good"]
         await producer.advance([AdvanceItem(clean, AdvanceOutcome(acked=1, failed=0)),
                                 AdvanceItem(by_kind["bad"][0], AdvanceOutcome(acked=0, failed=0, rejected=1)),
@@ -161,7 +164,8 @@ def test_pulled_messages_are_leased_to_the_short_deadline_and_kept_leased(projec
     """ack_deadline_s (10 s here) bounds redelivery after a crash; the extender keeps it while waiting."""
     ev = _event("a_9")
     _publish(project, ev.data(), ev.attributes)
-    producer = PubSubStreamProducer(PubSubStreamConfig(project, SUB.name, ack_deadline_s=10, poll_timeout_s=2))
+    config = PubSubStreamConfig(project, SUB.name, ack_deadline_s=10, poll_timeout_s=2)
+    producer = PubSubStreamProducer(config)
 
     async def scenario():
         stream = producer.open_stream()
@@ -210,8 +214,8 @@ def test_through_airflows_shared_stream_manager_acks_persisted_and_dead_letters_
     for ev in good:
         _publish(project, ev.data(), ev.attributes)
     _publish(project, b"{broken", _event("a_x").attributes)
-    trigger = PubSubAckTrigger(project_id=project, subscription=SUB.name, dead_letter_topic=SUB.dead_letter_topic,
-                               ack_deadline_s=10, poll_timeout_s=2)
+    trigger = PubSubAckTrigger(project_id=project, subscription=SUB.name,
+                               dead_letter_topic=SUB.dead_letter_topic, ack_deadline_s=10, poll_timeout_s=2)
     key = trigger.shared_stream_key()
     fired: list = []
 

@@ -38,8 +38,8 @@ def test_default_app_serves_the_report_from_the_connections_database(pg, monkeyp
     assert page.status_code == 200 and "<h1>News integrity</h1>" in page.text
     # the connection, not the DGB_PG_* settings, decides: pointed at a missing database, the page says so
     monkeypatch.setenv("AIRFLOW_CONN_DGB_DB", json.dumps({
-        "conn_type": "postgres", "host": pg_server.pg_host, "port": pg_server.pg_port, "login": pg_server.pg_user,
-        "password": pg_server.pg_password, "schema": "dgb_no_such_database"}))
+        "conn_type": "postgres", "host": pg_server.pg_host, "port": pg_server.pg_port,
+        "login": pg_server.pg_user, "password": pg_server.pg_password, "schema": "dgb_no_such_database"}))
     resp = TestClient(ui.create_app(require_auth=False)).get("/")
     assert resp.status_code == 503 and "dgb_no_such_database" in resp.text
 

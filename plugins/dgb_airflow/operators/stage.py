@@ -29,6 +29,13 @@ class StageOperator(BaseOperator):
     Reads every triggering asset event, also sweeps pending work from PostgreSQL (bounded),
     accepts manual runs with ``{"unique_ids": [...]}``, writes results and the next stage's
     events in one transaction, then relays the outbox so the next stage starts at once.
+
+    :param stage: ``enrich``, ``embed`` or ``index``.
+    :param postgres_conn_id: Airflow connection of the news database.
+    :param gcp_conn_id: Airflow connection of the Pub/Sub project the outbox is relayed to.
+    :param typesense_conn_id: Airflow connection of Typesense (the index stage).
+    :param model_conn_id: Airflow connection of the model service (embeddings; the local classifier).
+    :param sweep_limit: most pending articles taken up from PostgreSQL besides the messages.
     """
 
     ui_color = "#f3e8fd"
@@ -66,7 +73,7 @@ class StageOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
-        from dgb_airflow.operators.scrape import relay_soon
+        from dgb_airflow.hooks.outbox import relay_soon
 
         from dgb.pipeline.stage import run_stage
 

@@ -52,12 +52,9 @@ class StageOperator(BaseOperator):
         self.sweep_limit = sweep_limit
 
     def _embedder(self):
-        from airflow.sdk.bases.hook import BaseHook
+        from dgb_airflow.hooks.model_service import ModelServiceHook
 
-        from dgb.embed.client import ServiceEmbedder
-
-        conn = BaseHook.get_connection(self.model_conn_id)
-        return ServiceEmbedder(f"{conn.schema or 'http'}://{conn.host}:{conn.port}")
+        return ModelServiceHook(self.model_conn_id).get_conn()
 
     def _build(self, conn):
         from dgb.config import settings

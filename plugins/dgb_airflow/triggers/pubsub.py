@@ -122,15 +122,11 @@ def reject_reason(topic: str, data: bytes, attributes: dict[str, str]) -> str | 
 
 
 def raw_event(msg) -> dict:
-    """A received Pub/Sub message as a JSON-serialisable raw event (also the asset event payload)."""
-    m = msg.message
-    return {
-        "message_id": m.message_id,
-        "data": base64.b64encode(m.data).decode("ascii"),
-        "attributes": dict(m.attributes),
-        "publish_time": m.publish_time.isoformat() if m.publish_time else None,
-        "delivery_attempt": msg.delivery_attempt or 0,
-    }
+    """A received Pub/Sub message as a JSON-serialisable raw event: the asset event payload whose
+    contract is :class:`dgb.events.AssetPayload` (the stages read it back through that model)."""
+    from dgb import events
+
+    return events.AssetPayload.from_received(msg).model_dump()
 
 
 class PubSubStreamProducer(SharedStreamProducer):

@@ -9,10 +9,10 @@ log, a ``reconcile_runs`` row and StatsD metrics (``dgb.reconcile.*``, when metr
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from airflow.sdk import BaseOperator
+from dgb_airflow.metrics import emit_metrics
 
 
 def _conf(context: Any) -> dict:
@@ -22,29 +22,19 @@ def _conf(context: Any) -> dict:
     return {**params, **{k: v for k, v in conf.items() if v is not None}}
 
 
-def _metric(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name.replace(".", "_"))
-
-
-def emit_metrics(prefix: str, values: dict[str, Any]) -> None:
-    """StatsD-style gauges through Airflow's Stats (a no-op when metrics are off or unavailable)."""
-    try:
-        from airflow.stats import Stats
-    except Exception:  # noqa: BLE001 - metrics are best effort
-        return
-    for key, value in values.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            try:
-                Stats.gauge(f"dgb.{prefix}.{_metric(key)}", value)
-            except Exception:  # noqa: BLE001
-                return
-
-
 def _jsonable(data: dict) -> dict:
     return json.loads(json.dumps(data, default=str))
 
 
 class _SafetyNetOperator(BaseOperator):
+    """Shared base: connections, and the relay after the work is committed.
+
+    :param postgres_conn_id: Airflow connection of the news database.
+    :param gcp_conn_id: Airflow connection of the Pub/Sub project (relay, dead-letter topics, seek).
+    :param typesense_conn_id: Airflow connection of Typesense (drift comparison).
+    :param relay: relay the outbox after committing (False: leave it to ``outbox_relay``).
+    """
+
     ui_color = "#fdf1e0"
 
     def __init__(self, *, postgres_conn_id: str = "dgb_db", gcp_conn_id: str = "google_cloud_default",
@@ -63,7 +53,7 @@ class _SafetyNetOperator(BaseOperator):
     def _relay(self, conn) -> dict | None:
         if not self.relay:
             return None
-        from dgb_airflow.operators.scrape import relay_outbox
+        from dgb_airflow.hooks.outbox import relay_outbox
 
         try:
             result = relay_outbox(conn, self.gcp_conn_id)
@@ -74,7 +64,6 @@ class _SafetyNetOperator(BaseOperator):
             return {"error": f"{type(exc).__name__}: {exc}"[:500]}
 
 
-class ReconcileOperator(_SafetyNetOperator):
     def _record_dead_letters(self, conn) -> None:
         """Dead letters that never reached a stage (trigger rejects) into the table (logged, never raised)."""
         try:
@@ -88,11 +77,16 @@ class ReconcileOperator(_SafetyNetOperator):
         except Exception as exc:  # noqa: BLE001
             self.log.warning("recording dead letters from topics failed: %s", exc)
 
-    """Find stuck articles and Typesense drift, repair through the outbox (dgb.reconcile.run).
+
+class ReconcileOperator(_SafetyNetOperator):
+    """Find stuck articles and Typesense drift, repair through the outbox (dgb.reconcile.repair.run).
 
     ``mode``: ``daily`` (every article, full Typesense comparison) or ``sweep`` (the recent
     window, Typesense compared for that window). Conf/params may override ``older_than_s``,
     ``window_hours``, ``max_attempts``, ``dry_run``, ``reset_stuck``, ``drift``.
+
+    :param mode: ``daily`` or ``sweep``.
+    :param kwargs: the connections and ``relay`` of the safety-net operators, and BaseOperator's.
     """
 
     def __init__(self, *, mode: str = "daily", **kwargs):
@@ -102,13 +96,14 @@ class ReconcileOperator(_SafetyNetOperator):
         self.mode = mode
 
     def execute(self, context: Any) -> dict:
-        from dgb import reconcile
         from dgb.config import settings
+        from dgb.reconcile.repair import run
+        from dgb.reconcile.stuck import Thresholds
 
         conf = _conf(context)
         s = settings()
         window_hours = conf.get("window_hours")
-        t = reconcile.Thresholds.from_env(
+        t = Thresholds.from_env(
             window=self.mode == "sweep", max_attempts=conf.get("max_attempts"),
             window_s=float(window_hours) * 3600 if window_hours and self.mode == "sweep" else None)
         if conf.get("older_than_s") is not None:
@@ -121,9 +116,9 @@ class ReconcileOperator(_SafetyNetOperator):
         dry_run = bool(conf.get("dry_run", False))
         conn = self._pg()
         try:
-            rep = reconcile.run(conn, mode=self.mode, ts=ts, alias=s.typesense_collection, thresholds=t,
-                                model=s.embedding_model, dry_run=dry_run,
-                                reset_stuck=bool(conf.get("reset_stuck", False)))
+            rep = run(conn, mode=self.mode, ts=ts, alias=s.typesense_collection, thresholds=t,
+                      model=s.embedding_model, dry_run=dry_run,
+                      reset_stuck=bool(conf.get("reset_stuck", False)))
             relayed = None if dry_run else self._relay(conn)
             if not dry_run:
                 self._record_dead_letters(conn)
@@ -144,11 +139,14 @@ class ReconcileOperator(_SafetyNetOperator):
 
 class RedriveOperator(_SafetyNetOperator):
     """Re-publish selected open dead letters (conf/params ``reason``, ``limit``, ``subscription``,
-    ``ids``, ``dry_run``) and mark them redriven (dgb.reconcile.redrive)."""
+    ``ids``, ``dry_run``) and mark them redriven (dgb.reconcile.redrive).
+
+    :param kwargs: the connections and ``relay`` of the safety-net operators, and BaseOperator's.
+    """
 
     def execute(self, context: Any) -> dict:
-        from dgb import reconcile
         from dgb.config import settings
+        from dgb.reconcile.redrive import redrive
 
         conf = _conf(context)
         limit = int(conf.get("limit") or 100)
@@ -159,10 +157,10 @@ class RedriveOperator(_SafetyNetOperator):
         run_id = context.get("run_id") if hasattr(context, "get") else None
         conn = self._pg()
         try:
-            rep = reconcile.redrive(conn, reason=conf.get("reason") or None, limit=limit,
-                                    subscription=conf.get("subscription") or None, ids=ids,
-                                    model=settings().embedding_model, dry_run=dry_run,
-                                    actor=f"airflow {run_id or ''}".strip())
+            rep = redrive(conn, reason=conf.get("reason") or None, limit=limit,
+                          subscription=conf.get("subscription") or None, ids=ids,
+                          model=settings().embedding_model, dry_run=dry_run,
+                          actor=f"airflow {run_id or ''}".strip())
             relayed = None if dry_run else self._relay(conn)
             if not dry_run:
                 self._record_dead_letters(conn)
@@ -178,10 +176,14 @@ class RedriveOperator(_SafetyNetOperator):
 
 class ReplayOperator(_SafetyNetOperator):
     """Re-process a time window (conf/params ``start``, ``end``, ``topic``, ``mode`` republish|seek,
-    ``subscription``, ``limit``, ``dry_run``) with dgb.reconcile.replay."""
+    ``subscription``, ``limit``, ``dry_run``) with dgb.reconcile.replay.
+
+    :param kwargs: the connections and ``relay`` of the safety-net operators, and BaseOperator's.
+    """
 
     def execute(self, context: Any) -> dict:
-        from dgb import reconcile, topology
+        from dgb import topology
+        from dgb.reconcile.replay import replay
 
         conf = _conf(context)
         if not conf.get("start") or not conf.get("end"):
@@ -200,9 +202,9 @@ class ReplayOperator(_SafetyNetOperator):
                 self.log.warning("no Pub/Sub subscriber for seek: %s", exc)
         conn = self._pg()
         try:
-            rep = reconcile.replay(conn, conf["start"], conf["end"], topic, mode, project=project,
-                                   subscriber=subscriber, subscription=conf.get("subscription") or None,
-                                   limit=int(conf.get("limit") or 50_000), dry_run=dry_run)
+            rep = replay(conn, conf["start"], conf["end"], topic, mode, project=project,
+                         subscriber=subscriber, subscription=conf.get("subscription") or None,
+                         limit=int(conf.get("limit") or 50_000), dry_run=dry_run)
             relayed = self._relay(conn) if rep.mode_used == "republish" and not dry_run else None
         finally:
             conn.close()

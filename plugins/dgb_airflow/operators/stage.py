@@ -29,6 +29,13 @@ class StageOperator(BaseOperator):
     Reads every triggering asset event, also sweeps pending work from PostgreSQL (bounded),
     accepts manual runs with ``{"unique_ids": [...]}``, writes results and the next stage's
     events in one transaction, then relays the outbox so the next stage starts at once.
+
+    :param stage: ``enrich``, ``embed`` or ``index``.
+    :param postgres_conn_id: Airflow connection of the news database.
+    :param gcp_conn_id: Airflow connection of the Pub/Sub project the outbox is relayed to.
+    :param typesense_conn_id: Airflow connection of Typesense (the index stage).
+    :param model_conn_id: Airflow connection of the model service (embeddings; the local classifier).
+    :param sweep_limit: most pending articles taken up from PostgreSQL besides the messages.
     """
 
     ui_color = "#f3e8fd"
@@ -45,35 +52,25 @@ class StageOperator(BaseOperator):
         self.sweep_limit = sweep_limit
 
     def _embedder(self):
-        from airflow.sdk.bases.hook import BaseHook
+        from dgb_airflow.hooks.model_service import ModelServiceHook
 
-        from dgb.embed.client import ServiceEmbedder
-
-        conn = BaseHook.get_connection(self.model_conn_id)
-        return ServiceEmbedder(f"{conn.schema or 'http'}://{conn.host}:{conn.port}")
+        return ModelServiceHook(self.model_conn_id).get_conn()
 
     def _build(self, conn):
         from dgb.config import settings
         from dgb.pipeline import stages
 
-        s = settings()
-        if self.stage == "enrich":
-            from dgb.enrich.base import get_classifier
-
-            embedder = self._embedder() if s.classifier_backend in ("local", "hybrid") else None
-            return stages.EnrichStage(get_classifier(s, embedder=embedder), conn)
-        if self.stage == "embed":
-            return stages.EmbedStage(self._embedder(), s.embedding_model)
-        if self.stage == "index":
+        def typesense():
             from dgb_airflow.hooks.typesense import TypesenseHook
 
-            return stages.IndexStage(TypesenseHook(self.typesense_conn_id).get_conn(), s.typesense_collection,
-                                     conn, s.embedding_dim)
-        raise ValueError(f"unknown stage {self.stage!r}")
+            return TypesenseHook(self.typesense_conn_id).get_conn()
+
+        return stages.build(self.stage, conn, settings(),
+                            stages.Dependencies(embedder=self._embedder, typesense=typesense))
 
     def execute(self, context: Any) -> dict:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
-        from dgb_airflow.operators.scrape import relay_soon
+        from dgb_airflow.hooks.outbox import relay_soon
 
         from dgb.pipeline.stage import run_stage
 

@@ -112,7 +112,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    from dgb import db, stack
+    from dgb import db
+    from dgb_dev import stack
     from dgb.config import Settings
     from dgb.search import index, schema
 

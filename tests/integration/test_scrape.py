@@ -9,7 +9,8 @@ from datetime import date
 
 import pytest
 
-from dgb import db, outbox, stack, topology
+from dgb import db, outbox, topology
+from dgb_dev import stack
 from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher
 from dgb.scraper.run import ScrapeParams, scrape_agency

@@ -650,8 +650,8 @@ def test_conftest_container_profile_skips_server_tests():
 
 def test_configuration_reference_lists_every_setting():
     doc = (REPO / "docs" / "configuration.md").read_text()
-    sources = [*(REPO / "include").rglob("*.py"), *(REPO / "plugins").rglob("*.py"), *(REPO / "dags").rglob("*.py"),
-               *(REPO / "scripts").glob("*.py"), REPO / "Makefile", REPO / "docker-compose.yaml", REPO / "Dockerfile"]
+    sources = [*(REPO / "include").rglob("*.py"), *(REPO / "dev").rglob("*.py"), *(REPO / "plugins").rglob("*.py"),
+               *(REPO / "dags").rglob("*.py"), *(REPO / "scripts").glob("*.py"), REPO / "Makefile", REPO / "docker-compose.yaml", REPO / "Dockerfile"]
     names = set()
     for path in sources:
         names.update(re.findall(r"\bDGB_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8")))

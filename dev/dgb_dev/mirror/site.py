@@ -104,12 +104,15 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 from urllib.parse import parse_qs, quote, urlsplit
 
-log = logging.getLogger("dgb.mirror")
+from dgb.scraper.dags import CORPUS
+
+log = logging.getLogger("dgb_dev.mirror")
 
 BRT = timezone(timedelta(hours=-3))
 GOVBR = "www.gov.br"
 DEFAULT_LISTING_PATH = "pt-br/assuntos/noticias"
-DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "articles.jsonl"
+# The corpus stays in the shipped package: the scraper's mirror-mode agency selection reads it too.
+DEFAULT_CORPUS = CORPUS
 EXTRA_ENV = "DGB_MIRROR_EXTRA"
 PAGE_SIZE = 30
 EBC_PAGE_SIZE = 10

@@ -14,9 +14,11 @@ import httpx
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from dgb_dev.mirror import Faults, Site, start_in_thread
-from dgb_dev.mirror.site import BRT, FIXED_SHAPES, article_variant, make_jpeg, parse_blocks
 from dgb.scraper.plone6 import parse_plone6_item
+from dgb_dev.mirror import Faults, Site, start_in_thread
+from dgb_dev.mirror.content import BRT, FIXED_SHAPES, article_variant
+from dgb_dev.mirror.images import make_jpeg
+from dgb_dev.mirror.pages import parse_blocks
 
 AGENCIES = ("mec", "mds", "mma", "turismo", "saude")  # shapes: tileItem, ul, entries, div.item, hash
 PER_AGENCY = 35

@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import unquote, urlsplit
 
-from dgb_dev.mirror.site import Response, Site, http_date, query_params
+from dgb_dev.mirror.content import http_date, query_params
+from dgb_dev.mirror.site import Response, Site
 
 log = logging.getLogger("dgb_dev.mirror")
 

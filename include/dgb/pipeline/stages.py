@@ -149,9 +149,9 @@ class IndexStage(Stage):
         return row["enriched_at"] is not None
 
     def process(self, rows: list[dict]) -> dict[str, Any]:
-        from dgb.search import index
+        from dgb.search.sync import sync
 
-        result = index.sync(self.ts, self.alias, self.conn, [r["unique_id"] for r in rows], self.dim)
+        result = sync(self.ts, self.alias, self.conn, [r["unique_id"] for r in rows], self.dim)
         out: dict[str, Any] = {}
         for r in rows:
             uid = r["unique_id"]

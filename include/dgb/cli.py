@@ -17,8 +17,8 @@ import importlib
 import sys
 
 COMMAND_MODULES = (
-    "dgb.db",
-    "dgb.topology",
+    "dgb.db_cli",
+    "dgb.topology_cli",
     "dgb.search.cli",
     "dgb.scraper.cli",
     "dgb.enrich.cli",

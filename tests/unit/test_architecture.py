@@ -246,7 +246,7 @@ def test_every_first_party_module_is_found():
     assert {"dgb.cli", "dgb.search.sync", "dgb_dev.stack", "dgb_dev.mirror.site",
             "dgb_airflow.operators.stage"} <= set(MODULES)
     for name in ("dgb.cli", "dgb_dev.stack", "dgb_airflow.operators.stage"):
-        assert importlib.util.find_spec(name) is not None, f"{name} is not importable from the test's sys.path"
+        assert importlib.util.find_spec(name) is not None, f"{name} is not importable here"
 
 
 # --------------------------------------------------------------------------- the rules
@@ -345,11 +345,13 @@ def test_the_dev_package_is_not_in_the_astro_image():
 
 
 def test_the_dev_package_is_not_in_the_composer_upload(tmp_path):
-    spec = importlib.util.spec_from_file_location("deploy_composer_for_arch", REPO / "scripts" / "deploy_composer.py")
+    script = REPO / "scripts" / "deploy_composer.py"
+    spec = importlib.util.spec_from_file_location("deploy_composer_for_arch", script)
     deploy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(deploy)
     staged = deploy.stage(tmp_path / "stage")
-    files = [p.relative_to(tmp_path / "stage").as_posix() for p in (tmp_path / "stage").rglob("*") if p.is_file()]
+    root = tmp_path / "stage"
+    files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
     assert any(f == "dags/dgb/cli.py" for f in files)
     leaked = [f for f in files if "dgb_dev" in f or f.endswith("/stack.py") or "/mirror/" in f]
     assert not leaked, leaked

@@ -179,11 +179,14 @@ def sync(ts, alias: str, conn, unique_ids: Iterable[str], dim: int | None, *,
     # pipelined: batch k+1 is read from PostgreSQL while batch k is imported (the import waits
     # on Typesense, releasing the GIL); the connection is never used by two threads at once.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dgb-index-fetch") as pool:
-        nxt = pool.submit(fetch_documents, conn, chunks[0], dim, raw_vectors=True) if chunks else None
+        def read(chunk: list[str]):
+            return pool.submit(fetch_documents, conn, chunk, dim, raw_vectors=True)
+
+        nxt = read(chunks[0]) if chunks else None
         try:
             for k in range(len(chunks)):
                 found = nxt.result()
-                nxt = pool.submit(fetch_documents, conn, chunks[k + 1], dim, raw_vectors=True) if k + 1 < len(chunks) else None
+                nxt = read(chunks[k + 1]) if k + 1 < len(chunks) else None
                 result.missing.extend(found.missing)
                 if found.docs:
                     ok = _import_batch(documents, list(found.docs.values()), max_retries, sleep, result)

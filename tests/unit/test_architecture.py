@@ -245,7 +245,7 @@ def test_the_import_parser_sees_what_python_sees(tmp_path):
 def test_every_first_party_module_is_found():
     assert {"dgb.cli", "dgb.search.sync", "dgb_dev.stack", "dgb_dev.mirror.site",
             "dgb_airflow.operators.stage"} <= set(MODULES)
-    for name in ("dgb.cli", "dgb_dev.stack", "dgb_airflow.operators.stage"):
+    for name in ("dgb.cli", "dgb_airflow.operators.stage"):  # dgb_dev is not installed everywhere
         assert importlib.util.find_spec(name) is not None, f"{name} is not importable here"
 
 

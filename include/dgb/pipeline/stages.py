@@ -123,7 +123,7 @@ class IndexStage(Stage):
     the article was removed); marks ``indexed_version`` for the version it indexed.
 
     The one stage that writes inside :meth:`process` (see dgb.pipeline.stage's module doc):
-    :func:`dgb.search.index.sync` writes Typesense and then commits the ``indexed_version``
+    :func:`dgb.search.sync.sync` writes Typesense and then commits the ``indexed_version``
     marks itself, for the rows still at the version it read. :meth:`persist` writes nothing."""
 
     definition = definitions.INDEX

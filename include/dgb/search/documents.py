@@ -64,11 +64,17 @@ SELECT n.unique_id, n.title, n.subtitle, n.editorial_lead, n.summary, left(n.con
 
 
 def _epoch(ts: datetime | None) -> int | None:
+    """Unix seconds rounded to the nearest second, half away from zero: what production's
+    ``EXTRACT(EPOCH FROM ...)::bigint`` gives for the same timestamp."""
     if ts is None:
         return None
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=timezone.utc)
-    return int(ts.timestamp())
+    delta = ts - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    seconds, rest = divmod(abs(micros), 1_000_000)
+    seconds += rest >= 500_000
+    return seconds if micros >= 0 else -seconds
 
 
 class _RawVector(str):

@@ -1,5 +1,5 @@
 """Shared fixtures. Tests talk to the real servers (PostgreSQL, Pub/Sub emulator, Typesense),
-started or reused through dgb.stack, but keep their own database, Pub/Sub project and
+started or reused through dgb_dev.stack (the dev package), but keep their own database, Pub/Sub project and
 Typesense alias so a running dev stack's data is never touched."""
 
 from __future__ import annotations
@@ -14,15 +14,22 @@ os.environ["DGB_TYPESENSE_COLLECTION"] = os.environ.get("DGB_TEST_TYPESENSE_COLL
 
 import pytest  # noqa: E402
 
-from dgb import stack  # noqa: E402
 from dgb.config import Settings  # noqa: E402
 
-_settings = stack.ensure_secrets(Settings.from_env())
-_airflow = stack.airflow_env(_settings)
-_airflow["AIRFLOW_HOME"] = str(_settings.state_dir / "airflow-test")
-for _key, _value in _airflow.items():
-    if _key.startswith(("AIRFLOW", "PUBSUB_EMULATOR_HOST")):
-        os.environ[_key] = _value
+try:
+    from dgb_dev import stack
+except ModuleNotFoundError as _exc:  # the Astro image has no dev package: server tests skip there
+    if _exc.name != "dgb_dev":
+        raise
+    stack = None
+
+if stack is not None:
+    _settings = stack.ensure_secrets(Settings.from_env())
+    _airflow = stack.airflow_env(_settings)
+    _airflow["AIRFLOW_HOME"] = str(_settings.state_dir / "airflow-test")
+    for _key, _value in _airflow.items():
+        if _key.startswith(("AIRFLOW", "PUBSUB_EMULATOR_HOST")):
+            os.environ[_key] = _value
 
 KEEP = ("schema_migrations", "agencies", "themes")  # reference data survives between tests
 
@@ -84,6 +91,21 @@ TEST_PROFILE = os.environ.get("DGB_TEST_PROFILE") or (
     "container" if os.environ.get("ASTRONOMER_RUNTIME_VERSION") or str(_REPO_ROOT) == "/usr/local/airflow"
     else "local")
 _SERVER_FIXTURES = {"pg_server", "pg", "pubsub_server", "typesense_server"}
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Where the dev package is absent (the Astro image), test modules that import it at module
+    level are not collected (the rest skip their server tests as below)."""
+    if stack is None and collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        import ast
+
+        tree = ast.parse(collection_path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "dgb_dev" or n.startswith("dgb_dev.") for n in names):
+                return True
+    return None
 
 
 def pytest_collection_modifyitems(config, items):

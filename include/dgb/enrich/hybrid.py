@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 
-from dgb.enrich.base import ArticleText, Classification, ClassificationResult
+from dgb.enrich.contract import ArticleText, Classification, ClassificationResult
 
 log = logging.getLogger(__name__)
 

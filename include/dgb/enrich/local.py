@@ -64,7 +64,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from dgb.enrich.base import ArticleText, Classification, ClassificationFailure, now_utc
+from dgb.enrich.contract import ArticleText, Classification, ClassificationFailure, now_utc
 from dgb.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)

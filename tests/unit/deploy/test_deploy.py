@@ -28,7 +28,7 @@ from dgb import topology
 from dgb.dags_meta import POOLS
 from dgb.deploy import terraform
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ASTRO_HOME = "/usr/local/airflow"
 
 

@@ -371,7 +371,7 @@ def test_semantic_search_with_the_real_model(pg, ref, tsm, model):
     # no article has every query word: pure vector search, nearest meaning first
     query = "vacina da gripe para idosos"
     hits = index.search(ts, alias, query, semantic=True, embedder=model, limit=3)
-    assert [h.unique_id for h in hits][0] == "vec-0"
+    assert hits[0].unique_id == "vec-0"
     # score = 1 - cosine distance: the cosine similarity of the stored and query vectors
     q = model.encode([query])[0]
     for hit in hits:

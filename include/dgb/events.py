@@ -1,7 +1,8 @@
-"""Pipeline events: payload and attribute contracts per topic (seed 000), building and validating.
+"""Pipeline events: payload and attribute contracts per topic (production's), building and validating.
 
 Every message carries attributes ``trace_id`` (UUID), ``event_version`` ("1.0"),
-``unique_id`` (the dedup attribute of seed 002) and ``event_ts`` (ISO 8601, UTC).
+``unique_id`` (the attribute consumers deduplicate on: a re-publish gets a new message id, never
+a new unique_id) and ``event_ts`` (ISO 8601, UTC).
 """
 
 from __future__ import annotations

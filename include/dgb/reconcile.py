@@ -1,4 +1,5 @@
-"""Reconciliation, dead-letter redrive and replay: the pipeline's safety net (seeds 000 and 002).
+"""Reconciliation, dead-letter redrive and replay: the pipeline's safety net (a daily DAG catches
+articles a stage never processed; dead letters are re-published explicitly; replay by snapshot + seek).
 
 No Airflow import: the DAGs (dags/reconcile.py, operators in plugins/dgb_airflow/operators/
 reconcile.py) and the CLI (``dgb reconcile|redrive|replay``) pass a psycopg 3 connection, a
@@ -42,7 +43,7 @@ timestamp for that topic (scraped_at / enriched_at / embedded_at) falls in ``[st
 It is idempotent by construction: the stages skip work already done (enrich: ``enriched_at``
 set; embed: embedded with the current model; index: ``indexed_version = version``), so
 replaying a window twice, or a window already processed, changes nothing; only what is
-missing gets done. ``seek`` follows seed 002's workflow on Pub/Sub itself: snapshot each
+missing gets done. ``seek`` follows Pub/Sub's reprocessing workflow: snapshot each
 subscription of the topic (a restore point: seek back to it to undo), then seek it to
 ``start`` so Pub/Sub redelivers what it retained since then (``end`` cannot bound a seek:
 later messages come again too, harmlessly). Seeking to a time only brings back acknowledged
@@ -738,7 +739,7 @@ class SeekUnavailable(RuntimeError):
 
 
 def _seek(subscriber, project: str, subscriptions: list[str], start: datetime, now: datetime) -> list[dict]:
-    """Seed 002's workflow: snapshot (restore point), then seek to ``start``; raise
+    """Pub/Sub's reprocessing workflow: snapshot (restore point), then seek to ``start``; raise
     SeekUnavailable with the reason when the server cannot do it for every subscription."""
     from google.api_core import exceptions
     from google.protobuf import timestamp_pb2

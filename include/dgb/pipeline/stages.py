@@ -1,6 +1,6 @@
-"""The event-driven stages (seed 000): enrich, embed, index. Each is a :class:`Stage`.
+"""The event-driven stages: enrich, embed, index. Each is a :class:`Stage`.
 
-Idempotency (seed 000's rules, made version-aware):
+Idempotency (production's skip rules: theme set, embedding set, upsert; made version-aware):
 * enrich: done when ``enriched_at`` is set (an edit resets it);
 * embed: done when ``embedded_at`` is set with the current model (a model change = stale);
 * index: done when ``indexed_version = version`` (every change that affects the document bumps

@@ -1,4 +1,5 @@
-"""Pipeline status from our own state (seed 002's oldest-unacked-age signal, per stage)."""
+"""Pipeline status from our own state: per stage, the age of the oldest article still waiting (what
+Pub/Sub reports as the oldest unacknowledged message's age)."""
 
 from __future__ import annotations
 

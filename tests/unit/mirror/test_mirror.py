@@ -170,7 +170,10 @@ def test_article_markup(mirror):
 
 def test_article_variants(mirror):
     site, base, client = mirror
-    page = lambda a: client.get(site.article_url(base, a)).text
+
+    def page(a):
+        return client.get(site.article_url(base, a)).text
+
     malformed = page(article_with(site, jsonld="malformed"))
     raw = re.findall(r'<script type="application/ld\+json">(.*?)</script>', malformed)[-1]
     assert '"@type": "NewsArticle"' in raw

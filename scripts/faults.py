@@ -23,7 +23,7 @@ injected:
 All along: every event the pipeline publishes is delivered 3 times (each outbox event of the run's
 articles is published twice more, straight to its topic) and ~5% poison messages (malformed JSON,
 missing attributes, unsupported version, bad payload, unknown article) are published to the topics.
-While a batch is incomplete, reconciliation runs (dgb.reconcile.run with a short threshold, then the
+While a batch is incomplete, reconciliation runs (dgb.reconcile.repair.run with a short threshold, then the
 outbox relay: what ``dgb reconcile`` does), as the ``reconcile_sweep`` DAG would.
 
 The diff, once every batch is complete (or the deadline passed):
@@ -70,13 +70,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "include"))
 
-from dgb import outbox, reconcile, stack, topology  # noqa: E402
+from dgb import events, outbox, stack, topology  # noqa: E402
+from dgb.reconcile import repair, stuck  # noqa: E402
 from dgb.config import Settings  # noqa: E402
 
 FAULTS = ("kill_triggerer", "kill_scheduler", "kill_task", "kill_model", "stop_typesense",
           "restart_emulator", "restart_postgres")
 STAGE_DAGS = ("enrich_news", "embed_news", "index_news")
 MAIN_TOPICS = topology.TOPICS
+# a value of the right JSON type for each payload field of dgb.events' contracts (others: "x")
+POISON_VALUES = {"published_at": None, "most_specific_theme_code": None, "has_summary": False,
+                 "embedding_dim": 1}
 RUN_TITLE = r"\(falha-[0-9a-f]{6} n[0-9]{3}\)$"          # the title suffix of a run's articles
 RUN_UID = r"falha-[0-9a-f]{6}-(n[0-9]{3}_|poison-)"     # in their unique_ids (and poison ids)
 
@@ -421,9 +425,9 @@ class Run:
 
         try:
             conn = self.db.get()
-            t = reconcile.Thresholds.from_env().with_age(self.older_than)
-            rep = reconcile.run(conn, mode="manual", ts=self.ts, alias=self.s.typesense_collection, thresholds=t,
-                                model=self.s.embedding_model)
+            t = stuck.Thresholds.from_env().with_age(self.older_than)
+            rep = repair.run(conn, mode="manual", ts=self.ts, alias=self.s.typesense_collection, thresholds=t,
+                             model=self.s.embedding_model)
             res = outbox.relay(conn, pubsub_v1.PublisherClient(), self.s.gcp_project, timeout=10.0, max_batches=5)
             self.reconcile_runs += 1
             log(f"{rep.line()}; relay {res}")
@@ -472,7 +476,8 @@ class Run:
             topic = MAIN_TOPICS[len(self.poison_sent) % len(MAIN_TOPICS)]
             attrs = {"trace_id": str(uuid.uuid4()), "event_version": topology.EVENT_VERSION, "unique_id": pid,
                      "dgb_fault_run": self.run_id, "dgb_poison_id": pid}
-            fields = {f: "x" for f in reconcile.events.PAYLOAD_FIELDS[topic]}
+            # every field of the topic's contract, well typed (an "unknown_id" poison passes validation)
+            fields = {f: POISON_VALUES.get(f, "x") for f in events.PAYLOAD_FIELDS[topic]}
             data = json.dumps({**fields, "unique_id": pid}).encode()
             if kind == "malformed_json":
                 data = b'{"unique_id": "' + pid.encode() + b'", oops'

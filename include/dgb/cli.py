@@ -22,7 +22,7 @@ COMMAND_MODULES = (
     "dgb.pipeline.cli",
     "dgb.integrity.cli",
     "dgb.embed.cli",
-    "dgb.reconcile_cli",
+    "dgb.reconcile.cli",
 )
 
 

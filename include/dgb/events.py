@@ -1,27 +1,40 @@
-"""Pipeline events: payload and attribute contracts per topic (production's), building and validating.
+"""Pipeline events: the message and asset-payload contracts, as typed models, with building and
+validating.
 
-Every message carries attributes ``trace_id`` (UUID), ``event_version`` ("1.0"),
-``unique_id`` (the attribute consumers deduplicate on: a re-publish gets a new message id, never
-a new unique_id) and ``event_ts`` (ISO 8601, UTC).
+Two contracts, one home:
+
+* **the message** on each topic: a JSON payload, one pydantic model per topic
+  (:data:`PAYLOAD_MODELS`: :class:`ScrapedPayload`, :class:`EnrichedPayload`,
+  :class:`EmbeddedPayload`), and the attributes every message carries (:class:`Attributes`):
+  ``trace_id`` (UUID), ``event_version`` ("1.0"), ``unique_id`` (the dedup attribute, equal to
+  the payload's) and ``event_ts`` (ISO 8601, UTC). :func:`make_event` builds one for the outbox;
+  :func:`parse_message` is the ONE validating entry point (the Pub/Sub trigger's filter and the
+  stages both call it) and returns a typed :class:`Message` or raises :class:`InvalidEvent`
+  with a dead-letter reason;
+* **the asset-event payload** (:class:`AssetPayload`): how the trigger hands a received Pub/Sub
+  message to a DAG run (message id, base64 data, attributes, publish time, delivery attempt).
+
+Payload models check what a consumer needs (fields present, of a JSON type that fits) and no
+more: unknown extra fields are ignored (producers may add fields; ``event_version`` changes
+when a field's meaning changes).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Annotated, Any, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from dgb import topology
 
 SUPPORTED_VERSIONS = frozenset({topology.EVENT_VERSION})
 
-PAYLOAD_FIELDS = {
-    topology.TOPIC_SCRAPED: ("unique_id", "agency_key", "published_at", "scraped_at"),
-    topology.TOPIC_ENRICHED: ("unique_id", "enriched_at", "most_specific_theme_code", "has_summary"),
-    topology.TOPIC_EMBEDDED: ("unique_id", "embedded_at", "embedding_dim"),
-}
-REQUIRED_ATTRIBUTES = ("trace_id", "event_version", "unique_id")
+NonEmpty = Annotated[StrictStr, Field(min_length=1)]
 
 
 class InvalidEvent(ValueError):
@@ -32,8 +45,129 @@ class InvalidEvent(ValueError):
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
+# --------------------------------------------------------------------------- payloads per topic
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    unique_id: NonEmpty
+
+
+class ScrapedPayload(_Payload):
+    """``dgb.news.scraped``: an article was stored (new or edited)."""
+
+    agency_key: StrictStr
+    published_at: StrictStr | None      # ISO 8601
+    scraped_at: StrictStr               # ISO 8601
+
+
+class EnrichedPayload(_Payload):
+    """``dgb.news.enriched``: an article got its themes and summary."""
+
+    enriched_at: StrictStr
+    most_specific_theme_code: StrictStr | None
+    has_summary: StrictBool
+
+
+class EmbeddedPayload(_Payload):
+    """``dgb.news.embedded``: an article got its vector."""
+
+    embedded_at: StrictStr
+    embedding_dim: StrictInt
+
+
+PAYLOAD_MODELS: dict[str, type[_Payload]] = {
+    topology.TOPIC_SCRAPED: ScrapedPayload,
+    topology.TOPIC_ENRICHED: EnrichedPayload,
+    topology.TOPIC_EMBEDDED: EmbeddedPayload,
+}
+# topic -> the payload's fields, in order (derived from the models)
+PAYLOAD_FIELDS: dict[str, tuple[str, ...]] = {t: tuple(m.model_fields) for t, m in PAYLOAD_MODELS.items()}
+
+Payload = Union[ScrapedPayload, EnrichedPayload, EmbeddedPayload]
+
+
+class Attributes(BaseModel):
+    """The attributes every message carries (others, e.g. ``dgb_source``, are kept as they are)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    trace_id: NonEmpty
+    event_version: NonEmpty
+    # The dedup attribute. Production's publishers (DestaquesGovBr's scrapers, which may still run
+    # during a switch-over) send only trace_id and event_version: their messages are accepted and
+    # get the payload's unique_id as this attribute.
+    unique_id: NonEmpty | None = None
+    event_ts: StrictStr | None = None
+
+
+REQUIRED_ATTRIBUTES = tuple(n for n, f in Attributes.model_fields.items() if f.is_required())
+
+
+class Message(BaseModel):
+    """A received message that passed its topic's contract (what :func:`parse_message` returns)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    topic: str
+    payload: Payload
+    attributes: dict[str, str]          # all of them, the required ones checked by :class:`Attributes`
+
+    @property
+    def unique_id(self) -> str:
+        return self.payload.unique_id
+
+    @property
+    def trace_id(self) -> str:
+        return self.attributes["trace_id"]
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}"
+                     for e in exc.errors()[:5])
+
+
+def parse_message(topic: str, data: bytes | str, attributes: dict[str, str] | None) -> Message:
+    """Validate a received message against its topic's contract; raise InvalidEvent (whose
+    ``reason`` is the dead-letter reason) if it can never pass.
+
+    Reasons, checked in this order: ``missing_attributes``, ``unsupported_version``,
+    ``malformed_json``, ``malformed_payload`` (not an object, a field missing or of the wrong
+    type, or ``unique_id`` differing from its attribute), ``unknown_topic``."""
+    attributes = {str(k): str(v) for k, v in (attributes or {}).items()}
+    try:
+        required = Attributes.model_validate(attributes)
+    except ValidationError as exc:
+        raise InvalidEvent("missing_attributes", _problems(exc)) from exc
+    if required.event_version not in SUPPORTED_VERSIONS:
+        raise InvalidEvent("unsupported_version", required.event_version)
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidEvent("malformed_json", str(exc)[:200]) from exc
+    if not isinstance(raw, dict):
+        raise InvalidEvent("malformed_payload", "payload is not a JSON object")
+    model = PAYLOAD_MODELS.get(topic)
+    if model is None:
+        raise InvalidEvent("unknown_topic", topic)
+    try:
+        payload = model.model_validate(raw)
+    except ValidationError as exc:
+        raise InvalidEvent("malformed_payload", _problems(exc)) from exc
+    attributes.setdefault("unique_id", payload.unique_id)
+    if payload.unique_id != attributes["unique_id"]:
+        raise InvalidEvent("malformed_payload", "unique_id attribute differs from payload")
+    return Message(topic=topic, payload=payload, attributes=attributes)
+
+
+# --------------------------------------------------------------------------- building
+
+
 @dataclass(frozen=True)
 class Event:
+    """An event to publish (through the outbox): topic, JSON payload, attributes."""
+
     topic: str
     payload: dict
     attributes: dict[str, str]
@@ -59,6 +193,8 @@ def _iso(value) -> str | None:
 
 
 def make_event(topic: str, payload: dict, trace_id: str | None = None, now: datetime | None = None) -> Event:
+    """The ``topic`` event for ``payload`` (datetimes become ISO 8601; fields outside the topic's
+    contract are dropped); ValueError when a contract field is missing."""
     fields = PAYLOAD_FIELDS[topic]
     missing = [f for f in fields if f not in payload]
     if missing:
@@ -73,28 +209,34 @@ def make_event(topic: str, payload: dict, trace_id: str | None = None, now: date
     return Event(topic, clean, attrs)
 
 
-def parse_message(topic: str, data: bytes | str, attributes: dict[str, str] | None) -> Event:
-    """Validate a received message against its topic's contract; raise InvalidEvent if it never can pass."""
-    attributes = dict(attributes or {})
-    missing = [a for a in REQUIRED_ATTRIBUTES if not attributes.get(a)]
-    if missing:
-        raise InvalidEvent("missing_attributes", f"{missing}")
-    if attributes["event_version"] not in SUPPORTED_VERSIONS:
-        raise InvalidEvent("unsupported_version", attributes["event_version"])
-    try:
-        payload = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidEvent("malformed_json", str(exc)[:200]) from exc
-    if not isinstance(payload, dict):
-        raise InvalidEvent("malformed_payload", "payload is not a JSON object")
-    fields = PAYLOAD_FIELDS.get(topic)
-    if fields is None:
-        raise InvalidEvent("unknown_topic", topic)
-    absent = [f for f in fields if f not in payload]
-    if absent:
-        raise InvalidEvent("malformed_payload", f"missing fields {absent}")
-    if not isinstance(payload["unique_id"], str) or not payload["unique_id"]:
-        raise InvalidEvent("malformed_payload", "unique_id must be a non-empty string")
-    if payload["unique_id"] != attributes["unique_id"]:
-        raise InvalidEvent("malformed_payload", "unique_id attribute differs from payload")
-    return Event(topic, payload, attributes)
+# --------------------------------------------------------------------------- asset-event payload
+
+
+class AssetPayload(BaseModel):
+    """A received Pub/Sub message as the trigger stores it in an asset event (JSON-serialisable)
+    and a stage run reads it back."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, coerce_numbers_to_str=True)
+
+    message_id: str
+    data: str = ""                       # base64 of the message bytes
+    attributes: dict[str, str] = Field(default_factory=dict)
+    publish_time: str | None = None      # ISO 8601
+    delivery_attempt: int = 0
+
+    @classmethod
+    def from_received(cls, received: Any) -> "AssetPayload":
+        """From a ``google.pubsub_v1.ReceivedMessage`` (what a pull returns)."""
+        m = received.message
+        return cls(message_id=m.message_id, data=base64.b64encode(m.data).decode("ascii"),
+                   attributes=dict(m.attributes),
+                   publish_time=m.publish_time.isoformat() if m.publish_time else None,
+                   delivery_attempt=received.delivery_attempt or 0)
+
+    def raw_data(self) -> bytes:
+        """The message bytes (data that is not valid base64 is taken as it is, so the stage
+        dead-letters it as malformed rather than losing it)."""
+        try:
+            return base64.b64decode(self.data, validate=True)
+        except (ValueError, TypeError):
+            return self.data.encode()

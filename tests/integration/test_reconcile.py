@@ -11,10 +11,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from dgb import db, events, outbox, reconcile, topology
+from dgb import db, events, outbox, topology
 from dgb.pipeline import stages
 from dgb.pipeline.stage import InMessage, run_stage
-from dgb.reconcile import Thresholds
+from dgb.reconcile import redrive, repair, replay, resend, stuck
+from dgb.reconcile.drift import typesense_drift
+from dgb.reconcile.stuck import Thresholds
 
 pytestmark = pytest.mark.stack
 
@@ -196,13 +198,13 @@ def test_each_stuck_state_is_found_and_repaired_with_the_right_event(conn, proje
     with db.transaction(conn) as cur:                       # indexed once, then changed (stale)
         cur.execute("UPDATE news SET indexed_version = version - 1 WHERE unique_id = 'c-embedded'")
 
-    found = reconcile.find_stuck(conn, datetime.now(timezone.utc), T, model=MODEL)
+    found = stuck.find_stuck(conn, datetime.now(timezone.utc), T, model=MODEL)
     assert [s.unique_id for s in found.enrich] == ["a-scraped"]
     assert sorted(s.unique_id for s in found.embed) == ["b-enriched", "f-old-model"]
     assert sorted(s.unique_id for s in found.index) == ["c-embedded", "g-removed"]
     assert found.outbox == [] and found.flagged == []
 
-    rep = reconcile.run(conn, thresholds=T, model=MODEL)
+    rep = repair.run(conn, thresholds=T, model=MODEL)
     assert rep.found == {"enrich": 1, "embed": 2, "index": 2, "outbox": 0, "flagged": 0}
     assert sent(conn) == {
         topology.TOPIC_SCRAPED: ["a-scraped"],                              # -> enrichment
@@ -212,7 +214,7 @@ def test_each_stuck_state_is_found_and_repaired_with_the_right_event(conn, proje
     # every re-sent event passes the consumers' contract and keeps the article's trace_id
     for r in outbox_rows(conn):
         ev = events.parse_message(r["topic"], json.dumps(r["payload"]).encode(), r["attributes"])
-        assert ev.attributes[reconcile.SOURCE_ATTR] == "reconcile"
+        assert ev.attributes[resend.SOURCE_ATTR] == "reconcile"
         assert ev.trace_id == str(one(conn, "SELECT trace_id FROM news WHERE unique_id = %s", ev.unique_id))
     assert one(conn, "SELECT count(*) FROM news WHERE reconcile_attempts = 1") == 5
     run_row = one(conn, "SELECT mode, found, repaired, flagged FROM reconcile_runs")
@@ -230,21 +232,21 @@ def test_each_stuck_state_is_found_and_repaired_with_the_right_event(conn, proje
 
     # a second run right away waits for the re-sent events instead of sending more
     clear_outbox(conn)
-    again = reconcile.run(conn, thresholds=T, model=MODEL)
+    again = repair.run(conn, thresholds=T, model=MODEL)
     assert again.waiting == 5 and again.repaired == {} and sent(conn) == {}
 
 
 def test_sweep_only_looks_at_recent_articles(conn):
     add(conn, "old", "scraped", age=timedelta(days=5))
     add(conn, "recent", "scraped", age=2 * HOUR)
-    rep = reconcile.run(conn, mode="sweep", thresholds=replace(T, window_s=48 * 3600), model=MODEL)
+    rep = repair.run(conn, mode="sweep", thresholds=replace(T, window_s=48 * 3600), model=MODEL)
     assert rep.found["enrich"] == 1 and sent(conn) == {topology.TOPIC_SCRAPED: ["recent"]}
     assert one(conn, "SELECT mode FROM reconcile_runs") == "sweep"
     # (an article whose re-sent event still waits in the outbox is not re-sent again)
-    daily = reconcile.run(conn, mode="daily", thresholds=replace(T, retry_after_s=0), model=MODEL)
+    daily = repair.run(conn, mode="daily", thresholds=replace(T, retry_after_s=0), model=MODEL)
     assert daily.found["enrich"] == 1 and daily.found["outbox"] == 0
     clear_outbox(conn)   # published, then lost downstream
-    daily = reconcile.run(conn, mode="daily", thresholds=replace(T, retry_after_s=0), model=MODEL)
+    daily = repair.run(conn, mode="daily", thresholds=replace(T, retry_after_s=0), model=MODEL)
     assert daily.found["enrich"] == 2
 
 
@@ -252,22 +254,22 @@ def test_attempts_are_bounded_then_flagged_stuck_and_cleared_once_complete(conn)
     add(conn, "stuck-1", "scraped")
     t = replace(T, max_attempts=3, retry_after_s=0)
     for n in range(1, 4):
-        rep = reconcile.run(conn, thresholds=t, model=MODEL)
+        rep = repair.run(conn, thresholds=t, model=MODEL)
         assert rep.repaired == {topology.TOPIC_SCRAPED: 1} and rep.flagged == []
         assert one(conn, "SELECT reconcile_attempts FROM news") == n
         clear_outbox(conn)   # published, and lost again
     # beyond max_attempts: flagged for an operator instead of re-sent
-    rep = reconcile.run(conn, thresholds=t, model=MODEL)
+    rep = repair.run(conn, thresholds=t, model=MODEL)
     assert rep.repaired == {} and rep.flagged == ["stuck-1"]
     problem, error = one(conn, "SELECT problem, last_error FROM news")
     assert problem == "stuck" and "after 3 re-sends" in error
     assert outbox_rows(conn) == []
     # later runs count it as flagged and leave it alone
-    rep = reconcile.run(conn, thresholds=t, model=MODEL)
+    rep = repair.run(conn, thresholds=t, model=MODEL)
     assert rep.found["flagged"] == 1 and rep.repaired == {} and outbox_rows(conn) == []
     assert one(conn, "SELECT flagged FROM reconcile_runs WHERE found->>'flagged' = '0' ORDER BY id DESC LIMIT 1") == 1
     # the operator fixes the cause and re-arms it
-    rep = reconcile.run(conn, thresholds=t, model=MODEL, reset_stuck=True)
+    rep = repair.run(conn, thresholds=t, model=MODEL, reset_stuck=True)
     assert rep.repaired == {topology.TOPIC_SCRAPED: 1} and one(conn, "SELECT problem FROM news") is None
     # once the article is complete, counters (and a flag) are cleared
     with db.transaction(conn) as cur:
@@ -275,7 +277,7 @@ def test_attempts_are_bounded_then_flagged_stuck_and_cleared_once_complete(conn)
     add(conn, "stuck-1", "indexed")
     with db.transaction(conn) as cur:
         cur.execute("UPDATE news SET reconcile_attempts = 5, problem = 'stuck'")
-    rep = reconcile.run(conn, thresholds=t, model=MODEL)
+    rep = repair.run(conn, thresholds=t, model=MODEL)
     assert rep.resolved == 1 and one(conn, "SELECT reconcile_attempts, problem FROM news") == (0, None)
 
 
@@ -293,18 +295,18 @@ def test_unsent_outbox_events_are_found_and_made_due(conn):
             cur.execute("INSERT INTO outbox (topic, aggregate_id, payload, created_at, attempts, available_at,"
                         " published_at) VALUES (%s, %s, '{}', %s, %s, %s, %s)",
                         (topology.TOPIC_SCRAPED, uid, created, attempts, available, published))
-    found = reconcile.find_stuck(conn, now, T, model=MODEL)
+    found = stuck.find_stuck(conn, now, T, model=MODEL)
     assert sorted(r["aggregate_id"] for r in found.outbox) == ["hot", "pending-event"]
     # the article whose event still waits in the outbox is not re-sent; the other one is
     assert [s.unique_id for s in found.enrich] == ["lost-event"]
-    rep = reconcile.repair(conn, found, now=now, thresholds=T, model=MODEL)
+    rep = repair.repair(conn, found, now=now, thresholds=T, model=MODEL)
     assert rep.repaired == {"outbox_rescheduled": 2, topology.TOPIC_SCRAPED: 1}
     assert one(conn, "SELECT count(*) FROM outbox WHERE published_at IS NULL AND available_at <= now()") == 4
 
 
 def test_dry_run_changes_nothing(conn):
     add(conn, "a", "scraped")
-    rep = reconcile.run(conn, thresholds=T, model=MODEL, dry_run=True)
+    rep = repair.run(conn, thresholds=T, model=MODEL, dry_run=True)
     assert rep.repaired == {topology.TOPIC_SCRAPED: 1}
     assert outbox_rows(conn) == [] and one(conn, "SELECT reconcile_attempts FROM news") == 0
     assert one(conn, "SELECT dry_run FROM reconcile_runs") is True
@@ -329,15 +331,15 @@ def test_typesense_drift_missing_extra_older_detected_and_repaired(conn, ts_alia
         cur.execute("UPDATE news SET removed_at = updated_at WHERE unique_id = 'extra-removed'")  # removed
     add(conn, "in-flight", "embedded", age=timedelta(seconds=20))          # not indexed yet, too recent to judge
 
-    drift = reconcile.typesense_drift(conn, ts, alias, min_age_s=600)
+    drift = typesense_drift(conn, ts, alias, min_age_s=600)
     assert (drift.missing, drift.older, sorted(drift.extra)) == (["missing"], ["older"],
                                                                  ["extra-gone", "extra-removed"])
     assert drift.checked_documents == 4 and drift.checked_articles == 5
     # windowed (the sweep): filtered exports of the window's documents only
-    windowed = reconcile.typesense_drift(conn, ts, alias, min_age_s=600, window_s=30 * 24 * 3600)
+    windowed = typesense_drift(conn, ts, alias, min_age_s=600, window_s=30 * 24 * 3600)
     assert (windowed.missing, windowed.older, windowed.extra) == (["missing"], ["older"], ["extra-removed"])
 
-    rep = reconcile.run(conn, ts=ts, alias=alias, thresholds=T, model=MODEL, mode="daily")
+    rep = repair.run(conn, ts=ts, alias=alias, thresholds=T, model=MODEL, mode="daily")
     assert rep.found["ts_missing"] == 1 and rep.found["ts_older"] == 1 and rep.found["ts_extra"] == 2
     assert rep.repaired[topology.TOPIC_EMBEDDED] == 2 and rep.repaired["ts_deleted"] == 2
     assert sent(conn) == {topology.TOPIC_EMBEDDED: ["missing", "older"]}
@@ -347,7 +349,7 @@ def test_typesense_drift_missing_extra_older_detected_and_repaired(conn, ts_alia
     report = run_stage(stages.IndexStage(ts, alias, conn, DIM), conn, as_messages(conn, topology.SUB_TYPESENSE_UPDATE),
                        sweep_limit=0)
     assert sorted(report.processed) == ["missing", "older"]
-    after = reconcile.typesense_drift(conn, ts, alias, min_age_s=600)
+    after = typesense_drift(conn, ts, alias, min_age_s=600)
     assert after.counts() == {"ts_missing": 0, "ts_extra": 0, "ts_older": 0, "ts_newer": 0}
     assert ts.collections[alias].documents["older"].retrieve()["version"] == 4
 
@@ -355,7 +357,7 @@ def test_typesense_drift_missing_extra_older_detected_and_repaired(conn, ts_alia
 def test_drift_check_failure_does_not_stop_reconciliation(conn, ts_alias):
     ts, _alias = ts_alias
     add(conn, "a", "scraped")
-    rep = reconcile.run(conn, ts=ts, alias="no_such_alias", thresholds=T, model=MODEL)
+    rep = repair.run(conn, ts=ts, alias="no_such_alias", thresholds=T, model=MODEL)
     assert rep.drift_error and rep.repaired == {topology.TOPIC_SCRAPED: 1}
 
 
@@ -392,7 +394,7 @@ def test_redrive_selected_dead_letters(conn, project):
     d7 = _dead_letter(conn, topology.SUB_ENRICHMENT, "msg-10", "malformed_json", payload='{"unique_id": oops')
 
     # by reason, bounded: the two oldest
-    rep = reconcile.redrive(conn, reason="retries_exhausted", limit=2)
+    rep = redrive.redrive(conn, reason="retries_exhausted", limit=2)
     assert rep.selected == 2 and [r["id"] for r in rep.redriven] == [d1, d2]
     assert sent(conn) == {topology.TOPIC_SCRAPED: ["r1", "r2"]}
     status = {r: (s, res) for r, s, res in _letters(conn)}
@@ -404,12 +406,12 @@ def test_redrive_selected_dead_letters(conn, project):
 
     # by subscription: an index failure gets the article's enriched event (-> typesense, embeddings)
     clear_outbox(conn)
-    rep = reconcile.redrive(conn, subscription=topology.SUB_TYPESENSE)
+    rep = redrive.redrive(conn, subscription=topology.SUB_TYPESENSE)
     assert [r["id"] for r in rep.redriven] == [d4] and sent(conn) == {topology.TOPIC_ENRICHED: ["t1"]}
 
     # no article: the original payload and attributes go back (without our dgb_* annotations)
     clear_outbox(conn)
-    rep = reconcile.redrive(conn, reason="unknown_id")
+    rep = redrive.redrive(conn, reason="unknown_id")
     assert [(r["id"], r["how"]) for r in rep.redriven] == [(d5, "original payload")]
     row = outbox_rows(conn)[0]
     assert row["payload"] == original and row["attributes"]["trace_id"] == attrs["trace_id"]
@@ -417,7 +419,7 @@ def test_redrive_selected_dead_letters(conn, project):
 
     # a payload that is not a JSON object cannot be re-published: not selected (or skipped), stays open
     clear_outbox(conn)
-    rep = reconcile.redrive(conn, reason="malformed_json")
+    rep = redrive.redrive(conn, reason="malformed_json")
     assert rep.selected == 1 and rep.redriven == [] and [x["id"] for x in rep.skipped] == [d7]
     assert outbox_rows(conn) == []
     assert {r: s for r, s, _ in _letters(conn) if r in (d6, d7)} == {d6: "open", d7: "open"}
@@ -427,7 +429,7 @@ def test_redrive_selected_dead_letters(conn, project):
     from google.cloud import pubsub_v1
 
     clear_outbox(conn)
-    reconcile.redrive(conn, ids=[d3])
+    redrive.redrive(conn, ids=[d3])
     assert outbox.relay(conn, pubsub_v1.PublisherClient(), project).published == 1
     assert pull_ids(project, topology.SUB_ENRICHMENT, 1) == ["r3"]
 
@@ -435,7 +437,7 @@ def test_redrive_selected_dead_letters(conn, project):
 def test_a_redriven_letter_that_fails_again_is_reopened(conn, local_classifier):
     add(conn, "r1", "scraped")
     d1 = _dead_letter(conn, topology.SUB_ENRICHMENT, "r1", "retries_exhausted", unique_id="r1")
-    reconcile.redrive(conn, reason="retries_exhausted")
+    redrive.redrive(conn, reason="retries_exhausted")
     throttled = Throttled(local_classifier)
     report = run_stage(stages.EnrichStage(throttled, conn), conn, as_messages(conn, topology.SUB_ENRICHMENT),
                        sweep_limit=0, final_attempt=True)
@@ -464,7 +466,7 @@ def test_replay_republish_is_idempotent(conn, local_classifier):
     start, end = now - 4 * HOUR, now - HOUR
 
     for _ in range(2):   # the operator replays the same window twice
-        rep = reconcile.replay(conn, start.isoformat(), end.isoformat(), topology.TOPIC_SCRAPED)
+        rep = replay.replay(conn, start.isoformat(), end.isoformat(), topology.TOPIC_SCRAPED)
         assert rep.mode_used == "republish" and rep.enqueued == 3
     assert sent(conn) == {topology.TOPIC_SCRAPED: ["e1", "e1", "s1", "s1", "s2", "s2"]}
 
@@ -485,10 +487,10 @@ def test_replay_republish_is_idempotent(conn, local_classifier):
 
     # replaying the enriched window (index side) is just as harmless
     clear_outbox(conn)
-    rep = reconcile.replay(conn, start, now + HOUR, topology.TOPIC_ENRICHED)
+    rep = replay.replay(conn, start, now + HOUR, topology.TOPIC_ENRICHED)
     assert rep.enqueued == 3 and sorted(sent(conn)[topology.TOPIC_ENRICHED]) == ["e1", "s1", "s2"]
     with pytest.raises(ValueError):
-        reconcile.replay(conn, end, start, topology.TOPIC_SCRAPED)
+        replay.replay(conn, end, start, topology.TOPIC_SCRAPED)
 
 
 def test_replay_seek_falls_back_cleanly_when_the_subscription_cannot_seek(conn, project):
@@ -499,12 +501,12 @@ def test_replay_seek_falls_back_cleanly_when_the_subscription_cannot_seek(conn, 
     sub = pubsub_v1.SubscriberClient()
     # the declared topology does not retain acknowledged messages: a seek to a time would
     # bring back nothing already processed, so replay says so and republishes from PostgreSQL
-    rep = reconcile.replay(conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, mode="seek",
+    rep = replay.replay(conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, mode="seek",
                            project=project, subscriber=sub)
     assert rep.mode_used == "republish" and "retain_acked_messages" in rep.fallback_reason
     assert rep.enqueued == 1 and sent(conn) == {topology.TOPIC_SCRAPED: ["s1"]}
     # no client at all (e.g. no Pub/Sub connection): the same clean fallback
-    rep = reconcile.replay(conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, mode="seek")
+    rep = replay.replay(conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, mode="seek")
     assert rep.mode_used == "republish" and rep.fallback_reason
 
 
@@ -519,13 +521,13 @@ def test_replay_seek_redelivers_on_a_subscription_that_retains_messages(conn, pr
     before = datetime.now(timezone.utc) - timedelta(seconds=2)
     add(conn, "s1", "scraped")
     with db.transaction(conn) as cur:
-        outbox.enqueue(cur, reconcile.event_for(reconcile.load_rows(cur, ["s1"])["s1"],
+        outbox.enqueue(cur, resend.event_for(resend.load_rows(cur, ["s1"])["s1"],
                                                 topology.TOPIC_SCRAPED, "test"))
     assert outbox.relay(conn, pubsub_v1.PublisherClient(), project).published == 1
     assert pull_ids(project, topology.SUB_ENRICHMENT, 1) == ["s1"]          # processed and acked
     clear_outbox(conn)
 
-    rep = reconcile.replay(conn, before, datetime.now(timezone.utc), topology.TOPIC_SCRAPED, mode="seek",
+    rep = replay.replay(conn, before, datetime.now(timezone.utc), topology.TOPIC_SCRAPED, mode="seek",
                            project=project, subscriber=sub, subscription=topology.SUB_ENRICHMENT)
     if rep.mode_used == "seek":   # the emulator supports snapshots and seek: Pub/Sub redelivers
         assert rep.seek[0]["snapshot"].startswith(f"projects/{project}/snapshots/dgb-replay-")

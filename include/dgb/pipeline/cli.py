@@ -34,7 +34,7 @@ def _cmd_status(args) -> int:
         print(f"error: cannot reach PostgreSQL: {exc}".splitlines()[0], file=sys.stderr)
         return 2
     try:
-        status = pipeline_status(conn, since)
+        status = pipeline_status(conn, since, model=settings().embedding_model)
     finally:
         conn.close()
     if args.json:

@@ -8,26 +8,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dgb import topology
+from dgb.pipeline.definitions import definition
 
 
 @dataclass(frozen=True)
 class StageDag:
     dag_id: str
     stage: str
-    subscriptions: tuple[str, ...]
     sweep_cron: str
     doc: str
 
+    @property
+    def subscriptions(self) -> tuple[str, ...]:
+        """The stage's input subscriptions (from its definition)."""
+        return definition(self.stage).subscriptions
+
 
 STAGE_DAGS = (
-    StageDag("enrich_news", "enrich", (topology.SUB_ENRICHMENT,), "* * * * *",
+    StageDag("enrich_news", "enrich", "* * * * *",
              "Classifies each scraped article into the 3-level theme taxonomy and writes a summary "
              "(DGB_CLASSIFIER: `local` offline classifier, or `bedrock`), then emits `dgb.news.enriched`."),
-    StageDag("embed_news", "embed", (topology.SUB_EMBEDDINGS,), "* * * * *",
+    StageDag("embed_news", "embed", "* * * * *",
              "Embeds title + summary with the resident model service (DGB_EMBEDDING_MODEL), stores the "
              "vector with its model name, then emits `dgb.news.embedded`."),
-    StageDag("index_news", "index", (topology.SUB_TYPESENSE, topology.SUB_TYPESENSE_UPDATE), "* * * * *",
+    StageDag("index_news", "index", "* * * * *",
              "Builds each article's Typesense document whole from PostgreSQL and upserts it (removed "
              "articles are deleted from the index), recording the version it indexed."),
 )

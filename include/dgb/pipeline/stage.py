@@ -1,17 +1,29 @@
 """The one consume -> process -> publish mechanism shared by the event-driven stages.
 
+What each stage considers ready, done and pending, and its sweep order, is defined once in
+:mod:`dgb.pipeline.definitions` (the same rules drive ``dgb status`` and reconciliation).
+
 A stage run gets the messages of every asset event that triggered it (Pub/Sub is the
 doorbell) and also takes up, bounded, the work PostgreSQL says is pending for the stage (the
 durable queue: an asset event stored without a DAG run, a run that died, a lost message):
 
-1. decode and validate each message (JSON payload schema per topic, ``event_version``,
-   required attributes); invalid ones are dead-lettered, the rest of the batch goes on;
-2. dedup by ``unique_id`` (within the batch, and against done work: the idempotency rules);
+1. decode and validate each message (:func:`dgb.events.parse_message`: the typed payload model
+   of its topic, ``event_version``, required attributes); invalid ones are dead-lettered, the
+   rest of the batch goes on;
+2. dedup by ``unique_id`` (within the batch, and against done work: the definition's ``done``
+   rule, evaluated by PostgreSQL as the rows are loaded);
 3. load the rows; an id that does not exist is dead-lettered (``unknown_id``);
 4. process the batch (classify, embed, index);
 5. write each result, bump the row's ``version`` and enqueue the next stage's event in the
    outbox, all in one transaction, guarded by the version read in step 3 (an article edited
-   meanwhile is left to its own new event);
+   meanwhile is left to its own new event). **The one exception is the index stage**: its
+   writes go to Typesense, which cannot take part in a PostgreSQL transaction, so
+   :class:`~dgb.pipeline.stages.IndexStage` writes in step 4 (``dgb.search.index.sync``
+   upserts/deletes the documents, then commits ``indexed_version`` for the rows still at the
+   version it read; its batched, pipelined imports of many documents per request do not fit a
+   per-row persist either) and has nothing to persist in step 5. A crash between the Typesense write
+   and that commit leaves the article pending, and the next run re-upserts the same whole
+   document (idempotent); an edit meanwhile is never marked done (the version guard);
 6. failures: permanent ones are dead-lettered per article; transient ones are recorded on the
    row and raised (:class:`StageRetry`) so Airflow retries the task with backoff; on the last
    attempt they are dead-lettered per article with the error, never silently dropped.
@@ -23,7 +35,6 @@ unique_id, trace_id, stage and outcome, so one article can be followed across DA
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import time
@@ -31,10 +42,16 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from pydantic import ValidationError
+
 from dgb import events, outbox, topology
 from dgb.db import transaction
+from dgb.pipeline import definitions
+from dgb.pipeline.definitions import StageDefinition
 
 log = logging.getLogger("dgb.pipeline")
+
+DONE, READY = "stage_done", "stage_ready"   # the definition's rules, evaluated per loaded row
 
 
 @dataclass(frozen=True)
@@ -48,12 +65,16 @@ class InMessage:
 
     @classmethod
     def from_payload(cls, subscription: str, payload: dict) -> "InMessage":
-        data = payload.get("data") or ""
+        """From an asset event's payload (the :class:`dgb.events.AssetPayload` contract). A payload
+        that breaks the contract still becomes a message, which the run then dead-letters."""
         try:
-            raw = base64.b64decode(data, validate=True) if isinstance(data, str) else bytes(data)
-        except (ValueError, TypeError):
-            raw = str(data).encode()
-        return cls(subscription, str(payload.get("message_id") or ""), raw, dict(payload.get("attributes") or {}))
+            asset = events.AssetPayload.model_validate(payload)
+        except ValidationError:
+            attrs = payload.get("attributes")
+            asset = events.AssetPayload(
+                message_id=str(payload.get("message_id") or ""), data=str(payload.get("data") or ""),
+                attributes={str(k): str(v) for k, v in attrs.items()} if isinstance(attrs, dict) else {})
+        return cls(subscription, asset.message_id, asset.raw_data(), dict(asset.attributes))
 
 
 @dataclass
@@ -97,21 +118,46 @@ class StageRetry(RuntimeError):
 
 
 class Stage(ABC):
-    """A pipeline stage. Subclasses say what to load, what is done, how to process and persist."""
+    """A pipeline stage: its :class:`~dgb.pipeline.definitions.StageDefinition` (ready, done and
+    pending rules, sweep order, topics) plus what to load, how to process and how to persist."""
 
+    definition: StageDefinition
+    # copied from ``definition`` for each subclass (see __init_subclass__)
     name: str = ""
-    subscriptions: tuple[str, ...] = ()      # input subscriptions (their topics give the schema)
+    subscriptions: tuple[str, ...] = ()
     next_topic: str | None = None
-    columns: tuple[str, ...] = ("unique_id", "version", "trace_id", "title")
     sweep_order: str = "scraped_at"
+    columns: tuple[str, ...] = ("unique_id", "version", "trace_id", "title")
+    model: str | None = None                 # the current embedding model (the current-model rule)
 
-    @abstractmethod
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        d = cls.__dict__.get("definition")
+        if d is not None:
+            cls.name, cls.subscriptions, cls.next_topic, cls.sweep_order = (
+                d.name, d.subscriptions, d.next_topic, d.since)
+
     def pending_condition(self) -> str:
-        """SQL boolean over ``news`` selecting rows this stage still has to process."""
+        """SQL boolean over ``news`` selecting rows this stage still has to process (named
+        parameter ``model``: pass :meth:`params`)."""
+        return self.definition.pending
 
-    @abstractmethod
+    def params(self) -> dict:
+        return definitions.params(self.model)
+
     def is_done(self, row: dict) -> bool:
-        """Idempotency: True when the row needs nothing from this stage."""
+        """Idempotency: True when the row needs nothing from this stage (the definition's
+        ``done`` rule, evaluated by PostgreSQL when the row was loaded)."""
+        return bool(row[DONE])
+
+    def ready(self, row: dict) -> bool:
+        """False when the row is not ready for this stage yet (e.g. not enriched): skip quietly."""
+        return bool(row[READY])
+
+    @classmethod
+    @abstractmethod
+    def from_settings(cls, conn, s, deps) -> "Stage":
+        """Build the stage from settings ``s`` and ``deps`` (dgb.pipeline.stages.Dependencies)."""
 
     @abstractmethod
     def process(self, rows: list[dict]) -> dict[str, Any]:
@@ -121,10 +167,6 @@ class Stage(ABC):
         """Write ``result`` for ``row`` (guarded by its version); return the next event's payload
         or None. Return None too when nothing was written (row changed meanwhile)."""
         return None
-
-    def ready(self, row: dict) -> bool:
-        """False when the row is not ready for this stage yet (e.g. not enriched): skip quietly."""
-        return True
 
 
 def topic_of(subscription: str) -> str:
@@ -157,7 +199,8 @@ def run_stage(stage: Stage, conn, messages: Iterable[InMessage], *, sweep_limit:
     if sweep_limit:
         with conn.cursor() as cur:
             cur.execute(f"SELECT unique_id, trace_id FROM news WHERE {stage.pending_condition()}"
-                        f" ORDER BY {stage.sweep_order} LIMIT %s", (sweep_limit,))
+                        f" ORDER BY {stage.sweep_order} LIMIT %(limit)s",
+                        {**stage.params(), "limit": sweep_limit})
             for uid, trace_id in cur.fetchall():
                 if uid not in work:
                     work[uid] = Work(uid, str(trace_id) if trace_id else None, default_sub)
@@ -223,7 +266,9 @@ def _load(conn, stage: Stage, uids: list[str]) -> dict[str, dict]:
         return {}
     cols = ", ".join(dict.fromkeys(("unique_id", "version", "trace_id") + stage.columns))
     with conn.cursor() as cur:
-        cur.execute(f"SELECT {cols} FROM news WHERE unique_id = ANY(%s)", (uids,))
+        d = stage.definition
+        cur.execute(f"SELECT {cols}, ({d.done}) AS {DONE}, ({d.ready}) AS {READY}"
+                    " FROM news WHERE unique_id = ANY(%(ids)s)", {**stage.params(), "ids": uids})
         names = [d.name for d in cur.description]
         rows = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
     conn.commit()

@@ -1,41 +1,38 @@
-"""The event-driven stages: enrich, embed, index. Each is a :class:`Stage`.
+"""The event-driven stages: enrich, embed, index. Each is a :class:`Stage` over its definition.
 
-Idempotency (production's skip rules: theme set, embedding set, upsert; made version-aware):
-* enrich: done when ``enriched_at`` is set (an edit resets it);
-* embed: done when ``embedded_at`` is set with the current model (a model change = stale);
-* index: done when ``indexed_version = version`` (every change that affects the document bumps
-  ``version``: an edit, enrichment, embedding, an integrity flag).
+What is ready, done and pending for each stage (idempotency included: enrich is done once
+``enriched_at`` is set, embed once embedded by the current model, index once
+``indexed_version = version``) is defined once, in :mod:`dgb.pipeline.definitions`; the classes
+here add what to load, how to process and how to persist.
+
+:data:`STAGES` is the registry the Airflow operator builds a stage from (:func:`build`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
-from dgb import topology
+from dgb.pipeline import definitions
 from dgb.pipeline.stage import Failure, Stage
 
 
 class EnrichStage(Stage):
-    name = "enrich"
-    subscriptions = (topology.SUB_ENRICHMENT,)
-    next_topic = topology.TOPIC_ENRICHED
+    definition = definitions.ENRICH
     columns = ("title", "subtitle", "editorial_lead", "content", "enriched_at", "removed_at")
-    sweep_order = "scraped_at"
 
     def __init__(self, classifier, conn=None):
         self.classifier = classifier
         self.conn = conn
         self._theme_ids: dict[str, int] | None = None
 
-    def pending_condition(self) -> str:
-        return "enriched_at IS NULL AND removed_at IS NULL"
+    @classmethod
+    def from_settings(cls, conn, s, deps: "Dependencies") -> "EnrichStage":
+        from dgb.enrich.base import get_classifier
 
-    def is_done(self, row: dict) -> bool:
-        return row["enriched_at"] is not None
-
-    def ready(self, row: dict) -> bool:
-        return row["removed_at"] is None
+        embedder = deps.embedder() if s.classifier_backend == "local" else None  # the local classifier embeds
+        return cls(get_classifier(s, embedder=embedder), conn)
 
     def process(self, rows: list[dict]) -> dict[str, Any]:
         from dgb.enrich.base import ArticleText, ClassificationFailure
@@ -85,24 +82,19 @@ class EnrichStage(Stage):
 
 
 class EmbedStage(Stage):
-    name = "embed"
-    subscriptions = (topology.SUB_EMBEDDINGS,)
-    next_topic = topology.TOPIC_EMBEDDED
+    definition = definitions.EMBED
     columns = ("title", "summary", "content", "enriched_at", "embedded_at", "embedding_model", "removed_at")
-    sweep_order = "enriched_at"
 
     def __init__(self, embedder, model_name: str):
+        if not model_name:
+            raise ValueError("EmbedStage needs the current embedding model's name")
         self.embedder = embedder
         self.model_name = model_name
+        self.model = model_name      # the current-model rule: vectors of another model are pending
 
-    def pending_condition(self) -> str:
-        return "enriched_at IS NOT NULL AND embedded_at IS NULL AND removed_at IS NULL"
-
-    def is_done(self, row: dict) -> bool:
-        return row["embedded_at"] is not None and row["embedding_model"] == self.model_name
-
-    def ready(self, row: dict) -> bool:
-        return row["enriched_at"] is not None and row["removed_at"] is None
+    @classmethod
+    def from_settings(cls, conn, s, deps: "Dependencies") -> "EmbedStage":
+        return cls(deps.embedder(), s.embedding_model)
 
     def process(self, rows: list[dict]) -> dict[str, Any]:
         from dgb.embed.model import prepare_text
@@ -128,25 +120,21 @@ class EmbedStage(Stage):
 
 class IndexStage(Stage):
     """Builds each Typesense document whole from PostgreSQL and upserts it (or deletes it when
-    the article was removed); marks ``indexed_version`` for the version it indexed."""
+    the article was removed); marks ``indexed_version`` for the version it indexed.
 
-    name = "index"
-    subscriptions = (topology.SUB_TYPESENSE, topology.SUB_TYPESENSE_UPDATE)
-    next_topic = None
+    The one stage that writes inside :meth:`process` (see dgb.pipeline.stage's module doc):
+    :func:`dgb.search.index.sync` writes Typesense and then commits the ``indexed_version``
+    marks itself, for the rows still at the version it read. :meth:`persist` writes nothing."""
+
+    definition = definitions.INDEX
     columns = ("enriched_at", "indexed_version", "removed_at")
-    sweep_order = "updated_at"
 
     def __init__(self, ts, alias: str, conn, dim: int):
         self.ts, self.alias, self.conn, self.dim = ts, alias, conn, dim
 
-    def pending_condition(self) -> str:
-        return "enriched_at IS NOT NULL AND indexed_version IS DISTINCT FROM version"
-
-    def is_done(self, row: dict) -> bool:
-        return row["indexed_version"] == row["version"]
-
-    def ready(self, row: dict) -> bool:
-        return row["enriched_at"] is not None
+    @classmethod
+    def from_settings(cls, conn, s, deps: "Dependencies") -> "IndexStage":
+        return cls(deps.typesense(), s.typesense_collection, conn, s.embedding_dim)
 
     def process(self, rows: list[dict]) -> dict[str, Any]:
         from dgb.search import index
@@ -162,4 +150,26 @@ class IndexStage(Stage):
         return out
 
 
-STAGES = {"enrich": EnrichStage, "embed": EmbedStage, "index": IndexStage}
+# --------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """How a caller provides what stages need, built only when the stage asks for it:
+    ``embedder()`` -> an embedder of the current model (dgb.embed), ``typesense()`` -> a
+    Typesense client."""
+
+    embedder: Callable[[], Any]
+    typesense: Callable[[], Any]
+
+
+STAGES: dict[str, type[Stage]] = {"enrich": EnrichStage, "embed": EmbedStage, "index": IndexStage}
+
+
+def build(name: str, conn, s, deps: Dependencies) -> Stage:
+    """The stage ``name`` for settings ``s`` (dgb.config.Settings) on ``conn``."""
+    try:
+        cls = STAGES[name]
+    except KeyError:
+        raise ValueError(f"unknown stage {name!r}; expected one of {list(STAGES)}") from None
+    return cls.from_settings(conn, s, deps)

@@ -1,19 +1,21 @@
-"""Pipeline status from our own state: per stage, the age of the oldest article still waiting (what
-Pub/Sub reports as the oldest unacknowledged message's age)."""
+"""Pipeline status from our own state (the oldest-unacknowledged-age signal, per stage).
+
+A stage's backlog is what its definition (:mod:`dgb.pipeline.definitions`) says is pending,
+dated by the oldest value of its ``since`` column: the same rule its sweep and reconciliation use.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-# stage -> (pending condition over news, the column whose oldest value dates the backlog)
-BACKLOG = {
-    "enrich": ("enriched_at IS NULL AND removed_at IS NULL", "scraped_at"),
-    "embed": ("enriched_at IS NOT NULL AND embedded_at IS NULL AND removed_at IS NULL", "enriched_at"),
-    "index": ("enriched_at IS NOT NULL AND indexed_version IS DISTINCT FROM version", "updated_at"),
-}
+from dgb.pipeline.definitions import DEFINITIONS, params
 
 
-def pipeline_status(conn, since: datetime | None = None, now: datetime | None = None) -> dict:
+def pipeline_status(conn, since: datetime | None = None, now: datetime | None = None, *,
+                    model: str | None = None) -> dict:
+    """Counts, backlog per stage (and the outbox) and commit->indexed latency since ``since``
+    (default: the last hour). ``model``: the current embedding model (``dgb status`` passes
+    DGB_EMBEDDING_MODEL; ``None`` = a vector of any model counts as embedded)."""
     now = now or datetime.now(timezone.utc)
     since = since or now - timedelta(hours=1)
     out: dict = {}
@@ -26,8 +28,8 @@ def pipeline_status(conn, since: datetime | None = None, now: datetime | None = 
         pending, oldest = cur.fetchone()
         out["outbox_pending"] = pending
         backlog = {}
-        for stage, (condition, column) in BACKLOG.items():
-            cur.execute(f"SELECT count(*), min({column}) FROM news WHERE {condition}")
+        for stage, d in DEFINITIONS.items():
+            cur.execute(f"SELECT count(*), min({d.since}) FROM news WHERE {d.pending}", params(model))
             n, first = cur.fetchone()
             backlog[stage] = {"pending": n, "oldest_age_s": _age(now, first)}
         backlog["outbox"] = {"pending": pending, "oldest_age_s": _age(now, oldest)}

@@ -74,7 +74,6 @@ class _SafetyNetOperator(BaseOperator):
             return {"error": f"{type(exc).__name__}: {exc}"[:500]}
 
 
-class ReconcileOperator(_SafetyNetOperator):
     def _record_dead_letters(self, conn) -> None:
         """Dead letters that never reached a stage (trigger rejects) into the table (logged, never raised)."""
         try:
@@ -88,7 +87,9 @@ class ReconcileOperator(_SafetyNetOperator):
         except Exception as exc:  # noqa: BLE001
             self.log.warning("recording dead letters from topics failed: %s", exc)
 
-    """Find stuck articles and Typesense drift, repair through the outbox (dgb.reconcile.run).
+
+class ReconcileOperator(_SafetyNetOperator):
+    """Find stuck articles and Typesense drift, repair through the outbox (dgb.reconcile.repair.run).
 
     ``mode``: ``daily`` (every article, full Typesense comparison) or ``sweep`` (the recent
     window, Typesense compared for that window). Conf/params may override ``older_than_s``,
@@ -102,13 +103,14 @@ class ReconcileOperator(_SafetyNetOperator):
         self.mode = mode
 
     def execute(self, context: Any) -> dict:
-        from dgb import reconcile
         from dgb.config import settings
+        from dgb.reconcile.repair import run
+        from dgb.reconcile.stuck import Thresholds
 
         conf = _conf(context)
         s = settings()
         window_hours = conf.get("window_hours")
-        t = reconcile.Thresholds.from_env(
+        t = Thresholds.from_env(
             window=self.mode == "sweep", max_attempts=conf.get("max_attempts"),
             window_s=float(window_hours) * 3600 if window_hours and self.mode == "sweep" else None)
         if conf.get("older_than_s") is not None:
@@ -121,9 +123,9 @@ class ReconcileOperator(_SafetyNetOperator):
         dry_run = bool(conf.get("dry_run", False))
         conn = self._pg()
         try:
-            rep = reconcile.run(conn, mode=self.mode, ts=ts, alias=s.typesense_collection, thresholds=t,
-                                model=s.embedding_model, dry_run=dry_run,
-                                reset_stuck=bool(conf.get("reset_stuck", False)))
+            rep = run(conn, mode=self.mode, ts=ts, alias=s.typesense_collection, thresholds=t,
+                      model=s.embedding_model, dry_run=dry_run,
+                      reset_stuck=bool(conf.get("reset_stuck", False)))
             relayed = None if dry_run else self._relay(conn)
             if not dry_run:
                 self._record_dead_letters(conn)
@@ -147,8 +149,8 @@ class RedriveOperator(_SafetyNetOperator):
     ``ids``, ``dry_run``) and mark them redriven (dgb.reconcile.redrive)."""
 
     def execute(self, context: Any) -> dict:
-        from dgb import reconcile
         from dgb.config import settings
+        from dgb.reconcile.redrive import redrive
 
         conf = _conf(context)
         limit = int(conf.get("limit") or 100)
@@ -159,10 +161,10 @@ class RedriveOperator(_SafetyNetOperator):
         run_id = context.get("run_id") if hasattr(context, "get") else None
         conn = self._pg()
         try:
-            rep = reconcile.redrive(conn, reason=conf.get("reason") or None, limit=limit,
-                                    subscription=conf.get("subscription") or None, ids=ids,
-                                    model=settings().embedding_model, dry_run=dry_run,
-                                    actor=f"airflow {run_id or ''}".strip())
+            rep = redrive(conn, reason=conf.get("reason") or None, limit=limit,
+                          subscription=conf.get("subscription") or None, ids=ids,
+                          model=settings().embedding_model, dry_run=dry_run,
+                          actor=f"airflow {run_id or ''}".strip())
             relayed = None if dry_run else self._relay(conn)
             if not dry_run:
                 self._record_dead_letters(conn)
@@ -181,7 +183,8 @@ class ReplayOperator(_SafetyNetOperator):
     ``subscription``, ``limit``, ``dry_run``) with dgb.reconcile.replay."""
 
     def execute(self, context: Any) -> dict:
-        from dgb import reconcile, topology
+        from dgb import topology
+        from dgb.reconcile.replay import replay
 
         conf = _conf(context)
         if not conf.get("start") or not conf.get("end"):
@@ -200,9 +203,9 @@ class ReplayOperator(_SafetyNetOperator):
                 self.log.warning("no Pub/Sub subscriber for seek: %s", exc)
         conn = self._pg()
         try:
-            rep = reconcile.replay(conn, conf["start"], conf["end"], topic, mode, project=project,
-                                   subscriber=subscriber, subscription=conf.get("subscription") or None,
-                                   limit=int(conf.get("limit") or 50_000), dry_run=dry_run)
+            rep = replay(conn, conf["start"], conf["end"], topic, mode, project=project,
+                         subscriber=subscriber, subscription=conf.get("subscription") or None,
+                         limit=int(conf.get("limit") or 50_000), dry_run=dry_run)
             relayed = self._relay(conn) if rep.mode_used == "republish" and not dry_run else None
         finally:
             conn.close()

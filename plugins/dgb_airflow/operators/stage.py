@@ -56,20 +56,13 @@ class StageOperator(BaseOperator):
         from dgb.config import settings
         from dgb.pipeline import stages
 
-        s = settings()
-        if self.stage == "enrich":
-            from dgb.enrich.base import get_classifier
-
-            embedder = self._embedder() if s.classifier_backend == "local" else None
-            return stages.EnrichStage(get_classifier(s, embedder=embedder), conn)
-        if self.stage == "embed":
-            return stages.EmbedStage(self._embedder(), s.embedding_model)
-        if self.stage == "index":
+        def typesense():
             from dgb_airflow.hooks.typesense import TypesenseHook
 
-            return stages.IndexStage(TypesenseHook(self.typesense_conn_id).get_conn(), s.typesense_collection,
-                                     conn, s.embedding_dim)
-        raise ValueError(f"unknown stage {self.stage!r}")
+            return TypesenseHook(self.typesense_conn_id).get_conn()
+
+        return stages.build(self.stage, conn, settings(),
+                            stages.Dependencies(embedder=self._embedder, typesense=typesense))
 
     def execute(self, context: Any) -> dict:
         from airflow.providers.postgres.hooks.postgres import PostgresHook

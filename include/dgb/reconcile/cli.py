@@ -117,11 +117,12 @@ def _out(args, data: dict, line: str) -> None:
 
 
 def cmd_reconcile(args) -> int:
-    from dgb import reconcile
+    from dgb.reconcile.repair import run
+    from dgb.reconcile.stuck import Thresholds
 
     s, conn = _setup(args)
     try:
-        t = reconcile.Thresholds.from_env(
+        t = Thresholds.from_env(
             window=not args.full, max_attempts=args.max_attempts, retry_after_s=args.retry_after,
             window_s=args.window_hours * 3600 if args.window_hours and not args.full else None)
         if args.older_than is not None:
@@ -131,9 +132,8 @@ def cmd_reconcile(args) -> int:
             from dgb.search import schema
 
             ts = schema.client(s)
-        rep = reconcile.run(conn, mode="daily" if args.full else "manual", ts=ts, alias=s.typesense_collection,
-                            thresholds=t, model=s.embedding_model, dry_run=args.dry_run,
-                            reset_stuck=args.reset_stuck)
+        rep = run(conn, mode="daily" if args.full else "manual", ts=ts, alias=s.typesense_collection,
+                  thresholds=t, model=s.embedding_model, dry_run=args.dry_run, reset_stuck=args.reset_stuck)
         relayed = _relay(args, conn, s)
     finally:
         conn.close()
@@ -144,12 +144,12 @@ def cmd_reconcile(args) -> int:
 
 
 def cmd_redrive(args) -> int:
-    from dgb import reconcile
+    from dgb.reconcile.redrive import redrive
 
     s, conn = _setup(args)
     try:
-        rep = reconcile.redrive(conn, reason=args.reason, limit=args.limit, subscription=args.subscription,
-                                ids=args.ids, model=s.embedding_model, dry_run=args.dry_run, actor="cli")
+        rep = redrive(conn, reason=args.reason, limit=args.limit, subscription=args.subscription,
+                      ids=args.ids, model=s.embedding_model, dry_run=args.dry_run, actor="cli")
         relayed = _relay(args, conn, s)
     finally:
         conn.close()
@@ -158,7 +158,7 @@ def cmd_redrive(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from dgb import reconcile
+    from dgb.reconcile.replay import replay
 
     s, conn = _setup(args)
     try:
@@ -168,9 +168,9 @@ def cmd_replay(args) -> int:
 
             subscriber = pubsub_v1.SubscriberClient()
         try:
-            rep = reconcile.replay(conn, args.start, args.end, args.topic, args.mode, project=s.gcp_project,
-                                   subscriber=subscriber, subscription=args.subscription, limit=args.limit,
-                                   dry_run=args.dry_run)
+            rep = replay(conn, args.start, args.end, args.topic, args.mode, project=s.gcp_project,
+                         subscriber=subscriber, subscription=args.subscription, limit=args.limit,
+                         dry_run=args.dry_run)
         except ValueError as exc:
             print(f"dgb replay: {exc}", file=sys.stderr)
             return 2

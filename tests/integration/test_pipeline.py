@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from dataclasses import replace
@@ -228,78 +227,6 @@ def test_edit_during_processing_is_left_to_its_own_event(pg, scraped, project, c
     with pg.cursor() as cur:
         cur.execute("SELECT enriched_at FROM news WHERE unique_id = %s", (scraped[0],))
         assert cur.fetchone()[0] is None
-
-
-# ------------------------------------------------------------------ the ack-mode trigger's producer
-
-
-def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project, pubsub_server):
-    from google.cloud import pubsub_v1
-
-    from dgb_airflow.triggers.pubsub import PubSubAckTrigger, PubSubStreamProducer
-
-    try:
-        from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome
-    except ImportError:
-        pytest.skip("Airflow without shared streams")
-    sub = topology.subscription(topology.SUB_TYPESENSE)
-    publisher = pubsub_v1.PublisherClient()
-    topic = f"projects/{project}/topics/{sub.topic}"
-    attrs = {"trace_id": str(uuid.uuid4()), "event_version": "1.0", "unique_id": "a_1"}
-    body = json.dumps({"unique_id": "a_1", "enriched_at": "x", "most_specific_theme_code": "01",
-                       "has_summary": True}).encode()
-    for data, extra in ((body, {}), (b"{broken", {}), (body, {"unique_id": "a_1"})):
-        publisher.publish(topic, data, **{**attrs, **extra}).result(timeout=10)
-
-    trigger = PubSubAckTrigger(project_id=project, subscription=sub.name, dead_letter_topic=sub.dead_letter_topic,
-                               max_failures=2, poll_timeout_s=2)
-    producer = PubSubAckTrigger.create_shared_stream_producer(trigger.serialize()[1])
-    assert isinstance(producer, PubSubStreamProducer)
-
-    async def scenario():
-        stream = producer.open_stream()
-        got = [await stream.__anext__() for _ in range(3)]
-        by_id = {}
-        for raw, payload in got:
-            by_id.setdefault("bad" if raw["data"] == "e2Jyb2tlbg==" else "good", []).append(payload)
-        clean, failed = by_id["good"]
-        await producer.advance([AdvanceItem(clean, AdvanceOutcome(acked=1, failed=0)),
-                                AdvanceItem(by_id["bad"][0], AdvanceOutcome(acked=0, failed=0, rejected=1)),
-                                AdvanceItem(failed, AdvanceOutcome(acked=0, failed=1))])
-        # the failed one was not acked: it returns after its backoff (10 s), not at once
-        assert failed[0] not in producer.outstanding
-        again = await asyncio.wait_for(stream.__anext__(), timeout=40)
-        assert again[0]["message_id"] == failed[1].message.message_id
-        # a second failure reaches max_failures=2: dead-lettered and acked
-        await producer.advance([AdvanceItem(again[1], AdvanceOutcome(acked=0, failed=1))])
-        await stream.aclose()
-        await producer.aclose()
-
-    asyncio.run(scenario())
-    dlq = pull(project, sub.dead_letter_subscription, 2)
-    assert sorted(m.attributes["dgb_dead_letter_reason"] for m in dlq) == ["delivery_failed_2_times",
-                                                                           "malformed_json"]
-    # nothing is left on the source subscription
-    from google.api_core import exceptions
-
-    s = pubsub_v1.SubscriberClient()
-    try:
-        resp = s.pull(request={"subscription": f"projects/{project}/subscriptions/{sub.name}", "max_messages": 10},
-                      timeout=3)
-        assert list(resp.received_messages) == []
-    except exceptions.DeadlineExceeded:
-        pass
-
-
-def test_filter_rejects_only_structurally_invalid_messages():
-    from dgb_airflow.triggers.pubsub import message_problem
-
-    ok = {"trace_id": "t", "event_version": "1.0", "unique_id": "u"}
-    assert message_problem(b'{"unique_id": "u"}', ok) is None
-    assert message_problem(b"nope", ok) == "malformed_json"
-    assert message_problem(b'{"unique_id": "u"}', {**ok, "event_version": "2.0"}) == "unsupported_version"
-    assert message_problem(b'{"unique_id": "u"}', {"event_version": "1.0"}) == "missing_attributes"
-    assert message_problem(b'["u"]', ok) == "malformed_payload"
 
 
 def test_dead_letters_from_topics_reach_the_table_once(pg, project, pubsub_server):

@@ -2,32 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Sequence
 
 from airflow.sdk import BaseOperator
-
-log = logging.getLogger(__name__)
-
-
-def _incr(stat: str, count: int = 1, tags: dict | None = None) -> None:
-    """StatsD/OTel counter through Airflow's metrics, if configured; never raises."""
-    try:
-        from airflow.sdk.observability import stats
-    except Exception:  # noqa: BLE001 - older/newer Airflow layouts
-        try:
-            from airflow.stats import Stats as stats  # type: ignore[no-redef]
-        except Exception:  # noqa: BLE001
-            return
-    try:
-        stats.incr(stat, count, tags=tags or {})
-    except TypeError:
-        try:
-            stats.incr(stat, count)
-        except Exception:  # noqa: BLE001
-            pass
-    except Exception:  # noqa: BLE001
-        log.debug("metrics: incr %s failed", stat, exc_info=True)
+from dgb_airflow.metrics import incr as _incr
 
 
 class IntegrityTierOperator(BaseOperator):
@@ -39,7 +17,13 @@ class IntegrityTierOperator(BaseOperator):
     event pipeline is behind. Emits ``dgb.integrity.checks`` / ``dgb.integrity.outcome.<o>``
     counters (tags: tier, agency), and ``dgb.integrity.breaker.tripped`` / ``.cleared`` (tags:
     scope, key) when an agency's or host's removal breaker changes (issue 16). Per-article
-    failures are recorded as ``error`` outcomes; the task fails (to be retried) only when the database is unreachable or every check errored.
+    failures are recorded as ``error`` outcomes; the task fails (to be retried) only when the
+    database is unreachable or every check errored.
+
+    :param tier: the integrity tier (e.g. ``0_2d``) whose due articles are checked (templated).
+    :param limit: most articles checked in this run (templated; None: the tier's default).
+    :param postgres_conn_id: Airflow connection of the news database.
+    :param max_seconds: stop taking up new articles after this many seconds (None: no limit).
     """
 
     template_fields: Sequence[str] = ("tier", "limit")

@@ -9,10 +9,10 @@ log, a ``reconcile_runs`` row and StatsD metrics (``dgb.reconcile.*``, when metr
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from airflow.sdk import BaseOperator
+from dgb_airflow.metrics import emit_metrics
 
 
 def _conf(context: Any) -> dict:
@@ -22,29 +22,19 @@ def _conf(context: Any) -> dict:
     return {**params, **{k: v for k, v in conf.items() if v is not None}}
 
 
-def _metric(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name.replace(".", "_"))
-
-
-def emit_metrics(prefix: str, values: dict[str, Any]) -> None:
-    """StatsD-style gauges through Airflow's Stats (a no-op when metrics are off or unavailable)."""
-    try:
-        from airflow.stats import Stats
-    except Exception:  # noqa: BLE001 - metrics are best effort
-        return
-    for key, value in values.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            try:
-                Stats.gauge(f"dgb.{prefix}.{_metric(key)}", value)
-            except Exception:  # noqa: BLE001
-                return
-
-
 def _jsonable(data: dict) -> dict:
     return json.loads(json.dumps(data, default=str))
 
 
 class _SafetyNetOperator(BaseOperator):
+    """Shared base: connections, and the relay after the work is committed.
+
+    :param postgres_conn_id: Airflow connection of the news database.
+    :param gcp_conn_id: Airflow connection of the Pub/Sub project (relay, dead-letter topics, seek).
+    :param typesense_conn_id: Airflow connection of Typesense (drift comparison).
+    :param relay: relay the outbox after committing (False: leave it to ``outbox_relay``).
+    """
+
     ui_color = "#fdf1e0"
 
     def __init__(self, *, postgres_conn_id: str = "dgb_db", gcp_conn_id: str = "google_cloud_default",
@@ -63,7 +53,7 @@ class _SafetyNetOperator(BaseOperator):
     def _relay(self, conn) -> dict | None:
         if not self.relay:
             return None
-        from dgb_airflow.operators.scrape import relay_outbox
+        from dgb_airflow.hooks.outbox import relay_outbox
 
         try:
             result = relay_outbox(conn, self.gcp_conn_id)
@@ -94,6 +84,9 @@ class ReconcileOperator(_SafetyNetOperator):
     ``mode``: ``daily`` (every article, full Typesense comparison) or ``sweep`` (the recent
     window, Typesense compared for that window). Conf/params may override ``older_than_s``,
     ``window_hours``, ``max_attempts``, ``dry_run``, ``reset_stuck``, ``drift``.
+
+    :param mode: ``daily`` or ``sweep``.
+    :param kwargs: the connections and ``relay`` of the safety-net operators, and BaseOperator's.
     """
 
     def __init__(self, *, mode: str = "daily", **kwargs):
@@ -146,7 +139,10 @@ class ReconcileOperator(_SafetyNetOperator):
 
 class RedriveOperator(_SafetyNetOperator):
     """Re-publish selected open dead letters (conf/params ``reason``, ``limit``, ``subscription``,
-    ``ids``, ``dry_run``) and mark them redriven (dgb.reconcile.redrive)."""
+    ``ids``, ``dry_run``) and mark them redriven (dgb.reconcile.redrive).
+
+    :param kwargs: the connections and ``relay`` of the safety-net operators, and BaseOperator's.
+    """
 
     def execute(self, context: Any) -> dict:
         from dgb.config import settings
@@ -180,7 +176,10 @@ class RedriveOperator(_SafetyNetOperator):
 
 class ReplayOperator(_SafetyNetOperator):
     """Re-process a time window (conf/params ``start``, ``end``, ``topic``, ``mode`` republish|seek,
-    ``subscription``, ``limit``, ``dry_run``) with dgb.reconcile.replay."""
+    ``subscription``, ``limit``, ``dry_run``) with dgb.reconcile.replay.
+
+    :param kwargs: the connections and ``relay`` of the safety-net operators, and BaseOperator's.
+    """
 
     def execute(self, context: Any) -> dict:
         from dgb import topology

@@ -5,25 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from airflow.sdk import BaseOperator
-
-
-def relay_outbox(conn, gcp_conn_id: str = "google_cloud_default", batch_size: int = 500):
-    """Publish the pending outbox through the GCP connection's Pub/Sub; returns the RelayResult."""
-    from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
-
-    from dgb import outbox
-
-    hook = PubSubHook(gcp_conn_id=gcp_conn_id)
-    return outbox.relay(conn, hook.get_conn(), hook.project_id, batch_size=batch_size)
-
-
-def relay_soon(conn, gcp_conn_id: str, log) -> None:
-    """Relay right after a commit so the next stage starts at once; a failure is only logged
-    (the work is committed and the outbox_relay DAG publishes it within a minute)."""
-    try:
-        log.info("relay: %s", relay_outbox(conn, gcp_conn_id))
-    except Exception as exc:  # noqa: BLE001
-        log.warning("relay after commit failed (outbox_relay will retry): %s", exc)
+from dgb_airflow.hooks.outbox import relay_outbox, relay_soon
 
 
 class ScrapeAgencyOperator(BaseOperator):
@@ -33,6 +15,10 @@ class ScrapeAgencyOperator(BaseOperator):
     Reads DAG params / trigger conf ``start_date``, ``end_date`` (YYYY-MM-DD) and
     ``allow_update``. Fails (so Airflow retries with backoff) only when every agency of the
     task failed on the network; parse-level failures are recorded in ``scrape_runs``.
+
+    :param agency_keys: keys of the agencies to scrape (templated), each configured for scraping.
+    :param postgres_conn_id: Airflow connection of the news database.
+    :param gcp_conn_id: Airflow connection of the Pub/Sub project the outbox is relayed to.
     """
 
     template_fields: Sequence[str] = ("agency_keys",)
@@ -74,7 +60,12 @@ class ScrapeAgencyOperator(BaseOperator):
 
 
 class OutboxRelayOperator(BaseOperator):
-    """Publish pending outbox events to Pub/Sub; fails (to be retried) if any publish failed."""
+    """Publish pending outbox events to Pub/Sub; fails (to be retried) if any publish failed.
+
+    :param postgres_conn_id: Airflow connection of the news database (whose outbox is relayed).
+    :param gcp_conn_id: Airflow connection of the Pub/Sub project published to.
+    :param batch_size: outbox rows published per batch.
+    """
 
     ui_color = "#e6ecf9"
 

@@ -29,6 +29,13 @@ class StageOperator(BaseOperator):
     Reads every triggering asset event, also sweeps pending work from PostgreSQL (bounded),
     accepts manual runs with ``{"unique_ids": [...]}``, writes results and the next stage's
     events in one transaction, then relays the outbox so the next stage starts at once.
+
+    :param stage: ``enrich``, ``embed`` or ``index``.
+    :param postgres_conn_id: Airflow connection of the news database.
+    :param gcp_conn_id: Airflow connection of the Pub/Sub project the outbox is relayed to.
+    :param typesense_conn_id: Airflow connection of Typesense (the index stage).
+    :param model_conn_id: Airflow connection of the model service (embeddings; the local classifier).
+    :param sweep_limit: most pending articles taken up from PostgreSQL besides the messages.
     """
 
     ui_color = "#f3e8fd"
@@ -45,12 +52,9 @@ class StageOperator(BaseOperator):
         self.sweep_limit = sweep_limit
 
     def _embedder(self):
-        from airflow.sdk.bases.hook import BaseHook
+        from dgb_airflow.hooks.model_service import ModelServiceHook
 
-        from dgb.embed.client import ServiceEmbedder
-
-        conn = BaseHook.get_connection(self.model_conn_id)
-        return ServiceEmbedder(f"{conn.schema or 'http'}://{conn.host}:{conn.port}")
+        return ModelServiceHook(self.model_conn_id).get_conn()
 
     def _build(self, conn):
         from dgb.config import settings
@@ -66,7 +70,7 @@ class StageOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
-        from dgb_airflow.operators.scrape import relay_soon
+        from dgb_airflow.hooks.outbox import relay_soon
 
         from dgb.pipeline.stage import run_stage
 

@@ -7,9 +7,10 @@ server-side HTML with inline SVG charts (no scripts, no CDN), plus the same data
 * ``GET /api/report``  :func:`dgb.integrity.report.integrity_report` as JSON;
 * ``GET /health``      liveness.
 
-Data comes from PostgreSQL through the ``dgb_db`` Airflow connection (falling back to the
-``DGB_PG_*`` settings). Inside the API server the routes require an authenticated Airflow user
-(the UI's session cookie or a bearer token), like the rest of the UI.
+Data comes from PostgreSQL through the ``dgb_db`` Airflow connection, read with the postgres
+provider's hook (falling back to the ``DGB_PG_*`` settings). Inside the API server the routes
+require an authenticated Airflow user (the UI's session cookie or a bearer token), like the rest
+of the UI.
 """
 
 from __future__ import annotations
@@ -40,19 +41,23 @@ FIELD_COLORS = {"title": "#1565c0", "content": "#00838f", "image": "#ef6c00", "s
 # -- data ------------------------------------------------------------------------------------------
 
 
+UI_CONN_ID = "dgb_db"
+
+
 def default_dsn() -> str:
-    """DSN of the ``dgb_db`` Airflow connection, else of the DGB_PG_* settings."""
+    """Conninfo of the ``dgb_db`` Airflow connection (resolved by the postgres provider's hook,
+    encoded by psycopg), else of the DGB_PG_* settings (outside Airflow, or no such connection)."""
     try:
-        from airflow.models.connection import Connection
+        from airflow.providers.postgres.hooks.postgres import PostgresHook
+        from psycopg.conninfo import make_conninfo
 
-        c = Connection.get_connection_from_secrets("dgb_db")
+        hook = PostgresHook(postgres_conn_id=UI_CONN_ID)
+        c = hook.connection
         if c.host:
-            from urllib.parse import quote
-
-            auth = quote(c.login or "", safe="") + (":" + quote(c.password, safe="") if c.password else "")
-            return f"postgresql://{auth}@{c.host}:{c.port or 5432}/{c.schema or 'dgb'}"
+            return make_conninfo(host=c.host, port=c.port or 5432, user=c.login or None,
+                                 password=c.password or None, dbname=hook.database or c.schema or "dgb")
     except Exception as exc:  # noqa: BLE001 - outside Airflow, or no such connection
-        log.debug("dgb_db connection unavailable (%s); using DGB_PG_* settings", exc)
+        log.debug("%s connection unavailable (%s); using DGB_PG_* settings", UI_CONN_ID, exc)
     from dgb.config import Settings
 
     return Settings.from_env().pg_dsn()

@@ -1,0 +1,197 @@
+"""Pub/Sub hooks of the pipeline: the google provider's connection handling (credentials and
+project from the ``google_cloud_default`` connection), the emulator channel, and the calls the
+ack-mode trigger makes (pull, modify-ack-deadline, acknowledge, publish).
+
+* :class:`DgbPubSubHook` (sync): the provider's ``PubSubHook`` (its clients honour
+  ``PUBSUB_EMULATOR_HOST`` themselves) plus ``modify_ack_deadline``. Operators and the outbox
+  relay use it.
+* :class:`DgbPubSubAsyncHook` (async, for the triggerer): the provider's async hook has no
+  modify-ack-deadline or publish and wraps every broker error; this one has all four calls,
+  raises google.api_core's own exceptions (the caller tells an empty long poll from an outage),
+  and reaches the emulator over an insecure gRPC channel when ``PUBSUB_EMULATOR_HOST`` is set.
+  Resolving credentials blocks (~1 s for real GCP auth), so it runs off the event loop; the
+  grpc.aio clients themselves are created on the loop, which their channels bind to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
+from airflow.providers.google.common.hooks.base_google import PROVIDE_PROJECT_ID, GoogleBaseAsyncHook
+
+EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
+
+
+def emulator_host() -> str | None:
+    """``host:port`` of the Pub/Sub emulator when ``PUBSUB_EMULATOR_HOST`` is set, else None."""
+    return os.environ.get(EMULATOR_ENV) or None
+
+
+def subscription_path(project_id: str, subscription: str) -> str:
+    return f"projects/{project_id}/subscriptions/{subscription}"
+
+
+def topic_path(project_id: str, topic: str) -> str:
+    return f"projects/{project_id}/topics/{topic}"
+
+
+class DgbPubSubHook(PubSubHook):
+    """The provider's ``PubSubHook`` plus ``modify_ack_deadline``.
+
+    :param gcp_conn_id: Airflow connection holding the GCP credentials and default project
+        (against the emulator an ``is_anonymous`` connection is enough).
+    :param kwargs: passed to the provider's ``PubSubHook`` (e.g. ``impersonation_chain``).
+    """
+
+    hook_name = "DGB Pub/Sub"
+
+    def __init__(self, gcp_conn_id: str = "google_cloud_default", **kwargs: Any) -> None:
+        super().__init__(gcp_conn_id=gcp_conn_id, **kwargs)
+
+    @PubSubHook.fallback_to_default_project_id
+    def modify_ack_deadline(self, *, subscription: str, ack_ids: Sequence[str], seconds: int,
+                            project_id: str = PROVIDE_PROJECT_ID, timeout: float | None = 30.0) -> None:
+        """Set the ack deadline of pulled messages (``seconds`` from now; never use 0 as a nack).
+        Keyword arguments only, like the provider's methods.
+
+        :param subscription: subscription name, without the ``projects/.../subscriptions/`` prefix.
+        :param ack_ids: ack ids from a pull of that subscription.
+        :param seconds: the new deadline, 10..600 s on real Pub/Sub.
+        :param project_id: the subscription's project (default: the connection's).
+        :param timeout: seconds to wait for the broker.
+        """
+        if not ack_ids:
+            return
+        self.subscriber_client.modify_ack_deadline(
+            request={"subscription": subscription_path(project_id, subscription), "ack_ids": list(ack_ids),
+                     "ack_deadline_seconds": seconds}, timeout=timeout)
+
+
+class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
+    """Async Pub/Sub for the triggerer: pull, modify-ack-deadline, acknowledge, publish.
+
+    Methods raise ``google.api_core.exceptions`` as the broker sent them (``DeadlineExceeded`` is an
+    empty long poll on the emulator), except :meth:`modify_ack_deadline`, which is best effort.
+
+    :param project_id: the project of the subscriptions and topics named in the calls.
+    :param gcp_conn_id: Airflow connection holding the GCP credentials (not read when
+        ``PUBSUB_EMULATOR_HOST`` is set: the emulator takes no credentials).
+    :param kwargs: passed to the sync hook that resolves the credentials (``impersonation_chain``).
+    """
+
+    sync_hook_class = DgbPubSubHook
+
+    def __init__(self, project_id: str, gcp_conn_id: str = "google_cloud_default", **kwargs: Any) -> None:
+        super().__init__(gcp_conn_id=gcp_conn_id, **kwargs)
+        self.project_id = project_id
+        self._subscriber = None
+        self._publisher = None
+
+    async def _credentials_and_options(self) -> tuple[Any, Any]:
+        """The connection's credentials and client options, resolved in a worker thread."""
+        sync_hook = await self.get_sync_hook()
+        return await asyncio.to_thread(lambda: (sync_hook.get_credentials(), sync_hook.get_client_options()))
+
+    async def get_clients(self) -> tuple[Any, Any]:
+        """The (subscriber, publisher) grpc.aio clients, created once; call from the event loop."""
+        if self._subscriber is None:
+            from google.pubsub_v1.services.publisher import PublisherAsyncClient
+            from google.pubsub_v1.services.subscriber import SubscriberAsyncClient
+
+            emulator = emulator_host()
+            if emulator:
+                import grpc
+                from google.pubsub_v1.services.publisher.transports import PublisherGrpcAsyncIOTransport
+                from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcAsyncIOTransport
+
+                subscriber = SubscriberAsyncClient(transport=SubscriberGrpcAsyncIOTransport(
+                    channel=grpc.aio.insecure_channel(emulator)))
+                publisher = PublisherAsyncClient(transport=PublisherGrpcAsyncIOTransport(
+                    channel=grpc.aio.insecure_channel(emulator)))
+            else:
+                credentials, options = await self._credentials_and_options()
+                subscriber = SubscriberAsyncClient(credentials=credentials, client_options=options)
+                publisher = PublisherAsyncClient(credentials=credentials, client_options=options)
+            self._subscriber, self._publisher = subscriber, publisher
+        return self._subscriber, self._publisher
+
+    async def pull(self, subscription: str, max_messages: int, timeout: float) -> list:
+        """Long-poll up to ``max_messages`` messages (``ReceivedMessage`` objects).
+
+        :param subscription: subscription name, without the ``projects/.../subscriptions/`` prefix.
+        :param max_messages: most messages returned by one pull.
+        :param timeout: seconds the long poll may wait; the emulator answers an empty poll only at
+            this timeout, with ``DeadlineExceeded``.
+        """
+        subscriber, _ = await self.get_clients()
+        path = subscription_path(self.project_id, subscription)
+        resp = await subscriber.pull(request={"subscription": path, "max_messages": max_messages},
+                                     timeout=timeout)
+        return list(resp.received_messages)
+
+    async def modify_ack_deadline(self, subscription: str, ack_ids: Sequence[str], seconds: int) -> list[str]:
+        """Set ack deadlines, best effort: returns the ack ids that could not be set, never raises.
+
+        One bad ack id fails a whole request on the emulator, so a failed request is retried id by id.
+
+        :param subscription: subscription name, without the ``projects/.../subscriptions/`` prefix.
+        :param ack_ids: ack ids from a pull of that subscription.
+        :param seconds: the new deadline from now (never 0: a nack loops hot on redelivery).
+        """
+        if not ack_ids:
+            return []
+        subscriber, _ = await self.get_clients()
+        path = subscription_path(self.project_id, subscription)
+        try:
+            await subscriber.modify_ack_deadline(request={
+                "subscription": path, "ack_ids": list(ack_ids), "ack_deadline_seconds": seconds})
+            return []
+        except Exception:  # noqa: BLE001 - fall back to one request per id
+            failed = []
+            for ack_id in ack_ids:
+                try:
+                    await subscriber.modify_ack_deadline(request={
+                        "subscription": path, "ack_ids": [ack_id], "ack_deadline_seconds": seconds})
+                except Exception:  # noqa: BLE001 - an expired/unknown id: the message is redelivered anyway
+                    failed.append(ack_id)
+            return failed
+
+    async def acknowledge(self, subscription: str, ack_ids: Sequence[str]) -> None:
+        """Acknowledge pulled messages.
+
+        :param subscription: subscription name, without the ``projects/.../subscriptions/`` prefix.
+        :param ack_ids: ack ids from a pull of that subscription.
+        """
+        if not ack_ids:
+            return
+        subscriber, _ = await self.get_clients()
+        path = subscription_path(self.project_id, subscription)
+        await subscriber.acknowledge(request={"subscription": path, "ack_ids": list(ack_ids)})
+
+    async def publish(self, topic: str, data: bytes, attributes: dict[str, str],
+                      timeout: float = 30.0) -> str:
+        """Publish one message; returns its message id.
+
+        :param topic: topic name, without the ``projects/.../topics/`` prefix.
+        :param data: the message body.
+        :param attributes: the message attributes (strings).
+        :param timeout: seconds to wait for the broker.
+        """
+        _, publisher = await self.get_clients()
+        resp = await publisher.publish(topic=topic_path(self.project_id, topic),
+                                       messages=[{"data": data, "attributes": attributes}], timeout=timeout)
+        return resp.message_ids[0]
+
+    async def close(self) -> None:
+        """Close both clients' channels (best effort)."""
+        for client in (self._subscriber, self._publisher):
+            transport = getattr(client, "transport", None)
+            if transport is not None:
+                with contextlib.suppress(Exception):
+                    await transport.close()
+        self._subscriber = self._publisher = None

@@ -1,0 +1,143 @@
+"""StageOperator (dgb_airflow.operators.stage): ``execute`` runs enrich -> embed -> index over the
+messages of its triggering asset events, on the real stack: PostgreSQL, the Pub/Sub emulator,
+the resident model service (a subprocess on a free loopback port) and Typesense."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+from dgb import outbox, topology
+from dgb.config import REPO_ROOT
+from dgb.fetch import Fetcher
+from dgb.scraper.run import scrape_agency
+from dgb_airflow.operators.stage import StageOperator
+from dgb_airflow.triggers.pubsub import raw_event
+
+from ...integration.support import FAST
+from ...integration.test_scrape import ARTICLES, _agency
+from ..conftest import pull_all, task_context
+
+
+@pytest.fixture(scope="module")
+def model_service(tmp_path_factory):
+    """``dgb model serve`` with the bundled model, until the module's tests are done."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log_path = tmp_path_factory.mktemp("model-service") / "service.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(  # noqa: S603
+            [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO_ROOT),
+            env=dict(os.environ, DGB_EMBEDDING_MODEL="use-multilingual-v3", DGB_EMBEDDING_DIM="512"),
+            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, log_path.read_text(errors="replace")[-2000:]
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-2000:]
+            time.sleep(0.2)
+        yield port
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+
+
+@pytest.fixture
+def stack_env(monkeypatch, model_service, typesense_server):
+    """Connections at the model service and a fresh Typesense alias; the classifier is local."""
+    from dataclasses import replace
+
+    from dgb.search import schema
+
+    monkeypatch.setenv("AIRFLOW_CONN_DGB_MODEL_SERVICE", json.dumps(
+        {"conn_type": "http", "host": "127.0.0.1", "port": model_service, "schema": "http"}))
+    alias = f"t_{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias)
+    monkeypatch.setenv("DGB_CLASSIFIER", "local")
+    s = replace(typesense_server, typesense_collection=alias, embedding_dim=512)
+    ts = schema.client(s)
+    schema.ensure_collection(s, ts)
+    yield SimpleNamespace(ts=ts, alias=alias)
+    target = ts.aliases[alias].retrieve()["collection_name"]
+    ts.aliases[alias].delete()
+    ts.collections[target].delete()
+
+
+def _asset_events(project: str, subscription: str, want: int) -> dict:
+    """Messages of ``subscription`` as Airflow hands them to the run: one asset event per message,
+    its payload the trigger's raw event (the shape ``context["triggering_asset_events"]`` has)."""
+    events = [SimpleNamespace(asset=SimpleNamespace(name=subscription), extra={"payload": raw_event(m)})
+              for m in pull_all(project, subscription, want)]
+    assert len(events) == want
+    return {subscription: events}
+
+
+def _count(conn, sql: str) -> int:
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchone()[0]
+
+
+def test_stages_enrich_embed_index_from_their_triggering_events(pg, mirror, project, stack_env):
+    from dgb import db
+    from dgb.taxonomy import load_taxonomy, themes_rows
+    from google.cloud import pubsub_v1
+
+    _site, _server, base = mirror(ARTICLES)
+    with Fetcher(FAST) as f:
+        new = scrape_agency(pg, _agency(base, "mec"), f).new
+    db.upsert_themes(pg, themes_rows(load_taxonomy()))
+    outbox.relay(pg, pubsub_v1.PublisherClient(), project)
+    n = len(new)
+
+    ctx = task_context(triggering_asset_events=_asset_events(project, topology.SUB_ENRICHMENT, n))
+    out = StageOperator(task_id="enrich", stage="enrich", sweep_limit=0).execute(ctx)
+    assert out["processed"] == n
+    assert _count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL") == n
+    assert outbox.pending_count(pg) == 0                     # relayed right after the commit
+
+    ctx = task_context(triggering_asset_events=_asset_events(project, topology.SUB_EMBEDDINGS, n))
+    out = StageOperator(task_id="embed", stage="embed", sweep_limit=0).execute(ctx)
+    assert out["processed"] == n
+    assert _count(pg, "SELECT count(*) FROM news WHERE array_length(content_embedding, 1) = 512") == n
+
+    events = _asset_events(project, topology.SUB_TYPESENSE, n)
+    events.update(_asset_events(project, topology.SUB_TYPESENSE_UPDATE, n))
+    out = StageOperator(task_id="index", stage="index", sweep_limit=0).execute(task_context(
+        triggering_asset_events=events))
+    assert out["processed"] == n
+    assert stack_env.ts.collections[stack_env.alias].retrieve()["num_documents"] == n
+    assert _count(pg, "SELECT count(*) FROM news WHERE indexed_version = version") == n
+
+
+def test_a_manual_run_takes_unique_ids_and_refuses_bad_conf(pg, mirror, project, stack_env):
+    _site, _server, base = mirror(ARTICLES)
+    with Fetcher(FAST) as f:
+        new = scrape_agency(pg, _agency(base, "mec"), f).new
+    out = StageOperator(task_id="enrich", stage="enrich", sweep_limit=0).execute(
+        task_context(conf={"unique_ids": new[:1]}))
+    assert out["processed"] == 1
+    with pytest.raises(ValueError, match="unique_ids"):
+        StageOperator(task_id="enrich", stage="enrich").execute(task_context(conf={"unique_ids": "x"}))

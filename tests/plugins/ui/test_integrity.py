@@ -1,0 +1,50 @@
+"""The "DGB integrity" page (dgb_airflow.ui.integrity): data through the ``dgb_db`` Airflow
+connection (the postgres provider's hook), the page and JSON served from the real database, and
+the routes closed to anonymous requests when Airflow auth is on. (Chart contents are checked in
+tests/integration/test_integrity.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+from fastapi.testclient import TestClient
+
+from dgb_airflow.ui import integrity as ui
+
+
+def test_dsn_comes_from_the_dgb_db_connection(monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_DGB_DB", json.dumps({
+        "conn_type": "postgres", "host": "db.internal", "port": 6432, "login": "reader one",
+        "password": "p@ss:w/rd é", "schema": "news"}))
+    parsed = psycopg.conninfo.conninfo_to_dict(ui.default_dsn())
+    assert parsed == {"host": "db.internal", "port": "6432", "user": "reader one", "password": "p@ss:w/rd é",
+                      "dbname": "news"}
+
+
+def test_dsn_falls_back_to_the_settings_without_a_connection(monkeypatch, settings):
+    monkeypatch.delenv("AIRFLOW_CONN_DGB_DB", raising=False)
+    assert ui.default_dsn() == settings.pg_dsn()
+
+
+def test_default_app_serves_the_report_from_the_connections_database(pg, monkeypatch, pg_server):
+    # tests/conftest.py points dgb_db at the test database
+    with pg.cursor() as cur:
+        cur.execute("SELECT count(*) FROM news")
+        articles = cur.fetchone()[0]
+    client = TestClient(ui.create_app(require_auth=False))
+    assert client.get("/api/report").json()["totals"]["articles"] == articles
+    page = client.get("/")
+    assert page.status_code == 200 and "<h1>News integrity</h1>" in page.text
+    # the connection, not the DGB_PG_* settings, decides: pointed at a missing database, the page says so
+    monkeypatch.setenv("AIRFLOW_CONN_DGB_DB", json.dumps({
+        "conn_type": "postgres", "host": pg_server.pg_host, "port": pg_server.pg_port,
+        "login": pg_server.pg_user, "password": pg_server.pg_password, "schema": "dgb_no_such_database"}))
+    resp = TestClient(ui.create_app(require_auth=False)).get("/")
+    assert resp.status_code == 503 and "dgb_no_such_database" in resp.text
+
+
+def test_routes_need_an_airflow_user_when_auth_is_on():
+    client = TestClient(ui.create_app(lambda: None, require_auth=True))
+    assert client.get("/health").status_code in (401, 403)
+    assert TestClient(ui.create_app(lambda: None, require_auth=False)).get("/health").json()["status"] == "ok"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -21,19 +22,38 @@ TEST_ENV = {
 }
 
 
-def pytest_configure(config):
-    """Before collection (test modules may import Airflow, which reads its configuration once):
-    the test names, the local secrets (generated once into the state dir, as `make up` does) and
-    the Airflow environment of the local stack with its own AIRFLOW_HOME. Importing this file
-    writes nothing."""
+def _apply_test_env() -> Settings:
+    """The test names, then the local stack's Airflow environment with its own AIRFLOW_HOME, from
+    the local secrets as they are (read only: a missing secrets file gives empty values)."""
     for key, (override, default) in TEST_ENV.items():
         os.environ[key] = os.environ.get(override, default)
-    settings = stack.ensure_secrets(Settings.from_env())
+    settings = Settings.from_env()
     airflow = stack.airflow_env(settings)
     airflow["AIRFLOW_HOME"] = str(settings.state_dir / "airflow-test")
     for key, value in airflow.items():
         if key.startswith(("AIRFLOW", "PUBSUB_EMULATOR_HOST")):
             os.environ[key] = value
+    return settings
+
+
+# Set on import, before anything reads it: a conftest further down may import Airflow, which reads
+# its configuration once. Importing this file writes nothing.
+_SECRETS = _apply_test_env().state_dir / "secrets.env"
+
+
+def pytest_configure(config):
+    """The local secrets (DB password, Typesense key, Airflow keys), generated once into the state
+    dir as `make up` does, when this checkout has none yet; the environment follows them."""
+    if _SECRETS.exists():
+        return
+    airflow_loaded = "airflow" in sys.modules
+    stack.ensure_secrets(Settings.from_env())
+    _apply_test_env()
+    if airflow_loaded:
+        raise pytest.UsageError(
+            f"the local secrets were created just now ({_SECRETS}), after a conftest had imported Airflow "
+            f"with the old environment: run the same command again"
+        )
 
 
 KEEP = ("schema_migrations", "agencies", "themes")  # reference data survives between tests

@@ -31,17 +31,17 @@ $(STAMP): $(REQUIREMENTS) constraints.txt pyproject.toml
 	@touch $@
 
 up: venv
-	@$(PY) -m dgb.stack up
+	@$(PY) -m dgb_dev.stack up
 
 down:
-	@if [ -x $(PY) ]; then $(PY) -m dgb.stack down; \
-	 else PYTHONPATH=include $(PYTHON) -m dgb.stack down; fi
+	@if [ -x $(PY) ]; then $(PY) -m dgb_dev.stack down; \
+	 else PYTHONPATH=include:dev $(PYTHON) -m dgb_dev.stack down; fi
 
 status:
-	@$(PY) -m dgb.stack status
+	@$(PY) -m dgb_dev.stack status
 
 test: venv
-	@$(PY) -m dgb.stack ensure postgres pubsub typesense
+	@$(PY) -m dgb_dev.stack ensure postgres pubsub typesense
 	@# pytest exits 5 when no test ran: that is a failure here too (any non-zero exit fails)
 	@$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -50,7 +50,7 @@ lint: venv
 	@$(PY) -m ruff format --check .
 
 airflow: venv
-	@$(PY) -m dgb.stack airflow $(ARGS)
+	@$(PY) -m dgb_dev.stack airflow $(ARGS)
 
 # Fault injection on the real local stack (scripts/faults.py): 500 articles through scrape -> index
 # while killing/restarting components one at a time; QUICK=1 is the reduced CI form (~40 articles).

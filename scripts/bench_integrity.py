@@ -75,8 +75,8 @@ def bench_bytes(pages: int) -> dict:
     from dgb.integrity.checks import (article_fields, check_content, check_image, parse_page, plone6_api_url,
                                       site_kind)
     from dgb.integrity.policy import UrlPolicy, guarded_transport
-    from dgb.mirror.server import start_in_thread
-    from dgb.mirror.site import Site
+    from dgb_dev.mirror.server import start_in_thread
+    from dgb_dev.mirror.site import Site
 
     site = Site(CORPUS, extra_dir=None)
     server, base = start_in_thread(site)
@@ -154,7 +154,8 @@ CROSS JOIN LATERAL (SELECT CASE WHEN n.id % 50 = 0 THEN NULL   -- 2% never check
 
 
 def bench_due(rows: int, repeats: int = 7) -> dict:
-    from dgb import db, stack
+    from dgb import db
+    from dgb_dev import stack
     from dgb.config import Settings
     from dgb.integrity import tiers
     from dgb.integrity.service import backlog

@@ -16,12 +16,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "include"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("include", "dev")]
 
 from dgb.agencies import load_agencies  # noqa: E402
 from dgb.fetch import Fetcher, FetchPolicy  # noqa: E402
-from dgb.mirror.server import start_in_thread  # noqa: E402
-from dgb.mirror.site import Site  # noqa: E402
+from dgb_dev.mirror.server import start_in_thread  # noqa: E402
+from dgb_dev.mirror.site import Site  # noqa: E402
 from dgb.scraper.run import _fetch_article, _parse_listing, listing_url  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"

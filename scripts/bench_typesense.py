@@ -11,7 +11,7 @@ filled with synthetic articles, dropped at the end).
   into a fresh collection (the client serialises them);
 * raw_jsonl: the same documents pre-serialised to JSONL before the clock starts (what the
   server alone costs: the floor for any client);
-* sync: ``dgb.search.index.sync`` from PostgreSQL (fetch whole documents with theme joins,
+* sync: ``dgb.search.sync.sync`` from PostgreSQL (fetch whole documents with theme joins,
   upsert, check every result, mark indexed in PostgreSQL) into a fresh collection, at the same
   batch size (500) and at its default (100).
 Each figure is the median over ``--rounds`` runs; ratio = sync / raw (target >= 0.8).
@@ -112,9 +112,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    from dgb import db, stack
+    from dgb import db
+    from dgb_dev import stack
     from dgb.config import Settings
-    from dgb.search import index, schema
+    from dgb.search import documents, schema, sync
 
     base = Settings.from_env()
     if not stack.http_ok(f"http://{base.typesense_host}:{base.typesense_port}/health"):
@@ -134,7 +135,7 @@ def main() -> int:
     raw_rates, jsonl_rates, sync_rates, sync100_rates = [], [], [], []
     try:
         ids = fill(conn, args.docs, dim)
-        docs = list(index.fetch_documents(conn, ids, dim).docs.values())
+        docs = list(documents.fetch_documents(conn, ids, dim).docs.values())
         payload_mb = sum(len(json.dumps(d)) for d in docs) / 1e6
         for _ in range(args.rounds):
             fresh_collection(ts, settings)
@@ -162,7 +163,7 @@ def main() -> int:
                 with db.transaction(conn) as cur:
                     cur.execute("UPDATE news SET indexed_at = NULL, indexed_version = NULL")
                 t0 = time.perf_counter()
-                res = index.sync(ts, alias, conn, ids, dim, batch_size=batch)
+                res = sync.sync(ts, alias, conn, ids, dim, batch_size=batch)
                 rates.append(len(ids) / (time.perf_counter() - t0))
                 assert len(res.indexed) == len(ids) and res.marked == len(ids), (len(res.indexed), res.failed)
     finally:

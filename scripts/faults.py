@@ -68,10 +68,11 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "include"))
+sys.path[:0] = [str(REPO / "include"), str(REPO / "dev")]
 
-from dgb import events, outbox, stack, topology  # noqa: E402
+from dgb import events, outbox, topology  # noqa: E402
 from dgb.reconcile import repair, stuck  # noqa: E402
+from dgb_dev import stack  # noqa: E402
 from dgb.config import Settings  # noqa: E402
 
 FAULTS = ("kill_triggerer", "kill_scheduler", "kill_task", "kill_model", "stop_typesense",
@@ -247,7 +248,7 @@ class Run:
     def ensure_stack(self) -> None:
         down = [n for n in self.components() if not stack.component(self.s, n).healthy()]
         if down:
-            log(f"stack components down: {down}; starting the stack (python -m dgb.stack up)")
+            log(f"stack components down: {down}; starting the stack (python -m dgb_dev.stack up)")
             stack.up(with_airflow=True)
         else:
             log("reusing the running stack; bootstrap (idempotent: migrations, topology, collection)")

@@ -23,9 +23,10 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "include"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("include", "dev")]
 
-from dgb import db, events, stack, topology  # noqa: E402
+from dgb import db, events, topology  # noqa: E402
+from dgb_dev import stack  # noqa: E402
 from dgb.config import settings  # noqa: E402
 
 

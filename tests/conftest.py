@@ -1,6 +1,6 @@
 """Shared fixtures. Tests talk to the real servers (PostgreSQL, Pub/Sub emulator, Typesense),
-started or reused through dgb.stack, but keep their own database, Pub/Sub project and
-Typesense alias so a running dev stack's data is never touched."""
+started or reused through dgb_dev.stack (the dev package), but keep their own database, Pub/Sub
+project and Typesense alias so a running dev stack's data is never touched."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ import sys
 
 import pytest
 
-from dgb import stack
 from dgb.config import REPO_ROOT, Settings
+
+try:
+    from dgb_dev import stack
+except ModuleNotFoundError as _exc:  # the Astro image has no dev package: server tests skip there
+    if _exc.name != "dgb_dev":
+        raise
+    stack = None
 
 # Test isolation: the names the tests use instead of the dev stack's (DGB_TEST_* override them).
 TEST_ENV = {
@@ -24,10 +30,13 @@ TEST_ENV = {
 
 def _apply_test_env() -> Settings:
     """The test names, then the local stack's Airflow environment with its own AIRFLOW_HOME, from
-    the local secrets as they are (read only: a missing secrets file gives empty values)."""
+    the local secrets as they are (read only: a missing secrets file gives empty values). Without
+    the dev package (the Astro image) only the names: the image's Airflow stays as it is."""
     for key, (override, default) in TEST_ENV.items():
         os.environ[key] = os.environ.get(override, default)
     settings = Settings.from_env()
+    if stack is None:
+        return settings
     airflow = stack.airflow_env(settings)
     airflow["AIRFLOW_HOME"] = str(settings.state_dir / "airflow-test")
     for key, value in airflow.items():
@@ -44,7 +53,7 @@ _SECRETS = _apply_test_env().state_dir / "secrets.env"
 def pytest_configure(config):
     """The local secrets (DB password, Typesense key, Airflow keys), generated once into the state
     dir as `make up` does, when this checkout has none yet; the environment follows them."""
-    if _SECRETS.exists():
+    if stack is None or _SECRETS.exists():
         return
     airflow_loaded = "airflow" in sys.modules
     stack.ensure_secrets(Settings.from_env())
@@ -118,6 +127,25 @@ TEST_PROFILE = os.environ.get("DGB_TEST_PROFILE") or (
     else "local"
 )
 _SERVER_FIXTURES = {"pg_server", "pg", "pubsub_server", "typesense_server"}
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Where the dev package is absent (the Astro image), test modules that import it at module
+    level are not collected (the rest skip their server tests as below)."""
+    if stack is None and collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        import ast
+
+        tree = ast.parse(collection_path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                names = []
+            if any(n == "dgb_dev" or n.startswith("dgb_dev.") for n in names):
+                return True
+    return None
 
 
 def pytest_collection_modifyitems(config, items):

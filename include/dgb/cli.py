@@ -3,7 +3,11 @@
 Each domain module that offers commands exposes ``register(subparsers)``; it adds its
 subcommands and sets ``func`` on each parser (a callable taking the parsed args and
 returning an exit code). Modules are listed in COMMAND_MODULES; one that is missing
-is skipped, so a partial checkout still runs the commands it has.
+is skipped, so a partial checkout still runs the commands it has. ``dgb_dev.mirror.cli``
+(``dgb mirror``) belongs to the development package: the command exists where ``dgb_dev`` is
+installed (the local venv, the docker compose image) and not where it is absent (Astro,
+Composer). It is named here, never imported statically: ``dgb`` does not depend on ``dgb_dev``
+(tests/unit/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -13,12 +17,12 @@ import importlib
 import sys
 
 COMMAND_MODULES = (
-    "dgb.db",
-    "dgb.topology",
+    "dgb.db_cli",
+    "dgb.topology_cli",
     "dgb.search.cli",
     "dgb.scraper.cli",
     "dgb.enrich.cli",
-    "dgb.mirror.cli",
+    "dgb_dev.mirror.cli",  # the development package: skipped where it is not installed
     "dgb.pipeline.cli",
     "dgb.integrity.cli",
     "dgb.embed.cli",

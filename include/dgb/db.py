@@ -1,4 +1,5 @@
-"""PostgreSQL access: connections, the migration runner and reference-data loading.
+"""PostgreSQL access: connections, the migration runner and reference-data loading (the `dgb db`
+commands: :mod:`dgb.db_cli`).
 
 Migrations are the ordered files ``migrations/NNNN_name.sql``. Each runs in its own
 transaction under an advisory lock and is recorded with a checksum in
@@ -272,51 +273,3 @@ def load_reference_data(settings) -> str:
     finally:
         conn.close()
     return ", ".join(parts) or "nothing to load"
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def register(sub) -> None:
-    p = sub.add_parser("db", help="database migrations and reference data")
-    dsub = p.add_subparsers(dest="db_command", required=True)
-    m = dsub.add_parser("migrate", help="apply pending migrations (idempotent)")
-    m.set_defaults(func=_cmd_migrate)
-    s = dsub.add_parser("status", help="list migrations and whether each is applied")
-    s.set_defaults(func=_cmd_status)
-    r = dsub.add_parser("load-reference", help="load agencies and themes (idempotent)")
-    r.set_defaults(func=_cmd_load)
-
-
-def _cmd_migrate(args) -> int:
-    from dgb.config import settings
-
-    applied = migrate_dsn(settings().pg_dsn())
-    print(f"applied {len(applied)}: {', '.join(applied)}" if applied else "up to date")
-    return 0
-
-
-def _cmd_status(args) -> int:
-    from dgb.config import settings
-
-    conn = connect(settings().pg_dsn())
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
-            done = {}
-            if cur.fetchone()[0]:
-                cur.execute("SELECT version, applied_at FROM schema_migrations")
-                done = dict(cur.fetchall())
-    finally:
-        conn.close()
-    for mig in discover():
-        when = done.get(mig.version)
-        print(f"{mig.version}_{mig.name:40s} {'applied ' + when.isoformat() if when else 'PENDING'}")
-    return 0
-
-
-def _cmd_load(args) -> int:
-    from dgb.config import settings
-
-    print(load_reference_data(settings()))
-    return 0

@@ -2,15 +2,15 @@
 
 The same declaration is applied to the local emulator (`make up`, tests) and to real GCP
 (`dgb topology apply --project ...` with real credentials), and rendered for review
-(`dgb topology show`). Ack deadlines follow production (600 s for enrichment and embeddings, 120 s
-for the Typesense subscriptions), each with a dead-letter topic. The emulator does not implement
-dead-letter or retry policies reliably, so our consumers implement both themselves; the
-policies are still declared and sent so production gets them.
+(`dgb topology show`; the commands live in :mod:`dgb.topology_cli`). Ack deadlines follow
+production (600 s for enrichment and embeddings, 120 s for the Typesense subscriptions), each with
+a dead-letter topic. The emulator does not implement dead-letter or retry policies reliably, so
+our consumers implement both themselves; the policies are still declared and sent so production
+gets them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass
 
@@ -167,51 +167,6 @@ def existing(project: str) -> dict:
     topics = sorted(t.name for t in publisher.list_topics(request={"project": f"projects/{project}"}))
     subs = sorted(s.name for s in subscriber.list_subscriptions(request={"project": f"projects/{project}"}))
     return {"topics": topics, "subscriptions": subs}
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def register(sub) -> None:
-    p = sub.add_parser("topology", help="Pub/Sub topics, subscriptions and dead-letter topics")
-    tsub = p.add_subparsers(dest="topology_command", required=True)
-    show = tsub.add_parser("show", help="print the declared topology as JSON")
-    show.add_argument("--project", help="GCP project id (default DGB_GCP_PROJECT)")
-    show.set_defaults(func=_cmd_show)
-    ap = tsub.add_parser("apply", help="create/update the topology (emulator when PUBSUB_EMULATOR_HOST "
-                                       "is set, else real GCP with application default credentials)")
-    ap.add_argument("--project", help="GCP project id (default DGB_GCP_PROJECT)")
-    ap.add_argument("--emulator", action="store_true", help="target the local emulator from settings")
-    ap.set_defaults(func=_cmd_apply)
-    tf = tsub.add_parser("terraform", help="render the topology (and the Pub/Sub service agent's "
-                                           "dead-letter IAM) as Terraform JSON for production")
-    from dgb.deploy import terraform as _terraform
-
-    _terraform.add_arguments(tf)
-    tf.set_defaults(func=_cmd_terraform)
-
-
-def _cmd_show(args) -> int:
-    from dgb.config import settings
-
-    print(json.dumps(render(args.project or settings().gcp_project), indent=2))
-    return 0
-
-
-def _cmd_terraform(args) -> int:
-    from dgb.deploy import terraform
-
-    return terraform.run(args)
-
-
-def _cmd_apply(args) -> int:
-    from dgb.config import settings
-
-    s = settings()
-    if args.emulator:
-        os.environ["PUBSUB_EMULATOR_HOST"] = s.pubsub_emulator_host
-    print(json.dumps(apply(args.project or s.gcp_project)))
-    return 0
 
 
 def describe_subscriptions() -> list[dict]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 from dgb.fetch import FetchPolicy
-from dgb.mirror.server import start_in_thread
-from dgb.mirror.site import Site
 
 FAST = FetchPolicy(min_interval=0.0, retries=2, backoff_base=0.05, backoff_max=0.2, read_timeout=3.0,
                    total_timeout=2.0, connect_timeout=2.0)
@@ -24,6 +22,8 @@ def article_dict(agency: str, slug: str, title: str, published: str) -> dict:
 
 def start_site(articles, folder):
     """Serve ``articles`` ((agency, slug, title, published) tuples) on a free loopback port."""
+    from dgb_dev.mirror import Site, start_in_thread  # the dev package: absent in the Astro image
+
     corpus = folder / "corpus.jsonl"
     corpus.write_text("\n".join(json.dumps(article_dict(*a), ensure_ascii=False) for a in articles) + "\n")
     site = Site(corpus, extra_dir=None)

@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import pytest
 
-from dgb import db, stack
+from dgb import db
+from dgb_dev import stack
 from dgb.pipeline import stages
 from dgb.pipeline.stage import run_stage
 from dgb.search import schema

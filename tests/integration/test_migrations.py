@@ -5,7 +5,8 @@ import uuid
 import psycopg
 import pytest
 
-from dgb import db, stack
+from dgb import db
+from dgb_dev import stack
 
 pytestmark = pytest.mark.stack
 

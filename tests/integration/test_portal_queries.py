@@ -15,7 +15,7 @@ from dgb.pipeline import stages
 from dgb.pipeline.stage import run_stage
 from dgb.scraper.run import scrape_agency
 from dgb.search import schema
-from dgb.search.index import server_version
+from dgb.search.query import server_version
 
 from .support import FAST
 from .test_scrape import ARTICLES, _agency

@@ -316,12 +316,12 @@ def test_dry_run_changes_nothing(conn):
 
 
 def test_typesense_drift_missing_extra_older_detected_and_repaired(conn, ts_alias):
-    from dgb.search import index
+    from dgb.search import sync
 
     ts, alias = ts_alias
     for uid in ("ok", "missing", "older", "extra-gone", "extra-removed"):
         add(conn, uid, "embedded")
-    res = index.sync(ts, alias, conn, ["ok", "missing", "older", "extra-gone", "extra-removed"], DIM)
+    res = sync.sync(ts, alias, conn, ["ok", "missing", "older", "extra-gone", "extra-removed"], DIM)
     assert len(res.indexed) == 5 and res.marked == 5
     ts.collections[alias].documents["missing"].delete()                   # Typesense lost it
     with db.transaction(conn) as cur:

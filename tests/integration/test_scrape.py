@@ -9,7 +9,7 @@ from datetime import date
 
 import pytest
 
-from dgb import db, outbox, stack, topology
+from dgb import db, outbox, topology
 from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher
 from dgb.scraper.run import ScrapeParams, scrape_agency
@@ -272,6 +272,8 @@ def _free_port():
 def test_relay_survives_pubsub_outage(pg, site_url, pubsub_server, tmp_path, monkeypatch):
     """Stop the emulator, scrape, start it: every event arrives exactly once per outbox row."""
     from google.cloud import pubsub_v1
+
+    from dgb_dev import stack  # the dev package: absent in the Astro image
 
     site, server, base = site_url
     own = replace(pubsub_server, state_dir=tmp_path, pubsub_port=_free_port())

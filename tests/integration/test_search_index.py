@@ -15,7 +15,7 @@ import pytest
 import typesense.exceptions as tse
 
 from dgb import db
-from dgb.search import index, schema
+from dgb.search import documents, query, rebuild, schema, sync
 
 pytestmark = pytest.mark.stack
 
@@ -171,15 +171,13 @@ def test_documents_are_built_whole_from_postgres(pg, ref):
              tags=["vacina", "gripe"], agency_name=None, image_broken=True,
              updated_datetime=PUBLISHED + timedelta(hours=2))
     add_news(pg, ref, "gone-1", "Removida", removed=True)
-    found = index.fetch_documents(pg, ["full-1", "gone-1", "nope-1"], DIM)
+    found = documents.fetch_documents(pg, ["full-1", "gone-1", "nope-1"], DIM)
     assert found.to_delete == ["gone-1"] and found.missing == ["nope-1"]
     assert found["gone-1"] is None and found["nope-1"] is None and set(found) == {"full-1", "gone-1", "nope-1"}
     doc = found["full-1"]
     published_unix = int(PUBLISHED.timestamp())
     with pg.cursor() as cur:
-        # whole seconds, truncated as the document's timestamps are
-        cur.execute("SELECT floor(extract(epoch FROM extracted_at))::bigint FROM news"
-                    " WHERE unique_id = 'full-1'")
+        cur.execute("SELECT extract(epoch FROM extracted_at)::bigint FROM news WHERE unique_id = 'full-1'")
         extracted_unix = cur.fetchone()[0]
     expected = {
         "id": "full-1", "unique_id": "full-1", "title": "Campanha de vacinação começa",
@@ -200,15 +198,15 @@ def test_documents_are_built_whole_from_postgres(pg, ref):
         "most_specific_theme_label": "Campanhas de vacinação (teste)",
         "content_embedding": unit(2),
     }
-    assert len(doc.pop("content")) == index.CONTENT_CAP
+    assert len(doc.pop("content")) == documents.CONTENT_CAP
     assert doc == expected
     # every document field is a schema field
     assert set(expected) - {"id"} <= {f["name"] for f in schema.fields(DIM)}
     # what sync sends (embedding spliced from PostgreSQL's text form) is the same document
-    raw = index._fetch(pg, ["full-1"], DIM, raw_vectors=True)["full-1"]
-    assert json.loads(index._jsonl_line(raw)) == {**expected, "content": "x" * index.CONTENT_CAP}
+    raw = documents.fetch_documents(pg, ["full-1"], DIM, raw_vectors=True)["full-1"]
+    assert json.loads(documents.jsonl_line(raw)) == {**expected, "content": "x" * documents.CONTENT_CAP}
     # an embedding of another dimension (other model) is left out, not sent
-    assert "content_embedding" not in index.fetch_documents(pg, ["full-1"], 16)["full-1"]
+    assert "content_embedding" not in documents.fetch_documents(pg, ["full-1"], 16)["full-1"]
 
 
 # --------------------------------------------------------------------------- sync
@@ -218,7 +216,7 @@ def test_sync_indexes_marks_and_is_idempotent(pg, ref, tsx):
     s, ts, alias = tsx
     ids = [add_news(pg, ref, f"s-{i}", f"Notícia {i}", embedding=unit(i), content_hash=f"h{i}")
            for i in range(3)]
-    first = index.sync(ts, alias, pg, ids, DIM)
+    first = sync.sync(ts, alias, pg, ids, DIM)
     assert sorted(first.indexed) == ids and not first.failed and first.marked == 3
     for uid in ids:
         indexed_at, indexed_version, version = state(pg, uid)
@@ -226,7 +224,7 @@ def test_sync_indexes_marks_and_is_idempotent(pg, ref, tsx):
     doc = ts.collections[alias].documents["s-1"].retrieve()
     assert doc["most_specific_theme_label"] == "Campanhas de vacinação (teste)"
     assert doc["content_embedding"] == unit(1)
-    again = index.sync(ts, alias, pg, ids + ids, DIM, batch_size=2)   # duplicates + batches
+    again = sync.sync(ts, alias, pg, ids + ids, DIM, batch_size=2)   # duplicates + batches
     assert sorted(again.indexed) == ids
     assert count_docs(ts, alias) == 3   # one document per id
 
@@ -236,7 +234,7 @@ def test_per_document_failure_is_reported_and_not_marked(pg, ref, tsx):
     good = add_news(pg, ref, "ok-1", "Boa", embedding=unit(1))
     # a 4-d embedding forced through into the 8-d collection (dim=4 passed on purpose)
     bad = add_news(pg, ref, "bad-1", "Ruim", embedding=[0.5, 0.5, 0.5, 0.5])
-    res = index.sync(ts, alias, pg, [good, bad], 4)
+    res = sync.sync(ts, alias, pg, [good, bad], 4)
     assert res.indexed == [good]
     assert set(res.failed) == {bad} and "dimensions" in res.failed[bad]
     assert state(pg, bad)[:2] == (None, None)
@@ -248,17 +246,17 @@ def test_per_document_failure_is_reported_and_not_marked(pg, ref, tsx):
 def test_removed_article_is_deleted_from_the_index(pg, ref, tsx):
     s, ts, alias = tsx
     uid = add_news(pg, ref, "rm-1", "Será removida")
-    index.sync(ts, alias, pg, [uid], DIM)
+    sync.sync(ts, alias, pg, [uid], DIM)
     assert ts.collections[alias].documents[uid].retrieve()["title"] == "Será removida"
     with db.transaction(pg) as cur:
         cur.execute("UPDATE news SET removed_at = now(), version = version + 1 WHERE unique_id = %s", (uid,))
-    res = index.sync(ts, alias, pg, [uid, "never-existed"], DIM)
+    res = sync.sync(ts, alias, pg, [uid, "never-existed"], DIM)
     assert res.deleted == [uid] and res.missing == ["never-existed"] and not res.failed
     with pytest.raises(tse.ObjectNotFound):
         ts.collections[alias].documents[uid].retrieve()
     indexed_at, indexed_version, version = state(pg, uid)
     assert indexed_at is None and indexed_version == version == 2   # index state current: absent
-    assert index.sync(ts, alias, pg, [uid], DIM).deleted == [uid]     # already gone: 404 is fine
+    assert sync.sync(ts, alias, pg, [uid], DIM).deleted == [uid]     # already gone: 404 is fine
 
 
 class _Docs:
@@ -316,12 +314,12 @@ def test_marks_only_the_version_that_was_indexed(pg, ref, tsx, pg_server):
         bump(_docs_of(body))
         return real.import_(body, params)
 
-    res = index.sync(_Ts(ts, bump_then_import), alias, pg, [steady, moving], DIM)
+    res = sync.sync(_Ts(ts, bump_then_import), alias, pg, [steady, moving], DIM)
     assert sorted(res.indexed) == [steady, moving] and res.stale == [moving] and res.marked == 1
     assert state(pg, steady)[1:] == (1, 1)
     indexed_at, indexed_version, version = state(pg, moving)
     assert indexed_at is None and indexed_version is None and version == 2  # still pending
-    index.sync(ts, alias, pg, [moving], DIM)
+    sync.sync(ts, alias, pg, [moving], DIM)
     assert state(pg, moving)[1:] == (2, 2)
     assert ts.collections[alias].documents[moving].retrieve()["title"] == "Nova"
 
@@ -337,8 +335,8 @@ def test_group_by_hides_republished_duplicates(pg, ref, tsx):
         add_news(pg, ref, "nohash-1", "Outra ponte inaugurada no Pará"),
         add_news(pg, ref, "nohash-2", "Mais uma ponte inaugurada no Acre"),
     ]
-    index.sync(ts, alias, pg, ids, DIM)
-    hits = index.search(ts, alias, "ponte inaugurada", limit=10)
+    sync.sync(ts, alias, pg, ids, DIM)
+    hits = query.search(ts, alias, "ponte inaugurada", limit=10)
     got = [h.unique_id for h in hits]
     assert len(got) == 3 and len({"dup-a", "dup-b"} & set(got)) == 1
     assert {"nohash-1", "nohash-2"} <= set(got)   # no hash: never grouped together
@@ -356,8 +354,8 @@ def test_keyword_search_ranks_title_matches_first(pg, ref, tsx):
                  published=PUBLISHED + timedelta(days=1), content_hash="s1"),
         add_news(pg, ref, "other-1", "Obras na rodovia", content="Sem relação.", content_hash="o1"),
     ]
-    index.sync(ts, alias, pg, ids, DIM)
-    hits = index.search(ts, alias, "influenza", limit=5)
+    sync.sync(ts, alias, pg, ids, DIM)
+    hits = query.search(ts, alias, "influenza", limit=5)
     assert [h.unique_id for h in hits] == ["title-1", "summary-1", "body-1"]
     top = hits[0]
     assert top.agency == AGENCY and top.theme == "98.95 Hospitais (teste)"
@@ -367,43 +365,43 @@ def test_keyword_search_ranks_title_matches_first(pg, ref, tsx):
 def test_semantic_search_with_the_real_model(pg, ref, tsm, model):
     s, ts, alias = tsm
     vectors = add_embedded_topics(pg, ref, model)
-    index.sync(ts, alias, pg, list(TOPICS), model.dim)
+    sync.sync(ts, alias, pg, list(TOPICS), model.dim)
     # no article has every query word: pure vector search, nearest meaning first
-    query = "vacina da gripe para idosos"
-    hits = index.search(ts, alias, query, semantic=True, embedder=model, limit=3)
+    text = "vacina da gripe para idosos"
+    hits = query.search(ts, alias, text, semantic=True, embedder=model, limit=3)
     assert hits[0].unique_id == "vec-0"
     # score = 1 - cosine distance: the cosine similarity of the stored and query vectors
-    q = model.encode([query])[0]
+    q = model.encode([text])[0]
     for hit in hits:
         assert hit.score == pytest.approx(float(q @ vectors[hit.unique_id]), abs=1e-3)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    hits = index.search(ts, alias, "tratamento de água e coleta de lixo", semantic=True, embedder=model,
+    hits = query.search(ts, alias, "tratamento de água e coleta de lixo", semantic=True, embedder=model,
                         limit=1)
     assert hits[0].unique_id == "vec-1"
     with pytest.raises(ValueError):
-        index.search(ts, alias, "x", semantic=True)
+        query.search(ts, alias, "x", semantic=True)
 
 
 def test_hybrid_search_fuses_keyword_and_vector_ranks(pg, ref, tsm, model):
     s, ts, alias = tsm
     vectors = add_embedded_topics(pg, ref, model)
-    index.sync(ts, alias, pg, list(TOPICS), model.dim)
-    query = "saneamento"
+    sync.sync(ts, alias, pg, list(TOPICS), model.dim)
+    text = "saneamento"
     # the model puts the sanitation article nearest, and it is the only keyword hit
-    q = model.encode([query])[0]
+    q = model.encode([text])[0]
     assert max(vectors, key=lambda uid: float(q @ vectors[uid])) == "vec-1"
-    assert [h.unique_id for h in index.search(ts, alias, query)] == ["vec-1"]
-    hits = index.search(ts, alias, query, semantic=True, embedder=model, limit=3)
+    assert [h.unique_id for h in query.search(ts, alias, text)] == ["vec-1"]
+    hits = query.search(ts, alias, text, semantic=True, embedder=model, limit=3)
     assert hits[0].unique_id == "vec-1" and len(hits) == 3
-    if index.server_version(ts) < index.NATIVE_HYBRID:  # client-side fusion: first in both lists
-        assert hits[0].score == pytest.approx(1 / (index.RRF_K + 1))  # 0.2/61 + 0.8/61
+    if query.server_version(ts) < query.NATIVE_HYBRID:  # client-side fusion: first in both lists
+        assert hits[0].score == pytest.approx(1 / (query.RRF_K + 1))  # 0.2/61 + 0.8/61
         assert all(h.score < hits[0].score for h in hits[1:])
 
 
 def test_search_missing_alias_is_a_clear_error(tsx):
     s, ts, alias = tsx
-    with pytest.raises(index.SearchError, match="not found"):
-        index.search(ts, alias + "_missing", "x")
+    with pytest.raises(query.SearchError, match="not found"):
+        query.search(ts, alias + "_missing", "x")
 
 
 # --------------------------------------------------------------------------- CLI
@@ -415,7 +413,7 @@ def test_cli_search_json_keys_and_errors(pg, ref, tsx, monkeypatch, capsys):
     s, ts, alias = tsx
     ids = [add_news(pg, ref, f"cli-{i}", f"Vacinação em massa {i}", embedding=unit(i), content_hash=f"c{i}")
            for i in range(3)]
-    index.sync(ts, alias, pg, ids, DIM)
+    sync.sync(ts, alias, pg, ids, DIM)
     monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias)
     assert cli.main(["search", "vacinação", "--json", "--limit", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -448,7 +446,7 @@ def test_cli_semantic_search_uses_the_configured_model(pg, ref, tsm, model, monk
 
     s, ts, alias = tsm
     add_embedded_topics(pg, ref, model)
-    index.sync(ts, alias, pg, list(TOPICS), model.dim)
+    sync.sync(ts, alias, pg, list(TOPICS), model.dim)
     monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias)
     monkeypatch.setenv("DGB_EMBEDDER", "local")  # in-process: the module's model (cached), no service
     monkeypatch.setenv("DGB_EMBEDDING_MODEL", model.name)
@@ -468,12 +466,12 @@ def test_rebuild_swaps_alias_and_drops_old_collection(pg, ref, tsx):
     add_news(pg, ref, "rb-8", "Com vetor antigo", embedding=unit(1))
     add_news(pg, ref, "rb-16", "Com vetor novo", embedding=unit(3, 16))
     add_news(pg, ref, "rb-gone", "Removida", removed=True)
-    index.sync(ts, alias, pg, ["rb-8"], DIM)
+    sync.sync(ts, alias, pg, ["rb-8"], DIM)
     # a stray document of an article PostgreSQL no longer has
-    ts.collections[alias].documents.upsert({**index.fetch_documents(pg, ["rb-8"], DIM)["rb-8"],
+    ts.collections[alias].documents.upsert({**documents.fetch_documents(pg, ["rb-8"], DIM)["rb-8"],
                                             "id": "ghost", "unique_id": "ghost"})
     s16 = replace(s, embedding_dim=16)
-    counts = index.rebuild(ts, s16, pg)
+    counts = rebuild.rebuild(ts, s16, pg)
     new = schema.collection_schema(16, alias)["name"]
     assert counts["mode"] == "swap" and counts["collection"] == new and counts["dropped"] == old
     assert counts["indexed"] == 2 and counts["failed"] == 0
@@ -486,8 +484,8 @@ def test_rebuild_swaps_alias_and_drops_old_collection(pg, ref, tsx):
     for uid in ("rb-8", "rb-16"):
         assert state(pg, uid)[1] == 1
     # idempotent: the second run refreshes in place, one document per article
-    docs.upsert({**index.fetch_documents(pg, ["rb-8"], 16)["rb-8"], "id": "ghost", "unique_id": "ghost"})
-    again = index.rebuild(ts, s16, pg)
+    docs.upsert({**documents.fetch_documents(pg, ["rb-8"], 16)["rb-8"], "id": "ghost", "unique_id": "ghost"})
+    again = rebuild.rebuild(ts, s16, pg)
     assert again["mode"] == "refresh" and again["indexed"] == 2 and again["deleted"] == 1
     assert ts.aliases[alias].retrieve()["collection_name"] == new and count_docs(ts, alias) == 2
 
@@ -512,7 +510,7 @@ def test_503_is_retried_with_backoff_then_succeeds(pg, ref, tsx):
     s, ts, alias = tsx
     uid = add_news(pg, ref, "flaky-1", "Contrapressão")
     flaky, sleeps = _Ts(ts, _unavailable_first(2)), []
-    res = index.sync(flaky, alias, pg, [uid], DIM, sleep=sleeps.append)
+    res = sync.sync(flaky, alias, pg, [uid], DIM, sleep=sleeps.append)
     assert res.indexed == [uid] and flaky.docs[alias].calls == [[uid]] * 3
     assert len(sleeps) == 2 and 0.25 <= sleeps[0] <= 0.5 and 0.5 <= sleeps[1] <= 1.0
     assert state(pg, uid)[1] == 1
@@ -523,8 +521,8 @@ def test_503_retries_are_bounded(pg, ref, tsx):
     s, ts, alias = tsx
     uid = add_news(pg, ref, "flaky-2", "Sempre indisponível")
     flaky, sleeps = _Ts(ts, _unavailable_first(99)), []
-    with pytest.raises(index.IndexUnavailable) as err:
-        index.sync(flaky, alias, pg, [uid], DIM, max_retries=3, sleep=sleeps.append)
+    with pytest.raises(sync.IndexUnavailable) as err:
+        sync.sync(flaky, alias, pg, [uid], DIM, max_retries=3, sleep=sleeps.append)
     assert len(flaky.docs[alias].calls) == 4 and len(sleeps) == 3 and err.value.result.indexed == []
     assert state(pg, uid)[:2] == (None, None)
     with pytest.raises(tse.ObjectNotFound):
@@ -548,7 +546,7 @@ def test_per_line_503_is_retried(pg, ref, tsx):
                 if json.loads(line)["id"] == uid else next(answers) for line in lines]
 
     flaky = _Ts(ts, lagging_line)
-    res = index.sync(flaky, alias, pg, [uid, other], DIM, sleep=lambda s: None)
+    res = sync.sync(flaky, alias, pg, [uid, other], DIM, sleep=lambda s: None)
     assert sorted(res.indexed) == [uid, other] and not res.failed
     assert flaky.docs[alias].calls[1] == [uid]
     for doc_id in (uid, other):

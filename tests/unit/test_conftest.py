@@ -15,7 +15,7 @@ def test_importing_the_root_conftest_writes_no_secrets(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DGB_", "AIRFLOW"))}
     env.update(
         DGB_STATE_DIR=str(tmp_path / "state"),
-        PYTHONPATH=os.pathsep.join([str(REPO / "include"), str(REPO / "plugins"), str(REPO)]),
+        PYTHONPATH=os.pathsep.join([str(REPO / p) for p in ("include", "plugins", "dev")] + [str(REPO)]),
     )
     code = (
         "import tests.conftest as c, os; "
@@ -34,7 +34,7 @@ def test_a_fresh_checkout_gets_its_secrets_when_pytest_starts(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DGB_", "AIRFLOW"))}
     env.update(
         DGB_STATE_DIR=str(tmp_path / "state"),
-        PYTHONPATH=os.pathsep.join([str(REPO / "include"), str(REPO / "plugins")]),
+        PYTHONPATH=os.pathsep.join([str(REPO / p) for p in ("include", "plugins", "dev")]),
     )
     res = subprocess.run(
         [

@@ -6,35 +6,15 @@
 * the resident model service (:class:`dgb.embed.client.ServiceEmbedder`), started by
   `make up` and reached over HTTP — what Airflow tasks use, so no task pays the model load.
 
-Both implement :class:`Embedder`. Vectors are float32, L2-normalised, shape (n, dim).
+Both implement :class:`Embedder` (:mod:`dgb.embed.contract`, which both import, so neither needs
+this package's factory). Vectors are float32, L2-normalised, shape (n, dim).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from dgb.embed.contract import Embedder, check_texts
 
-import numpy as np
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    name: str   # model name, stored next to each vector
-    dim: int
-
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """Embed ``texts`` -> float32 array (len(texts), dim), rows L2-normalised."""
-        ...
-
-
-def check_texts(texts: Sequence[str]) -> list[str]:
-    """The texts to encode as a list; a single string or a non-string item is a TypeError."""
-    if isinstance(texts, str):
-        raise TypeError("encode() takes a sequence of strings, not a single string")
-    out = list(texts)
-    for i, text in enumerate(out):
-        if not isinstance(text, str):
-            raise TypeError(f"text {i} is {type(text).__name__}, not str")
-    return out
+__all__ = ["Embedder", "check_texts", "get_embedder"]
 
 
 def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:

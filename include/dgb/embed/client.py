@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import httpx
 import numpy as np
 
-from dgb.embed import check_texts
+from dgb.embed.contract import check_texts
 
 MAX_TEXTS_PER_REQUEST = 256
 

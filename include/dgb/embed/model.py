@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from dgb.embed import check_texts as _check_texts
+from dgb.embed.contract import check_texts as _check_texts
 
 DEFAULT_MODEL = "use-multilingual-v3"
 USE_DIM = 512

@@ -14,95 +14,32 @@ Two backends implement :class:`Classifier` and are chosen by ``DGB_CLASSIFIER``
 article and keep the rest of the batch. It does raise for problems that concern every article
 (no model, bad credentials): failing the task is the right answer then.
 
+The types every backend shares (:class:`ArticleText`, :class:`Classification`,
+:class:`ClassificationFailure`, :class:`Classifier`) live in :mod:`dgb.enrich.contract` and are
+re-exported here: this module picks a backend (:func:`get_classifier`), so it imports the backends,
+and the backends import only the contract.
+
 No Airflow import here: the DAG, the CLI (``dgb classify``) and the tests share this code path.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Sequence
+
+from dgb.enrich.contract import (
+    ArticleText,
+    Classification,
+    ClassificationFailure,
+    ClassificationResult,
+    Classifier,
+    now_utc,
+)
+
+# The contract's names stay importable from here (dgb.enrich.base is where callers look for them).
+__all__ = ["BACKENDS", "ArticleText", "Classification", "ClassificationFailure", "ClassificationResult",
+           "Classifier", "classify_all", "get_classifier", "now_utc"]
 
 BACKENDS = ("local", "bedrock")
-
-
-@dataclass
-class ArticleText:
-    """The parts of an article a classifier reads."""
-
-    unique_id: str | None
-    title: str
-    subtitle: str | None = None
-    editorial_lead: str | None = None
-    content: str = ""
-
-    @classmethod
-    def from_mapping(cls, data: dict[str, Any]) -> "ArticleText":
-        return cls(
-            unique_id=data.get("unique_id"),
-            title=data.get("title") or "",
-            subtitle=data.get("subtitle"),
-            editorial_lead=data.get("editorial_lead"),
-            content=data.get("content") or "",
-        )
-
-    def is_empty(self) -> bool:
-        return not any(
-            (part or "").strip() for part in (self.title, self.subtitle, self.editorial_lead, self.content)
-        )
-
-
-@dataclass
-class Classification:
-    """One article's themes (codes; a deeper level is ``None`` when not decided) and summary."""
-
-    theme_l1: str
-    theme_l2: str | None
-    theme_l3: str | None
-    most_specific: str
-    summary: str | None
-    confidence: float | None
-    classifier: str          # "local" | "bedrock"
-    classifier_version: str  # e.g. "local-emb-1 (extractive summary; use-multilingual-v3)"
-    enriched_at: datetime
-    usage: dict | None = None  # bedrock: tokens, calls, throttles (see dgb.enrich.bedrock)
-
-    ok = True
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["enriched_at"] = self.enriched_at.isoformat()
-        return out
-
-
-@dataclass
-class ClassificationFailure:
-    """One article could not be classified. ``retryable`` says whether trying again later may
-    succeed (throttling, timeouts) or the article should be dead-lettered (invalid output)."""
-
-    reason: str
-    detail: str
-    retryable: bool
-    usage: dict | None = field(default=None)
-
-    ok = False
-
-
-ClassificationResult = Classification | ClassificationFailure
-
-
-@runtime_checkable
-class Classifier(Protocol):
-    name: str
-    version: str
-
-    def classify_batch(self, items: list[ArticleText]) -> list[ClassificationResult]:
-        """One result per item, in order; never raises for a problem with a single item."""
-        ...
-
-
-def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def get_classifier(settings=None, embedder=None, *, backend: str | None = None,

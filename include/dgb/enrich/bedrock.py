@@ -33,7 +33,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from dgb.enrich.base import ArticleText, Classification, ClassificationFailure, now_utc
+from dgb.enrich.contract import ArticleText, Classification, ClassificationFailure, now_utc
 from dgb.enrich.ledger import record_usage  # noqa: F401  (re-exported for the DAG)
 from dgb.taxonomy import Taxonomy
 

@@ -57,7 +57,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dgb.enrich.base import ArticleText, Classification, ClassificationFailure, now_utc
+from dgb.enrich.contract import ArticleText, Classification, ClassificationFailure, now_utc
 from dgb.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ durable queue: an asset event stored without a DAG run, a run that died, a lost 
    outbox, all in one transaction, guarded by the version read in step 3 (an article edited
    meanwhile is left to its own new event). **The one exception is the index stage**: its
    writes go to Typesense, which cannot take part in a PostgreSQL transaction, so
-   :class:`~dgb.pipeline.stages.IndexStage` writes in step 4 (``dgb.search.index.sync``
+   :class:`~dgb.pipeline.stages.IndexStage` writes in step 4 (``dgb.search.sync.sync``
    upserts/deletes the documents, then commits ``indexed_version`` for the rows still at the
    version it read; its batched, pipelined imports of many documents per request do not fit a
    per-row persist either) and has nothing to persist in step 5. A crash between the Typesense write

@@ -123,7 +123,7 @@ class IndexStage(Stage):
     the article was removed); marks ``indexed_version`` for the version it indexed.
 
     The one stage that writes inside :meth:`process` (see dgb.pipeline.stage's module doc):
-    :func:`dgb.search.index.sync` writes Typesense and then commits the ``indexed_version``
+    :func:`dgb.search.sync.sync` writes Typesense and then commits the ``indexed_version``
     marks itself, for the rows still at the version it read. :meth:`persist` writes nothing."""
 
     definition = definitions.INDEX
@@ -137,9 +137,9 @@ class IndexStage(Stage):
         return cls(deps.typesense(), s.typesense_collection, conn, s.embedding_dim)
 
     def process(self, rows: list[dict]) -> dict[str, Any]:
-        from dgb.search import index
+        from dgb.search.sync import sync
 
-        result = index.sync(self.ts, self.alias, self.conn, [r["unique_id"] for r in rows], self.dim)
+        result = sync(self.ts, self.alias, self.conn, [r["unique_id"] for r in rows], self.dim)
         out: dict[str, Any] = {}
         for r in rows:
             uid = r["unique_id"]

@@ -1,1 +1,7 @@
-"""Search index (Typesense): schema, client construction and document building."""
+"""Search index (Typesense), one module per job.
+
+``schema`` (the collection and the client), ``documents`` (each article's document, built whole
+from PostgreSQL), ``sync`` (checked batch upserts and deletes, marks in PostgreSQL), ``rebuild``
+(the collection of the current schema behind the alias), ``query`` (keyword, vector and hybrid
+search) and ``cli`` (``dgb search``, ``dgb search-rebuild``).
+"""

@@ -31,7 +31,7 @@ def _fail(msg: str) -> int:
 
 def _cmd_search(args) -> int:
     from dgb.config import settings as current
-    from dgb.search import index, schema
+    from dgb.search import query, schema
 
     if args.limit < 1:
         return _fail("--limit must be at least 1")
@@ -46,9 +46,9 @@ def _cmd_search(args) -> int:
         except Exception as exc:  # noqa: BLE001 - one clear line for the operator
             return _fail(f"no embedder for --semantic: {type(exc).__name__}: {exc}")
     try:
-        hits = index.search(ts, settings.typesense_collection, args.query, semantic=args.semantic,
+        hits = query.search(ts, settings.typesense_collection, args.query, semantic=args.semantic,
                             embedder=embedder, limit=args.limit)
-    except index.SearchError as exc:
+    except query.SearchError as exc:
         where = f"http://{settings.typesense_host}:{settings.typesense_port}"
         return _fail(f"{exc} ({where}, alias {settings.typesense_collection})")
     if args.json:
@@ -78,20 +78,20 @@ def _score(score: float) -> str:
 def _cmd_rebuild(args) -> int:
     from dgb import db
     from dgb.config import settings as current
-    from dgb.search import index, schema
+    from dgb.search import query, rebuild, schema, sync
 
     settings = current()
     ts = schema.client(settings, timeout=30.0)
     conn = db.connect(settings.pg_dsn())
     try:
-        counts = index.rebuild(ts, settings, conn)
-    except (index.IndexUnavailable, index.SearchError) as exc:
+        counts = rebuild.rebuild(ts, settings, conn)
+    except (sync.IndexUnavailable, query.SearchError) as exc:
         print(f"dgb search-rebuild: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except Exception as exc:  # typesense client errors: one line
         import typesense.exceptions as tse
 
-        if isinstance(exc, (tse.TypesenseClientError, *index._transient_errors())):
+        if isinstance(exc, (tse.TypesenseClientError, *sync.transient_errors())):
             print(f"dgb search-rebuild: typesense: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 2
         raise

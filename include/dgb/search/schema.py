@@ -105,7 +105,7 @@ def ensure_collection(settings, ts=None) -> str:
 
     When the alias already points at an older schema version the new collection is
     created but the alias is left alone: swapping it needs a full rebuild first
-    (``dgb.search.index.rebuild``), which is the index stage's job.
+    (``dgb.search.rebuild.rebuild``), which is the index stage's job.
     """
     import typesense.exceptions
 

@@ -598,7 +598,7 @@ def available(name: str) -> bool:
     """Whether this checkout has the code for a component (mirror/model arrive with later work)."""
     from dgb import has_module
 
-    needs = {"mirror": "dgb.mirror.cli", "model": "dgb.embed.service"}.get(name)
+    needs = {"mirror": "dgb_dev.mirror.cli", "model": "dgb.embed.service"}.get(name)
     return needs is None or has_module(needs)
 
 
@@ -735,7 +735,7 @@ def status() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dgb.stack")
+    parser = argparse.ArgumentParser(prog="python -m dgb_dev.stack")
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_up = sub.add_parser("up", help="start everything, bootstrap, unpause DAGs")
     p_up.add_argument("--no-airflow", action="store_true")

@@ -13,9 +13,11 @@ import httpx
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from dgb.mirror import Faults, Site, start_in_thread
-from dgb.mirror.site import BRT, FIXED_SHAPES, article_variant, make_jpeg, parse_blocks
 from dgb.scraper.plone6 import parse_plone6_item
+from dgb_dev.mirror import Faults, Site, start_in_thread
+from dgb_dev.mirror.content import BRT, FIXED_SHAPES, article_variant
+from dgb_dev.mirror.images import make_jpeg
+from dgb_dev.mirror.pages import parse_blocks
 
 AGENCIES = ("mec", "mds", "mma", "turismo", "saude")  # shapes: tileItem, ul, entries, div.item, hash
 PER_AGENCY = 35
@@ -503,7 +505,7 @@ def test_removed_status_410_and_tick(corpus, extra_dir):
 
 def test_extra_articles(mirror, extra_dir, caplog):
     site, base, client = mirror
-    caplog.set_level(logging.WARNING, logger="dgb.mirror")
+    caplog.set_level(logging.WARNING, logger="dgb_dev.mirror")
     assert "orgao-novo" not in site.agency_keys()
     (extra_dir / "one.json").write_text(json.dumps({
         "agency": "mec", "title": "Artigo extra do MEC", "content": "Um.\n\nDois.",
@@ -542,7 +544,7 @@ def test_extra_articles(mirror, extra_dir, caplog):
 
 
 def test_cli_refuses_non_loopback(capsys):
-    from dgb.mirror import cli
+    from dgb_dev.mirror import cli
 
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers())

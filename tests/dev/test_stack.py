@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from dgb import stack
+from dgb_dev import stack
 
 pytestmark = pytest.mark.stack
 

@@ -11,8 +11,9 @@ import threading
 from pathlib import Path
 
 from dgb.config import Settings
-from dgb.mirror.server import Faults, MirrorServer, start_in_thread, start_ticker
-from dgb.mirror.site import DEFAULT_CORPUS, Site
+from dgb_dev.mirror.content import DEFAULT_CORPUS
+from dgb_dev.mirror.server import Faults, MirrorServer, start_in_thread, start_ticker
+from dgb_dev.mirror.site import Site
 
 __all__ = ["register", "start_in_thread"]
 

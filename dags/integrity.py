@@ -15,7 +15,7 @@ from dgb.integrity.tiers import Schedule
 
 DOC = """
 ### {dag_id}
-Integrity re-checks of articles aged **{label}** (seed 001), every **{every}** ({mode} schedule).
+Integrity re-checks of articles aged **{label}**, every **{every}** ({mode} schedule).
 
 Each run takes up to {batch} due articles of the tier from `integrity_state` (never checked
 first, then the longest overdue; indexed query) and, per article:

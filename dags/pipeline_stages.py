@@ -1,4 +1,4 @@
-"""Event-driven stages: enrich_news, embed_news, index_news (seed 000), on Pub/Sub asset watchers."""
+"""Event-driven stages: enrich_news, embed_news, index_news, on Pub/Sub asset watchers."""
 
 from __future__ import annotations
 

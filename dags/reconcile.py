@@ -49,7 +49,8 @@ with DAG(
     tags=["dgb", "reconcile"],
     doc_md=f"""
 ### {RECONCILE_DAG_ID}
-Daily reconciliation (seed 000's safety net), `{daily_cron()}` (UTC, `DGB_RECONCILE_DAILY_CRON`):
+Daily reconciliation (the safety net for articles a stage never processed), `{daily_cron()}`
+(UTC, `DGB_RECONCILE_DAILY_CRON`):
 **every** article is checked for a stuck stage, and the whole Typesense collection is compared with
 PostgreSQL (one export of ids and versions).
 {COMMON_DOC}""",
@@ -94,8 +95,9 @@ with DAG(
     },
     doc_md=f"""
 ### {REDRIVE_DAG_ID}
-Manual: re-publishes selected **open** dead letters after the cause was fixed (seed 002's explicit
-dead-letter pattern), oldest first, and marks them `redriven` (`resolved_at`, `resolution`).
+Manual: re-publishes selected **open** dead letters after the cause was fixed (dead letters are
+handled explicitly by the pipeline, not by Pub/Sub), oldest first, and marks them `redriven`
+(`resolved_at`, `resolution`).
 
 `airflow dags trigger {REDRIVE_DAG_ID} -c '{{"reason": "retries_exhausted", "limit": 50}}'`
 (optional `subscription`, `ids`, `dry_run`). Inspect first:
@@ -138,7 +140,7 @@ Manual: re-processes a time window.
   (`scraped_at` / `enriched_at` / `embedded_at`) falls in `[start, end)`. **Idempotent**: the stages skip
   work already done (enrich: `enriched_at` set; embed: embedded with the current model; index:
   `indexed_version = version`), so replaying twice changes nothing; only what is missing gets done.
-* `seek` (seed 002): snapshots each subscription of `topic` (a restore point) and seeks it to `start`,
+* `seek` (Pub/Sub replay): snapshots each subscription of `topic` (a restore point) and seeks it to `start`,
   so Pub/Sub redelivers what it retained (no end bound: later messages come again too, harmlessly).
   Needs subscriptions that retain acknowledged messages; when they do not, or the server cannot
   snapshot/seek, the task logs why and falls back to `republish`.

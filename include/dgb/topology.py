@@ -2,9 +2,11 @@
 
 The same declaration is applied to the local emulator (`make up`, tests) and to real GCP
 (`dgb topology apply --project ...` with real credentials), and rendered for review
-(`dgb topology show`; the commands live in :mod:`dgb.topology_cli`). Policies follow seed 000's
-table. The emulator does not implement dead-letter or retry policies reliably, so our consumers
-implement both themselves; the policies are still declared and sent so production gets them.
+(`dgb topology show`; the commands live in :mod:`dgb.topology_cli`). Ack deadlines follow
+production (600 s for enrichment and embeddings, 120 s for the Typesense subscriptions), each with
+a dead-letter topic. The emulator does not implement dead-letter or retry policies reliably, so
+our consumers implement both themselves; the policies are still declared and sent so production
+gets them.
 """
 
 from __future__ import annotations
@@ -45,8 +47,8 @@ class Subscription:
         return self.dead_letter_topic + "--inspect"
 
 
-# Seed 000's table. dgb.news.embedded--typesense-update has no retry policy and no limit
-# there; Pub/Sub requires 5..100 attempts for a dead-letter policy, so it gets 5.
+# Production's subscriptions and ack deadlines. dgb.news.embedded--typesense-update has no retry
+# policy and no limit there; Pub/Sub requires 5..100 attempts for a dead-letter policy, so it gets 5.
 SUBSCRIPTIONS = (
     Subscription(SUB_ENRICHMENT, TOPIC_SCRAPED, 600, 10, 600, 10),
     Subscription(SUB_TYPESENSE, TOPIC_ENRICHED, 120, 10, 300, 5),

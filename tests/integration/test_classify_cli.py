@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dgb.taxonomy import load_taxonomy
+
+pytestmark = pytest.mark.model
 
 CORPUS = Path(__file__).resolve().parents[2] / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 

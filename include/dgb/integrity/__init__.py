@@ -1,4 +1,5 @@
-"""Integrity service (seed 001): keep re-checking scraped news, most often while it is fresh.
+"""Integrity service: keep re-checking scraped news (images, changed or removed content, with a
+history of changes), most often while it is fresh.
 
 * :mod:`.policy`  - SSRF guard (host allowlist + address checks on every hop);
 * :mod:`.tiers`   - age tiers and check intervals (tiers or exponential decay), the due set;

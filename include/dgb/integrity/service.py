@@ -361,7 +361,7 @@ def record_failure(conn, news_id: int, unique_id: str, error: str, schedule: Sch
     log.error("integrity unique_id=%s outcome=error unexpected failure: %s", unique_id, error)
 
 
-# -- system load ("sensors for system load", seed 001) -----------------------------------------
+# -- system load (checks back off while the system is loaded) ---------------------------------
 
 
 def _env_int(name: str, default: int) -> int:

@@ -3,7 +3,8 @@
 One configuration (environment, read by :meth:`Schedule.from_env`) drives both the DAGs (one
 per tier, each on its own schedule) and each article's ``integrity_state.next_due_at``.
 
-Tiers by article age in whole days (seed 001, option 2), the default ``DGB_INTEGRITY_SCHEDULE=tiers``:
+Tiers by article age in whole days (fixed intervals per age band), the default
+``DGB_INTEGRITY_SCHEDULE=tiers``:
 
 =========  ==========  ==============
 tier       age         checked every
@@ -15,9 +16,10 @@ tier       age         checked every
 gt90d      > 90 days   7 days
 =========  ==========  ==============
 
-``DGB_INTEGRITY_SCHEDULE=exponential`` (seed 001, option 1) keeps the tiers as the unit of work
-(one DAG each) but spaces each article's checks by ``frequency = base * e^(-lambda * days)``,
-i.e. an interval of ``DGB_INTEGRITY_BASE_MINUTES * e^(DGB_INTEGRITY_LAMBDA * days)`` minutes
+``DGB_INTEGRITY_SCHEDULE=exponential`` (a frequency decaying exponentially with age) keeps the
+tiers as the unit of work (one DAG each) but spaces each article's checks by
+``frequency = base * e^(-lambda * days)``, i.e.
+an interval of ``DGB_INTEGRITY_BASE_MINUTES * e^(DGB_INTEGRITY_LAMBDA * days)`` minutes
 (fractional days), capped at ``DGB_INTEGRITY_MAX_MINUTES`` (default a week); each tier's DAG
 then runs at the interval its youngest articles need. Defaults: base 10 min, lambda 0.3.
 

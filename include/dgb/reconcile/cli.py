@@ -59,8 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "replay", help="re-process a time window (republish from PostgreSQL, or Pub/Sub snapshot + seek)",
         description="republish: re-emit, from PostgreSQL, TOPIC's event of every article whose stage time "
                     "(scraped_at / enriched_at / embedded_at) is in [START, END); idempotent (stages skip done "
-                    "work). seek: snapshot each subscription of TOPIC and seek it to START (seed 002); falls back "
-                    "to republish, saying why, when the server or subscription cannot.")
+                    "work). seek: snapshot each subscription of TOPIC and seek it to START (Pub/Sub replay); "
+                    "falls back to republish, saying why, when the server or subscription cannot.")
     y.add_argument("--start", required=True, help="ISO 8601 (UTC when no offset)")
     y.add_argument("--end", required=True, help="ISO 8601, exclusive")
     y.add_argument("--topic", default=topology.TOPIC_SCRAPED, choices=list(topology.TOPICS))

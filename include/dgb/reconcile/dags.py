@@ -1,7 +1,7 @@
 """The safety-net DAGs (no Airflow import; dags/reconcile.py builds them, `make up` unpauses them).
 
-* ``reconcile_news``: daily, every article + a full Typesense comparison (seed 000's daily
-  reconciliation DAG), at ``DGB_RECONCILE_DAILY_CRON`` (default 03:30 UTC);
+* ``reconcile_news``: daily, every article + a full Typesense comparison (production's daily
+  safety-net DAG for articles a worker never processed), at ``DGB_RECONCILE_DAILY_CRON`` (default 03:30 UTC);
 * ``reconcile_sweep``: every ``DGB_RECONCILE_SWEEP_MINUTES`` (default 15) over the articles changed
   in the last ``DGB_RECONCILE_SWEEP_WINDOW_HOURS`` (default 48);
 * ``redrive_dead_letters``: manual, re-publishes selected dead letters after a fix;

@@ -71,7 +71,7 @@ class SeekUnavailable(RuntimeError):
 
 
 def _seek(subscriber, project: str, subscriptions: list[str], start: datetime, now: datetime) -> list[dict]:
-    """Seed 002's workflow: snapshot (restore point), then seek to ``start``; raise
+    """Pub/Sub's reprocessing workflow: snapshot (restore point), then seek to ``start``; raise
     SeekUnavailable with the reason when the server cannot do it for every subscription."""
     from google.api_core import exceptions
     from google.protobuf import timestamp_pb2

@@ -14,7 +14,7 @@ import pytest
 from dgb.cli import main
 from dgb.scraper.models import ARTICLE_FIELDS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PAGES = REPO / "tests" / "fixtures" / "pages"
 MEC_URL = "https://www.gov.br/mec/pt-br/assuntos/noticias/2026/fevereiro/governo-anuncia-r-1-2-bilhao-para-escolas-em-tempo-integral"
 PI_URL = "https://www.gov.br/povosindigenas/pt-br/assuntos/noticias/2026/04/brasil-sedia-encontro"

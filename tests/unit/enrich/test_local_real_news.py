@@ -33,9 +33,9 @@ from dgb.enrich.local import (
 )
 from dgb.taxonomy import load_taxonomy
 
-from tests.unit.test_bedrock import FakeClient, Sleeps, _client_error, converse_response
+from tests.unit.enrich.test_bedrock import FakeClient, Sleeps, _client_error, converse_response
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "classifier" / "real_news.jsonl"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "classifier" / "real_news.jsonl"
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 
 

@@ -63,10 +63,9 @@ def dgb_bootstrap():
 
     @task
     def typesense_collection() -> str:
-        from dgb_airflow.hooks.typesense import TypesenseHook
-
         from dgb.config import settings
         from dgb.search.schema import ensure_collection
+        from dgb_airflow.hooks.typesense import TypesenseHook
 
         return ensure_collection(settings(), TypesenseHook().get_conn())
 

@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import DAG
-from dgb_airflow.operators.integrity import IntegrityTierOperator
 
 from dgb.dags_meta import DEFAULT_ARGS
 from dgb.integrity.dags import POOL, tier_dag_specs
 from dgb.integrity.tiers import Schedule
+from dgb_airflow.operators.integrity import IntegrityTierOperator
 
 DOC = """
 ### {dag_id}
@@ -55,10 +55,21 @@ for spec in tier_dag_specs(_schedule):
         dagrun_timeout=timedelta(hours=3),
         default_args=DEFAULT_ARGS,
         tags=["dgb", "integrity"],
-        doc_md=DOC.format(dag_id=spec.dag_id, label=spec.tier.label, every=_every(spec.every),
-                          mode=_schedule.mode, batch=spec.batch_size, pool=POOL),
+        doc_md=DOC.format(
+            dag_id=spec.dag_id,
+            label=spec.tier.label,
+            every=_every(spec.every),
+            mode=_schedule.mode,
+            batch=spec.batch_size,
+            pool=POOL,
+        ),
     ) as dag:
-        IntegrityTierOperator(task_id="check_tier", tier=spec.tier_name, limit=spec.batch_size, pool=POOL,
-                              max_seconds=max(60.0, min(spec.every.total_seconds() * 0.9, 3600.0)),
-                              execution_timeout=timedelta(hours=2))
+        IntegrityTierOperator(
+            task_id="check_tier",
+            tier=spec.tier_name,
+            limit=spec.batch_size,
+            pool=POOL,
+            max_seconds=max(60.0, min(spec.every.total_seconds() * 0.9, 3600.0)),
+            execution_timeout=timedelta(hours=2),
+        )
     globals()[spec.dag_id] = dag

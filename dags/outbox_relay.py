@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import DAG
-from dgb_airflow.operators.scrape import OutboxRelayOperator
 
 from dgb.dags_meta import DEFAULT_ARGS
 from dgb.scraper.dags import RELAY_DAG_ID
+from dgb_airflow.operators.scrape import OutboxRelayOperator
 
 with DAG(
     dag_id=RELAY_DAG_ID,

@@ -9,12 +9,12 @@ import pendulum
 from airflow.sdk import DAG, Asset, AssetWatcher
 from airflow.timetables.assets import AssetOrTimeSchedule
 from airflow.timetables.trigger import CronTriggerTimetable
-from dgb_airflow.operators.stage import StageOperator
-from dgb_airflow.triggers.pubsub import PubSubAckTrigger
 
 from dgb import topology
 from dgb.dags_meta import DEFAULT_ARGS
 from dgb.pipeline.dags import STAGE_DAGS
+from dgb_airflow.operators.stage import StageOperator
+from dgb_airflow.triggers.pubsub import PubSubAckTrigger
 
 PROJECT = os.environ.get("DGB_GCP_PROJECT", "local-dgb")
 
@@ -37,9 +37,17 @@ def subscription_asset(name: str) -> Asset:
     return Asset(
         name=name,
         uri=f"dgb://pubsub/{PROJECT}/{name}",
-        watchers=[AssetWatcher(name=f"watch_{name.replace('.', '_').replace('-', '_')}", trigger=PubSubAckTrigger(
-            project_id=PROJECT, subscription=name, dead_letter_topic=sub.dead_letter_topic,
-            max_failures=sub.max_delivery_attempts))],
+        watchers=[
+            AssetWatcher(
+                name=f"watch_{name.replace('.', '_').replace('-', '_')}",
+                trigger=PubSubAckTrigger(
+                    project_id=PROJECT,
+                    subscription=name,
+                    dead_letter_topic=sub.dead_letter_topic,
+                    max_failures=sub.max_delivery_attempts,
+                ),
+            )
+        ],
     )
 
 
@@ -50,15 +58,18 @@ for spec in STAGE_DAGS:
         condition = condition | extra
     with DAG(
         dag_id=spec.dag_id,
-        schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable(spec.sweep_cron, timezone="UTC"),
-                                     assets=condition),
+        schedule=AssetOrTimeSchedule(
+            timetable=CronTriggerTimetable(spec.sweep_cron, timezone="UTC"), assets=condition
+        ),
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
         max_active_runs=1,  # every run sweeps all pending work: overlapping runs would repeat it
         dagrun_timeout=timedelta(minutes=30),
         default_args={**DEFAULT_ARGS, "retry_delay": timedelta(seconds=10)},
         tags=["dgb", "pipeline", spec.stage],
-        doc_md=DOC.format(dag_id=spec.dag_id, doc=spec.doc, subs=", ".join(f"`{s}`" for s in spec.subscriptions)),
+        doc_md=DOC.format(
+            dag_id=spec.dag_id, doc=spec.doc, subs=", ".join(f"`{s}`" for s in spec.subscriptions)
+        ),
     ) as dag:
         StageOperator(task_id=spec.stage, stage=spec.stage)
     globals()[spec.dag_id] = dag

@@ -7,12 +7,18 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import DAG, Param
-from dgb_airflow.operators.reconcile import ReconcileOperator, RedriveOperator, ReplayOperator
 
 from dgb import topology
 from dgb.dags_meta import DEFAULT_ARGS
-from dgb.reconcile.dags import (RECONCILE_DAG_ID, REDRIVE_DAG_ID, REPLAY_DAG_ID, SWEEP_DAG_ID, daily_cron,
-                                sweep_minutes)
+from dgb.reconcile.dags import (
+    RECONCILE_DAG_ID,
+    REDRIVE_DAG_ID,
+    REPLAY_DAG_ID,
+    SWEEP_DAG_ID,
+    daily_cron,
+    sweep_minutes,
+)
+from dgb_airflow.operators.reconcile import ReconcileOperator, RedriveOperator, ReplayOperator
 
 START = pendulum.datetime(2026, 1, 1, tz="UTC")
 
@@ -84,12 +90,18 @@ with DAG(
     default_args=DEFAULT_ARGS,
     tags=["dgb", "reconcile", "dead-letters"],
     params={
-        "reason": Param(None, type=["null", "string"],
-                        description="only dead letters with this reason (e.g. retries_exhausted, unknown_id)"),
+        "reason": Param(
+            None,
+            type=["null", "string"],
+            description="only dead letters with this reason (e.g. retries_exhausted, unknown_id)",
+        ),
         "limit": Param(100, type="integer", minimum=1, maximum=100_000, description="at most this many"),
-        "subscription": Param(None, type=["null", "string"],
-                              enum=[None] + [s.name for s in topology.SUBSCRIPTIONS],
-                              description="only dead letters of this subscription"),
+        "subscription": Param(
+            None,
+            type=["null", "string"],
+            enum=[None] + [s.name for s in topology.SUBSCRIPTIONS],
+            description="only dead letters of this subscription",
+        ),
         "ids": Param(None, type=["null", "array"], description="only these dead_letters ids"),
         "dry_run": Param(False, type="boolean", description="report what would be redriven; change nothing"),
     },
@@ -121,7 +133,9 @@ with DAG(
     default_args=DEFAULT_ARGS,
     tags=["dgb", "reconcile", "replay"],
     params={
-        "start": Param(None, type=["null", "string"], description="window start, ISO 8601 (UTC without offset)"),
+        "start": Param(
+            None, type=["null", "string"], description="window start, ISO 8601 (UTC without offset)"
+        ),
         "end": Param(None, type=["null", "string"], description="window end (exclusive), ISO 8601"),
         "topic": Param(topology.TOPIC_SCRAPED, type="string", enum=list(topology.TOPICS)),
         "mode": Param("republish", type="string", enum=["republish", "seek"]),

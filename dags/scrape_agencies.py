@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import DAG, Asset, Param
-from dgb_airflow.operators.scrape import ScrapeAgencyOperator
 
 from dgb.dags_meta import DEFAULT_ARGS, SCRAPE_POOL
 from dgb.scraper.dags import EBC_DAG_ID, scrape_specs
+from dgb_airflow.operators.scrape import ScrapeAgencyOperator
 
 NEWS_TABLE = Asset(name="dgb_news", uri="dgb://postgres/news")
 SCRAPED_TOPIC = Asset(name="dgb.news.scraped", uri="dgb://pubsub/dgb.news.scraped")
@@ -26,7 +26,11 @@ them to Pub/Sub at once (the `outbox_relay` DAG is the safety net).
 """
 
 for spec in scrape_specs():
-    what = "the EBC sources" if len(spec.agency_keys) > 1 or spec.dag_id == EBC_DAG_ID else f"agency `{spec.agency_key}`"
+    what = (
+        "the EBC sources"
+        if len(spec.agency_keys) > 1 or spec.dag_id == EBC_DAG_ID
+        else f"agency `{spec.agency_key}`"
+    )
     with DAG(
         dag_id=spec.dag_id,
         schedule=spec.schedule,
@@ -37,14 +41,26 @@ for spec in scrape_specs():
         default_args=DEFAULT_ARGS,
         tags=["dgb", "scrape"],
         params={
-            "start_date": Param(None, type=["null", "string"], format="date",
-                                description="backfill from this date (YYYY-MM-DD)"),
-            "end_date": Param(None, type=["null", "string"], format="date",
-                              description="backfill up to this date (YYYY-MM-DD)"),
+            "start_date": Param(
+                None,
+                type=["null", "string"],
+                format="date",
+                description="backfill from this date (YYYY-MM-DD)",
+            ),
+            "end_date": Param(
+                None,
+                type=["null", "string"],
+                format="date",
+                description="backfill up to this date (YYYY-MM-DD)",
+            ),
             "allow_update": Param(True, type="boolean", description="update known articles that changed"),
         },
         doc_md=DOC.format(dag_id=spec.dag_id, what=what),
     ) as dag:
-        ScrapeAgencyOperator(task_id="scrape", agency_keys=spec.agency_keys, pool=SCRAPE_POOL,
-                             outlets=[NEWS_TABLE, SCRAPED_TOPIC])
+        ScrapeAgencyOperator(
+            task_id="scrape",
+            agency_keys=spec.agency_keys,
+            pool=SCRAPE_POOL,
+            outlets=[NEWS_TABLE, SCRAPED_TOPIC],
+        )
     globals()[spec.dag_id] = dag

@@ -10,6 +10,7 @@ the Browse menu (``external_views`` with a ``url_route``: the UI frames ``href``
 from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
+
 from dgb_airflow.ui.integrity import create_app
 
 INTEGRITY_PREFIX = "/dgb-integrity"

@@ -18,15 +18,15 @@ import os
 import sys
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "include"))
 
-from dgb import db, outbox  # noqa: E402
-from dgb.config import settings  # noqa: E402
-from dgb.scraper.models import Article  # noqa: E402
-from dgb.scraper.store import save_articles  # noqa: E402
+from dgb import db, outbox
+from dgb.config import settings
+from dgb.scraper.models import Article
+from dgb.scraper.store import save_articles
 
 CORPUS = Path(__file__).resolve().parents[1] / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 
@@ -42,14 +42,22 @@ def main() -> int:
 
     templates = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
     run = uuid.uuid4().hex[:6]
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     articles = []
     for i in range(args.n):
         t = templates[i % len(templates)]
-        articles.append(Article(url=f"https://www.gov.br/{t['agency']}/bench/{run}/{i}", agency=t["agency"],
-                                title=f"{t['title']} (lote {run}-{i})", subtitle=t.get("subtitle"),
-                                category=t.get("category"), tags=list(t.get("tags") or []),
-                                published_at=now - timedelta(minutes=i), content=t["content"]))
+        articles.append(
+            Article(
+                url=f"https://www.gov.br/{t['agency']}/bench/{run}/{i}",
+                agency=t["agency"],
+                title=f"{t['title']} (lote {run}-{i})",
+                subtitle=t.get("subtitle"),
+                category=t.get("category"),
+                tags=list(t.get("tags") or []),
+                published_at=now - timedelta(minutes=i),
+                content=t["content"],
+            )
+        )
     conn = db.connect(s.pg_dsn())
     by_agency: dict[str, list[Article]] = {}
     for a in articles:
@@ -62,8 +70,11 @@ def main() -> int:
     done = 0
     while time.monotonic() - t0 < args.timeout:
         with conn.cursor() as cur:
-            cur.execute("SELECT count(*) FROM news WHERE unique_id = ANY(%s) AND indexed_version = version"
-                        " AND embedded_at IS NOT NULL AND most_specific_theme_id IS NOT NULL", (ids,))
+            cur.execute(
+                "SELECT count(*) FROM news WHERE unique_id = ANY(%s) AND indexed_version = version"
+                " AND embedded_at IS NOT NULL AND most_specific_theme_id IS NOT NULL",
+                (ids,),
+            )
             done = cur.fetchone()[0]
         conn.commit()
         if done == len(ids):
@@ -82,14 +93,17 @@ def main() -> int:
     t1 = time.monotonic()
     results = []
     for start in range(0, len(items), 64):
-        results += classifier.classify_batch(items[start:start + 64])
+        results += classifier.classify_batch(items[start : start + 64])
     texts = [prepare_text(a.title, getattr(r, "summary", None), a.content) for a, r in zip(articles, results)]
     model.encode(texts, batch_size=32)
     model_s = time.monotonic() - t1
 
     with db.transaction(conn) as cur:  # hide the synthetic articles from search from now on
-        cur.execute("UPDATE news SET removed_at = now(), problem = 'benchmark', indexed_version = NULL"
-                    " WHERE unique_id = ANY(%s)", (ids,))
+        cur.execute(
+            "UPDATE news SET removed_at = now(), problem = 'benchmark', indexed_version = NULL"
+            " WHERE unique_id = ANY(%s)",
+            (ids,),
+        )
     conn.close()
     print(f"articles={len(ids)} indexed_with_theme_and_embedding={done}")
     print(f"pipeline_wall_s={pipeline_s:.1f} model_alone_s={model_s:.1f} ratio={pipeline_s / model_s:.2f}")

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
 from dgb.enrich import training
@@ -59,8 +60,17 @@ def bench_file(args) -> int:
     settings = current_settings()
     arts = [json.loads(line) for line in args.corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
     arts = [a for a in arts if a.get("theme_l1") or a.get("l1")]
-    items = [ArticleText(a.get("url_slug") or a.get("id"), a["title"], a.get("subtitle"),
-                         a.get("editorial_lead"), a.get("content") or "", a.get("agency")) for a in arts]
+    items = [
+        ArticleText(
+            a.get("url_slug") or a.get("id"),
+            a["title"],
+            a.get("subtitle"),
+            a.get("editorial_lead"),
+            a.get("content") or "",
+            a.get("agency"),
+        )
+        for a in arts
+    ]
     embedder = get_embedder(settings, prefer="service" if args.service else "local")
     taxonomy = load_taxonomy()
     clf = LocalClassifier(embedder, taxonomy, cache_dir=settings.state_dir / "cache").warm()
@@ -68,14 +78,16 @@ def bench_file(args) -> int:
     start = time.perf_counter()
     results = []
     for i in range(0, len(items), args.batch_size):
-        results.extend(clf.classify_batch(items[i:i + args.batch_size]))
+        results.extend(clf.classify_batch(items[i : i + args.batch_size]))
     elapsed = time.perf_counter() - start
-    correct = sum(getattr(r, "theme_l1", None) == (a.get("theme_l1") or a.get("l1"))
-                  for a, r in zip(arts, results))
+    correct = sum(
+        getattr(r, "theme_l1", None) == (a.get("theme_l1") or a.get("l1")) for a, r in zip(arts, results)
+    )
     print(f"embedder={embedder.name} articles={len(items)} ({clf.version})")
     print(f"l1_accuracy={correct / max(1, len(items)):.3f}")
     with_l2 = [(a, r) for a, r in zip(arts, results) if a.get("l2_label")]
     if with_l2:
+
         def l2_label(r) -> str | None:
             theme = taxonomy.get(getattr(r, "theme_l2", None))
             return theme.label if theme else None
@@ -93,8 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--folds", type=int, default=training.FOLDS)
     parser.add_argument("--no-speed", action="store_true", help="skip the articles/s measurement")
-    parser.add_argument("--corpus", type=Path, default=None,
-                        help="instead: classify this labelled JSON Lines file with the shipped classifier")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        help="instead: classify this labelled JSON Lines file with the shipped classifier",
+    )
     args = parser.parse_args(argv)
     if args.corpus is not None:
         return bench_file(args)
@@ -111,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     labels = np.array([a.l1 or "" for a in articles])
     source = np.array([a.source for a in articles])
     real = source == "real"
-    print(f"embedder={embedder.name} articles={len(articles)} "
-          + " ".join(f"{s}={int((source == s).sum())}" for s in SOURCES)
-          + f" groups={len(set(training.group_ids(articles).tolist()))} folds={args.folds}")
+    print(
+        f"embedder={embedder.name} articles={len(articles)} "
+        + " ".join(f"{s}={int((source == s).sum())}" for s in SOURCES)
+        + f" groups={len(set(training.group_ids(articles).tolist()))} folds={args.folds}"
+    )
 
     # -- level 1: prototypes alone, and the head cross-validated -------------------------------
     proto_pred = np.array([codes[j] for j in feats.proto.argmax(1)])
@@ -126,8 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     correct = pred == labels
     for s in SOURCES:
         m = source == s
-        print(f"l1_agreement[{s}] cv_head={_share(m, correct)} "
-              f"prototypes_only={_share(m, proto_pred == labels)}")
+        print(
+            f"l1_agreement[{s}] cv_head={_share(m, correct)} "
+            f"prototypes_only={_share(m, proto_pred == labels)}"
+        )
 
     # -- level 2 (real.jsonl, by label) -----------------------------------------------------
     def label_of(code: str | None) -> str:
@@ -135,19 +155,31 @@ def main(argv: list[str] | None = None) -> int:
         return training.title_key(theme.label) if theme else ""
 
     has_l2 = np.array([a.source == "real" and bool(a.l2_label) for a in articles])
-    l2_ok = np.array([bool(a.l2_label) and label_of(r.theme_l2) == training.title_key(a.l2_label)
-                      for a, r in zip(articles, results)])
-    print(f"l2_agreement[real, by label] {_share(has_l2, l2_ok)}; "
-          f"given level 1 right: {_share(has_l2 & correct, l2_ok)}"
-          + ("" if level2 else " (no level-2 part: production's labels do not map to our tree)"))
+    l2_ok = np.array(
+        [
+            bool(a.l2_label) and label_of(r.theme_l2) == training.title_key(a.l2_label)
+            for a, r in zip(articles, results)
+        ]
+    )
+    print(
+        f"l2_agreement[real, by label] {_share(has_l2, l2_ok)}; "
+        f"given level 1 right: {_share(has_l2 & correct, l2_ok)}"
+        + ("" if level2 else " (no level-2 part: production's labels do not map to our tree)")
+    )
     proto_l2 = bare.decide(items, feats, probs, ((), np.zeros((len(items), 0))))
-    l2_proto_ok = np.array([bool(a.l2_label) and label_of(r.theme_l2) == training.title_key(a.l2_label)
-                            for a, r in zip(articles, proto_l2)])
+    l2_proto_ok = np.array(
+        [
+            bool(a.l2_label) and label_of(r.theme_l2) == training.title_key(a.l2_label)
+            for a, r in zip(articles, proto_l2)
+        ]
+    )
     print(f"l2_agreement[real, prototypes only] {_share(has_l2, l2_proto_ok)}")
     lab = np.array([a.source == "labelled" and bool(a.l2) for a in articles])
     code_ok = np.array([bool(a.l2) and r.theme_l2 == a.l2 for a, r in zip(articles, results)])
-    print(f"l2_agreement[labelled, by code; codes of an older production taxonomy: indicative] "
-          f"{_share(lab, code_ok)}")
+    print(
+        f"l2_agreement[labelled, by code; codes of an older production taxonomy: indicative] "
+        f"{_share(lab, code_ok)}"
+    )
 
     # -- confusion summary ------------------------------------------------------------------
     pairs = collections.Counter((labels[i] or "none", pred[i]) for i in np.flatnonzero(real & ~correct))
@@ -159,34 +191,48 @@ def main(argv: list[str] | None = None) -> int:
         m = real & (labels == code)
         if m.sum() >= 5:
             recall.append((correct[m].mean(), code, int(m.sum())))
-    print("weakest level-1 recall on real.jsonl (>= 5 articles): "
-          + ", ".join(f"{c} {r:.2f} of {n}" for r, c, n in sorted(recall)[:6]))
+    print(
+        "weakest level-1 recall on real.jsonl (>= 5 articles): "
+        + ", ".join(f"{c} {r:.2f} of {n}" for r, c, n in sorted(recall)[:6])
+    )
 
     # -- calibration and hybrid routing -----------------------------------------------------
     conf = probs.max(1)
     ece = training.expected_calibration_error(conf[real], correct[real])
-    print(f"calibration[real] scale={scale:.3f} ECE={ece:.3f} "
-          f"mean_confidence={conf[real].mean():.3f} accuracy={correct[real].mean():.3f}")
+    print(
+        f"calibration[real] scale={scale:.3f} ECE={ece:.3f} "
+        f"mean_confidence={conf[real].mean():.3f} accuracy={correct[real].mean():.3f}"
+    )
     for lo, hi in ((0.0, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)):
         m = real & (conf >= lo) & (conf < hi)
-        print(f"  confidence [{lo:.1f}, {min(hi, 1.0):.1f}): share {m.sum() / real.sum():.2f} "
-              f"agreement {_share(m, correct)}")
+        print(
+            f"  confidence [{lo:.1f}, {min(hi, 1.0):.1f}): share {m.sum() / real.sum():.2f} "
+            f"agreement {_share(m, correct)}"
+        )
     threshold = training.choose_threshold(conf[real], correct[real])
-    print(f"hybrid[real] (production's label stands in for Bedrock's; best threshold with <= 30% routed: "
-          f"{threshold:.2f}):")
-    for t, routed, overall in training.routing_table(conf[real], correct[real],
-                                                     sorted({0.3, 0.4, 0.5, 0.6, 0.7, threshold})):
+    print(
+        f"hybrid[real] (production's label stands in for Bedrock's; best threshold with <= 30% routed: "
+        f"{threshold:.2f}):"
+    )
+    for t, routed, overall in training.routing_table(
+        conf[real], correct[real], sorted({0.3, 0.4, 0.5, 0.6, 0.7, threshold})
+    ):
         print(f"  threshold {t:.2f}: routed {routed:.1%} overall agreement {overall:.3f}")
 
     # -- summary ----------------------------------------------------------------------------
-    refs = [(r.summary, a.reference_summary) for a, r in zip(articles, results)
-            if a.source == "real" and a.reference_summary]
+    refs = [
+        (r.summary, a.reference_summary)
+        for a, r in zip(articles, results)
+        if a.source == "real" and a.reference_summary
+    ]
     f1 = [training.rouge_l(s, ref)[2] for s, ref in refs]
-    print(f"summary[real] ROUGE-L F1={np.mean(f1):.3f} over {len(refs)}; median chars ours="
-          f"{np.median([len(s or '') for s, _ in refs]):.0f} "
-          f"reference={np.median([len(ref) for _, ref in refs]):.0f}; "
-          f"median sentences ours={np.median([len(split_sentences(s or '')) for s, _ in refs]):.0f} "
-          f"reference={np.median([len(split_sentences(ref)) for _, ref in refs]):.0f}")
+    print(
+        f"summary[real] ROUGE-L F1={np.mean(f1):.3f} over {len(refs)}; median chars ours="
+        f"{np.median([len(s or '') for s, _ in refs]):.0f} "
+        f"reference={np.median([len(ref) for _, ref in refs]):.0f}; "
+        f"median sentences ours={np.median([len(split_sentences(s or '')) for s, _ in refs]):.0f} "
+        f"reference={np.median([len(split_sentences(ref)) for _, ref in refs]):.0f}"
+    )
 
     # -- speed with the shipped head --------------------------------------------------------
     if not args.no_speed:
@@ -195,10 +241,12 @@ def main(argv: list[str] | None = None) -> int:
         shipped.classify_batch(timed[:8])
         start = time.perf_counter()
         for i in range(0, len(timed), args.batch_size):
-            shipped.classify_batch(timed[i:i + args.batch_size])
+            shipped.classify_batch(timed[i : i + args.batch_size])
         elapsed = time.perf_counter() - start
-        print(f"speed: {len(timed) / elapsed:.1f} articles/s over real.jsonl ({shipped.version}; "
-              f"batches of {args.batch_size}; load average {os.getloadavg()[0]:.1f}: shared machine, noisy)")
+        print(
+            f"speed: {len(timed) / elapsed:.1f} articles/s over real.jsonl ({shipped.version}; "
+            f"batches of {args.batch_size}; load average {os.getloadavg()[0]:.1f}: shared machine, noisy)"
+        )
     return 0
 
 

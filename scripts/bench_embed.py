@@ -30,7 +30,7 @@ def sentences(n: int, words: int) -> list[str]:
     for line in CORPUS.read_text(encoding="utf-8").splitlines():
         article = json.loads(line)
         tokens = f"{article['title']} {article.get('subtitle', '')} {article['content']}".split()
-        pool.extend(" ".join(tokens[i:i + words]) for i in range(0, len(tokens) - words + 1, words))
+        pool.extend(" ".join(tokens[i : i + words]) for i in range(0, len(tokens) - words + 1, words))
     return [pool[i % len(pool)] for i in range(n)]
 
 
@@ -52,7 +52,7 @@ def rate(encode_batch, texts: list[str], batch: int) -> float:
     encode_batch(texts[:batch])  # warm-up
     t0 = time.perf_counter()
     for start in range(0, len(texts), batch):
-        encode_batch(texts[start:start + batch])
+        encode_batch(texts[start : start + batch])
     return len(texts) / (time.perf_counter() - t0)
 
 
@@ -64,16 +64,32 @@ def main() -> int:
     args = parser.parse_args()
     texts = sentences(args.sentences, args.words)
     threads = os.environ.get("DGB_MODEL_THREADS", str(os.cpu_count()))
-    print(f"model={args.model} sentences={len(texts)} words_per_sentence={args.words} "
-          f"threads={threads} cpus={os.cpu_count()}")
+    print(
+        f"model={args.model} sentences={len(texts)} words_per_sentence={args.words} "
+        f"threads={threads} cpus={os.cpu_count()}"
+    )
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen(  # noqa: S603
-        [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--model", args.model],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-        cwd=str(REPO), start_new_session=True,
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dgb.cli",
+            "model",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--model",
+            args.model,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        cwd=str(REPO),
+        start_new_session=True,
     )
     t_spawn = time.perf_counter()
     try:
@@ -101,7 +117,9 @@ def main() -> int:
         model = load_model(args.model)
         print(f"in-process load_s={time.perf_counter() - t0:.1f} dim={model.dim}")
         for batch in BATCH_SIZES:
-            print(f"in-process batch={batch} sent_per_s={rate(lambda b: model.encode(b, batch_size=batch), texts, batch):.1f}")
+            print(
+                f"in-process batch={batch} sent_per_s={rate(lambda b: model.encode(b, batch_size=batch), texts, batch):.1f}"
+            )
         own, own_peak = rss_mb(os.getpid())
         print(f"in-process rss_mb={own:.0f} peak_rss_mb={own_peak:.0f}")
 
@@ -110,7 +128,9 @@ def main() -> int:
             resp.raise_for_status()
 
         for batch in BATCH_SIZES:
-            print(f"service batch={batch} sent_per_s={rate(lambda b: via_service(b, batch), texts, batch):.1f}")
+            print(
+                f"service batch={batch} sent_per_s={rate(lambda b: via_service(b, batch), texts, batch):.1f}"
+            )
         rss, peak = rss_mb(proc.pid)
         print(f"service rss_mb={rss:.0f} peak_rss_mb={peak:.0f}")
         client.close()

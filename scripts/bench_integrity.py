@@ -19,6 +19,7 @@ import argparse
 import statistics
 import sys
 import time
+from datetime import UTC
 from pathlib import Path
 
 import httpx
@@ -56,8 +57,13 @@ class CountingTransport(httpx.BaseTransport):
         self.requests += 1
         self.counter[0] += len(f"HTTP/1.1 {resp.status_code} {resp.reason_phrase}\r\n") + 2
         self.counter[0] += sum(len(k) + len(v) + 4 for k, v in resp.headers.raw)
-        return httpx.Response(resp.status_code, headers=resp.headers, stream=CountingStream(resp.stream, self.counter),
-                              extensions=resp.extensions, request=request)
+        return httpx.Response(
+            resp.status_code,
+            headers=resp.headers,
+            stream=CountingStream(resp.stream, self.counter),
+            extensions=resp.extensions,
+            request=request,
+        )
 
     def close(self) -> None:
         self.inner.close()
@@ -72,8 +78,14 @@ class CountingTransport(httpx.BaseTransport):
 
 def bench_bytes(pages: int) -> dict:
     from dgb.fetch import Fetcher, FetchPolicy
-    from dgb.integrity.checks import (article_fields, check_content, check_image, parse_page, plone6_api_url,
-                                      site_kind)
+    from dgb.integrity.checks import (
+        article_fields,
+        check_content,
+        check_image,
+        parse_page,
+        plone6_api_url,
+        site_kind,
+    )
     from dgb.integrity.policy import UrlPolicy, guarded_transport
     from dgb_dev.mirror.server import start_in_thread
     from dgb_dev.mirror.site import Site
@@ -91,13 +103,18 @@ def bench_bytes(pages: int) -> dict:
         transport = CountingTransport(guarded_transport(policy))
         with Fetcher(fast, url_guard=policy.guard, transport=transport) as f:
             rows = []
-            for agency, url in items:          # the stored state: what the scrape + first check saw
+            for agency, url in items:  # the stored state: what the scrape + first check saw
                 kind = site_kind(None, agency, url)
                 resource = (plone6_api_url(url, agency) if kind == "plone6_api" else None) or url
                 resp = f.get(resource)
                 effective = "html" if kind == "plone6_api" and resource == url else kind
                 art = parse_page(effective, resp, url, agency, None)
-                row = {"url": url, "agency_key": agency, "published_at": art.published_at, **article_fields(art)}
+                row = {
+                    "url": url,
+                    "agency_key": agency,
+                    "published_at": art.published_at,
+                    **article_fields(art),
+                }
                 state = {"etag": resp.headers.get("etag"), "last_modified": resp.headers.get("last-modified")}
                 rows.append((resource, row, state))
             transport.reset()
@@ -115,11 +132,17 @@ def bench_bytes(pages: int) -> dict:
     finally:
         server.shutdown()
         server.server_close()
-    return {"pages": len(items), "full_refetch_bytes": full_bytes, "full_refetch_requests": full_requests,
-            "integrity_check_bytes": check_bytes, "integrity_check_requests": check_requests,
-            "ratio": round(check_bytes / full_bytes, 4) if full_bytes else None,
-            "unchanged": statuses.get("unchanged", 0), "not_unchanged": pages - statuses.get("unchanged", 0),
-            "images_ok": statuses.get("image_ok", 0) + statuses.get("image_no_image", 0)}
+    return {
+        "pages": len(items),
+        "full_refetch_bytes": full_bytes,
+        "full_refetch_requests": full_requests,
+        "integrity_check_bytes": check_bytes,
+        "integrity_check_requests": check_requests,
+        "ratio": round(check_bytes / full_bytes, 4) if full_bytes else None,
+        "unchanged": statuses.get("unchanged", 0),
+        "not_unchanged": pages - statuses.get("unchanged", 0),
+        "images_ok": statuses.get("image_ok", 0) + statuses.get("image_no_image", 0),
+    }
 
 
 LOAD_SQL = """
@@ -155,10 +178,10 @@ CROSS JOIN LATERAL (SELECT CASE WHEN n.id % 50 = 0 THEN NULL   -- 2% never check
 
 def bench_due(rows: int, repeats: int = 7) -> dict:
     from dgb import db
-    from dgb_dev import stack
     from dgb.config import Settings
     from dgb.integrity import tiers
     from dgb.integrity.service import backlog
+    from dgb_dev import stack
 
     settings = stack.ensure(["postgres"], Settings.from_env())
     pg = stack.Postgres(settings)
@@ -186,11 +209,14 @@ def bench_due(rows: int, repeats: int = 7) -> dict:
         worst = 0.0
         for tier in schedule.tiers:
             with conn.cursor() as cur:
-                cur.execute("SELECT count(*), count(*) FILTER (WHERE next_due_at <= now())"
-                            " FROM integrity_state WHERE tier = %s", (tier.name,))
+                cur.execute(
+                    "SELECT count(*), count(*) FILTER (WHERE next_due_at <= now())"
+                    " FROM integrity_state WHERE tier = %s",
+                    (tier.name,),
+                )
                 size, due = cur.fetchone()
             conn.commit()
-            tiers.due_articles(conn, tier.name, batch)           # warm-up
+            tiers.due_articles(conn, tier.name, batch)  # warm-up
             times = []
             for _ in range(repeats):
                 t = time.perf_counter()
@@ -199,8 +225,10 @@ def bench_due(rows: int, repeats: int = 7) -> dict:
             med = statistics.median(times)
             worst = max(worst, med)
             with conn.cursor() as cur:
-                cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + tiers.DUE_SQL,
-                            {"tier": tier.name, "now": time_now(), "limit": batch})
+                cur.execute(
+                    "EXPLAIN (ANALYZE, BUFFERS) " + tiers.DUE_SQL,
+                    {"tier": tier.name, "now": time_now(), "limit": batch},
+                )
                 plan = "\n".join(r[0] for r in cur.fetchall())
             conn.commit()
             out[f"tier_{tier.name}_rows"] = size
@@ -230,9 +258,9 @@ def bench_due(rows: int, repeats: int = 7) -> dict:
 
 
 def time_now():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def main(argv=None) -> int:

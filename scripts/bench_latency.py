@@ -20,24 +20,28 @@ import sys
 import time
 import urllib.request
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "include"))
 
-from dgb import db, outbox  # noqa: E402
-from dgb.config import settings  # noqa: E402
-from dgb.fetch import Fetcher, FetchPolicy  # noqa: E402
-from dgb.scraper.dags import agency_by_key  # noqa: E402
-from dgb.scraper.run import scrape_agency  # noqa: E402
+from dgb import db, outbox
+from dgb.config import settings
+from dgb.fetch import Fetcher, FetchPolicy
+from dgb.scraper.dags import agency_by_key
+from dgb.scraper.run import scrape_agency
 
 CORPUS = Path(__file__).resolve().parents[1] / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 
 
 def publish(mirror: str, article: dict) -> None:
-    req = urllib.request.Request(f"{mirror}/_control/publish", data=json.dumps(article).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - loopback
+    req = urllib.request.Request(
+        f"{mirror}/_control/publish",
+        data=json.dumps(article).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
         resp.read()
 
 
@@ -62,10 +66,16 @@ def main() -> int:
     t_start = time.monotonic()
     for i in range(args.n):
         base = templates[(i * 7) % len(templates)]
-        article = {"agency": args.agency, "title": f"{base['title']} (bench {run}-{i})",
-                   "subtitle": base.get("subtitle"), "content": base["content"], "category": base.get("category"),
-                   "tags": base.get("tags"), "published_at": datetime.now(timezone.utc).isoformat(),
-                   "url_slug": f"bench-{run}-{i}"}
+        article = {
+            "agency": args.agency,
+            "title": f"{base['title']} (bench {run}-{i})",
+            "subtitle": base.get("subtitle"),
+            "content": base["content"],
+            "category": base.get("category"),
+            "tags": base.get("tags"),
+            "published_at": datetime.now(UTC).isoformat(),
+            "url_slug": f"bench-{run}-{i}",
+        }
         publish(s.mirror_url, article)
         with Fetcher(policy) as f:
             report = scrape_agency(conn, agency, f)
@@ -81,7 +91,8 @@ def main() -> int:
             cur.execute(
                 "SELECT extract(epoch FROM indexed_at - scraped_at) FROM news WHERE unique_id = ANY(%s)"
                 " AND indexed_version = version AND embedded_at IS NOT NULL AND most_specific_theme_id IS NOT NULL",
-                (new_ids,))
+                (new_ids,),
+            )
             latencies = [float(r[0]) for r in cur.fetchall()]
         conn.commit()
         if len(latencies) == len(new_ids):
@@ -89,12 +100,16 @@ def main() -> int:
         time.sleep(1.0)
     conn.close()
     latencies.sort()
-    print(f"articles: {len(new_ids)} committed, {len(latencies)} indexed with theme+embedding "
-          f"(rate: one per {args.interval:.1f}s)")
+    print(
+        f"articles: {len(new_ids)} committed, {len(latencies)} indexed with theme+embedding "
+        f"(rate: one per {args.interval:.1f}s)"
+    )
     if latencies:
         p95 = latencies[min(len(latencies) - 1, int(round(0.95 * (len(latencies) - 1))))]
-        print(f"commit->indexed p50_s={statistics.median(latencies):.2f} p95_s={p95:.2f} "
-              f"max_s={latencies[-1]:.2f} min_s={latencies[0]:.2f}")
+        print(
+            f"commit->indexed p50_s={statistics.median(latencies):.2f} p95_s={p95:.2f} "
+            f"max_s={latencies[-1]:.2f} min_s={latencies[0]:.2f}"
+        )
     return 0 if len(latencies) == len(new_ids) else 1
 
 

@@ -20,9 +20,9 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("include"
 
 from dgb.agencies import load_agencies  # noqa: E402
 from dgb.fetch import Fetcher, FetchPolicy  # noqa: E402
+from dgb.scraper.run import _fetch_article, _parse_listing, listing_url  # noqa: E402
 from dgb_dev.mirror.server import start_in_thread  # noqa: E402
 from dgb_dev.mirror.site import Site  # noqa: E402
-from dgb.scraper.run import _fetch_article, _parse_listing, listing_url  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 
@@ -63,10 +63,14 @@ def main() -> int:
     server.shutdown()
     server.server_close()
     other = max(0.0, wall - stats.polite_wait_s - stats.request_s - parse_s)
-    print(f"agencies={len(keys)} pages={pages} requests={stats.requests} bytes={stats.bytes} wall_s={wall:.2f}")
+    print(
+        f"agencies={len(keys)} pages={pages} requests={stats.requests} bytes={stats.bytes} wall_s={wall:.2f}"
+    )
     print(f"parse_pages_per_s={pages / parse_s:.1f} (pure parsing, {parse_s:.2f}s)")
-    print(f"share_polite_wait={stats.polite_wait_s / wall:.3f} share_network={stats.request_s / wall:.3f} "
-          f"share_parse={parse_s / wall:.3f} share_other={other / wall:.3f} (min_interval={args.min_interval}s)")
+    print(
+        f"share_polite_wait={stats.polite_wait_s / wall:.3f} share_network={stats.request_s / wall:.3f} "
+        f"share_parse={parse_s / wall:.3f} share_other={other / wall:.3f} (min_interval={args.min_interval}s)"
+    )
     return 0
 
 

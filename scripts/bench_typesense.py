@@ -27,7 +27,7 @@ import sys
 import time
 import uuid
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,8 +40,15 @@ def corpus() -> list[dict]:
     try:
         return [json.loads(x) for x in CORPUS.read_text(encoding="utf-8").splitlines() if x.strip()]
     except FileNotFoundError:
-        return [{"title": "Notícia sintética", "content": "Texto sintético da notícia. " * 100,
-                 "subtitle": "Linha fina", "category": "Geral", "tags": ["sintético"]}]
+        return [
+            {
+                "title": "Notícia sintética",
+                "content": "Texto sintético da notícia. " * 100,
+                "subtitle": "Linha fina",
+                "category": "Geral",
+                "tags": ["sintético"],
+            }
+        ]
 
 
 def fill(conn, n: int, dim: int) -> list[str]:
@@ -49,16 +56,23 @@ def fill(conn, n: int, dim: int) -> list[str]:
 
     rng = random.Random(42)
     pool = corpus()
-    base = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    base = datetime(2026, 1, 1, tzinfo=UTC)
     with db.transaction(conn) as cur:
         cur.execute("TRUNCATE news RESTART IDENTITY CASCADE")
-        cur.execute("INSERT INTO agencies (key, name, url) VALUES ('bench', 'Agência Bench', "
-                    "'https://www.gov.br/bench') ON CONFLICT (key) DO NOTHING")
-        for code, label, level, parent in (("01", "Tema", 1, None), ("01.01", "Subtema", 2, "01"),
-                                           ("01.01.01", "Assunto", 3, "01.01")):
-            cur.execute("INSERT INTO themes (code, label, full_name, level, parent_code, description)"
-                        " VALUES (%s, %s, %s, %s, %s, 'bench') ON CONFLICT (code) DO NOTHING",
-                        (code, label, label, level, parent))
+        cur.execute(
+            "INSERT INTO agencies (key, name, url) VALUES ('bench', 'Agência Bench', "
+            "'https://www.gov.br/bench') ON CONFLICT (key) DO NOTHING"
+        )
+        for code, label, level, parent in (
+            ("01", "Tema", 1, None),
+            ("01.01", "Subtema", 2, "01"),
+            ("01.01.01", "Assunto", 3, "01.01"),
+        ):
+            cur.execute(
+                "INSERT INTO themes (code, label, full_name, level, parent_code, description)"
+                " VALUES (%s, %s, %s, %s, %s, 'bench') ON CONFLICT (code) DO NOTHING",
+                (code, label, label, level, parent),
+            )
         cur.execute("SELECT code, id FROM themes WHERE code IN ('01', '01.01', '01.01.01')")
         t = dict(cur.fetchall())
         rows = []
@@ -66,13 +80,29 @@ def fill(conn, n: int, dim: int) -> list[str]:
             a = pool[i % len(pool)]
             vec = [rng.gauss(0, 1) for _ in range(dim)]
             norm = sum(x * x for x in vec) ** 0.5
-            rows.append((
-                f"bench-{i:06d}", "bench", "Agência Bench", f"{a['title']} ({i})",
-                f"https://www.gov.br/bench/noticias/{i}", a.get("subtitle"), a.get("category"),
-                list(a.get("tags") or []), a["content"], a.get("subtitle"),
-                base + timedelta(minutes=i), f"hash-{i}", [x / norm for x in vec], "bench-model", dim,
-                t["01"], t["01.01"], t["01.01.01"], t["01.01.01"],
-            ))
+            rows.append(
+                (
+                    f"bench-{i:06d}",
+                    "bench",
+                    "Agência Bench",
+                    f"{a['title']} ({i})",
+                    f"https://www.gov.br/bench/noticias/{i}",
+                    a.get("subtitle"),
+                    a.get("category"),
+                    list(a.get("tags") or []),
+                    a["content"],
+                    a.get("subtitle"),
+                    base + timedelta(minutes=i),
+                    f"hash-{i}",
+                    [x / norm for x in vec],
+                    "bench-model",
+                    dim,
+                    t["01"],
+                    t["01.01"],
+                    t["01.01.01"],
+                    t["01.01.01"],
+                )
+            )
         cur.executemany(
             "INSERT INTO news (unique_id, agency_key, agency_name, title, url, subtitle, category, tags,"
             " content, summary, published_at, content_hash, content_embedding, embedding_model,"
@@ -90,7 +120,7 @@ def fresh_collection(ts, settings) -> str:
     name = schema.collection_schema(settings.embedding_dim, alias)["name"]
     try:
         ts.collections[name].delete()
-    except Exception:  # noqa: BLE001 - absent
+    except Exception:
         pass
     schema.ensure_collection(settings, ts)
     return alias
@@ -102,7 +132,7 @@ def drop_alias(ts, alias: str) -> None:
             ts.collections[c["name"]].delete()
     try:
         ts.aliases[alias].delete()
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 
@@ -113,13 +143,15 @@ def main() -> int:
     args = parser.parse_args()
 
     from dgb import db
-    from dgb_dev import stack
     from dgb.config import Settings
     from dgb.search import documents, schema, sync
+    from dgb_dev import stack
 
     base = Settings.from_env()
     if not stack.http_ok(f"http://{base.typesense_host}:{base.typesense_port}/health"):
-        print(f"typesense not running at {base.typesense_host}:{base.typesense_port} (make up)", file=sys.stderr)
+        print(
+            f"typesense not running at {base.typesense_host}:{base.typesense_port} (make up)", file=sys.stderr
+        )
         return 2
     if not stack.port_open(base.pg_host, base.pg_port):
         print(f"postgres not running at {base.pg_host}:{base.pg_port} (make up)", file=sys.stderr)
@@ -142,13 +174,17 @@ def main() -> int:
             t0 = time.perf_counter()
             ok = 0
             for start in range(0, len(docs), RAW_BATCH):
-                lines = ts.collections[alias].documents.import_(docs[start:start + RAW_BATCH], {"action": "upsert"})
+                lines = ts.collections[alias].documents.import_(
+                    docs[start : start + RAW_BATCH], {"action": "upsert"}
+                )
                 ok += sum(1 for x in lines if x.get("success"))
             raw_rates.append(len(docs) / (time.perf_counter() - t0))
             assert ok == len(docs), f"raw import: {ok}/{len(docs)} succeeded"
 
-            bodies = ["\n".join(json.dumps(d) for d in docs[i:i + RAW_BATCH])
-                      for i in range(0, len(docs), RAW_BATCH)]
+            bodies = [
+                "\n".join(json.dumps(d) for d in docs[i : i + RAW_BATCH])
+                for i in range(0, len(docs), RAW_BATCH)
+            ]
             fresh_collection(ts, settings)
             t0 = time.perf_counter()
             ok = 0
@@ -171,10 +207,12 @@ def main() -> int:
         drop_alias(ts, alias)
         try:
             pg._psql_admin(f'DROP DATABASE IF EXISTS "{BENCH_DB}"')
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             print(f"could not drop {BENCH_DB}: {exc}", file=sys.stderr)
 
-    raw, jsonl, syn, syn100 = (statistics.median(x) for x in (raw_rates, jsonl_rates, sync_rates, sync100_rates))
+    raw, jsonl, syn, syn100 = (
+        statistics.median(x) for x in (raw_rates, jsonl_rates, sync_rates, sync100_rates)
+    )
     print(f"docs={len(ids)} embedding_dim={dim} payload_mb={payload_mb:.1f} rounds={args.rounds}")
     print(f"raw_import_docs_per_s={raw:.0f} (batch {RAW_BATCH})")
     print(f"raw_jsonl_import_docs_per_s={jsonl:.0f} (batch {RAW_BATCH}, pre-serialised)")

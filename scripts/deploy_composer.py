@@ -88,15 +88,33 @@ VARIABLES_PREFIX = "airflow-variables"
 
 # The connections the DAGs use (airflow_settings.yaml has the same ids), with placeholder values.
 CONNECTION_PLACEHOLDERS = {
-    "dgb_db": {"conn_type": "postgres", "host": "PLACEHOLDER_PG_HOST", "port": 5432, "login": "dgb",
-               "password": "PLACEHOLDER_PG_PASSWORD", "schema": "dgb"},
-    "typesense_default": {"conn_type": "http", "host": "PLACEHOLDER_TYPESENSE_HOST", "port": 443,
-                          "schema": "https", "password": "PLACEHOLDER_TYPESENSE_API_KEY"},
-    "dgb_model_service": {"conn_type": "http", "host": "PLACEHOLDER_MODEL_SERVICE_HOST", "port": 443,
-                          "schema": "https"},
-    "aws_default": {"conn_type": "aws", "login": "PLACEHOLDER_AWS_ACCESS_KEY_ID",
-                    "password": "PLACEHOLDER_AWS_SECRET_ACCESS_KEY",
-                    "extra": {"region_name": "us-east-1"}},
+    "dgb_db": {
+        "conn_type": "postgres",
+        "host": "PLACEHOLDER_PG_HOST",
+        "port": 5432,
+        "login": "dgb",
+        "password": "PLACEHOLDER_PG_PASSWORD",
+        "schema": "dgb",
+    },
+    "typesense_default": {
+        "conn_type": "http",
+        "host": "PLACEHOLDER_TYPESENSE_HOST",
+        "port": 443,
+        "schema": "https",
+        "password": "PLACEHOLDER_TYPESENSE_API_KEY",
+    },
+    "dgb_model_service": {
+        "conn_type": "http",
+        "host": "PLACEHOLDER_MODEL_SERVICE_HOST",
+        "port": 443,
+        "schema": "https",
+    },
+    "aws_default": {
+        "conn_type": "aws",
+        "login": "PLACEHOLDER_AWS_ACCESS_KEY_ID",
+        "password": "PLACEHOLDER_AWS_SECRET_ACCESS_KEY",
+        "extra": {"region_name": "us-east-1"},
+    },
 }
 
 
@@ -151,8 +169,9 @@ def production_env(project: str, overrides: dict[str, str] | None = None) -> dic
     env["DGB_GCP_PROJECT"] = project
     for key, value in (overrides or {}).items():
         if not re.fullmatch(r"DGB_[A-Z0-9_]+", key):
-            raise DeployError(f"{key}: only DGB_* settings are set here (Airflow settings go in "
-                              "--update-airflow-configs)")
+            raise DeployError(
+                f"{key}: only DGB_* settings are set here (Airflow settings go in --update-airflow-configs)"
+            )
         env[key] = value
     return dict(sorted(env.items()))
 
@@ -184,16 +203,20 @@ def stage(stage_dir: Path, repo: Path = REPO_ROOT) -> dict:
     shutil.copytree(repo / "dags", dags, ignore=ignore)
     shutil.copytree(repo / "include" / PACKAGE, dags / PACKAGE, ignore=ignore)
     shutil.copytree(repo / "plugins", plugins, ignore=ignore)
-    existing = (repo / "dags" / IGNORE_FILE)
+    existing = repo / "dags" / IGNORE_FILE
     lines = existing.read_text(encoding="utf-8").splitlines() if existing.exists() else []
-    lines += ["# the dgb package (copied here by scripts/deploy_composer.py) holds no DAG files",
-              f"{PACKAGE}/"]
+    lines += [
+        "# the dgb package (copied here by scripts/deploy_composer.py) holds no DAG files",
+        f"{PACKAGE}/",
+    ]
     (dags / IGNORE_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
     reqs = stage_dir / "requirements-composer.txt"
     reqs.write_text("\n".join(composer_requirements(repo / "requirements.txt")) + "\n", encoding="utf-8")
     dag_entries = sorted(p for p in dags.iterdir() if p.name not in (IGNORE_FILE, PACKAGE))
     return {
-        "dags": dags, "plugins": plugins, "requirements": reqs,
+        "dags": dags,
+        "plugins": plugins,
+        "requirements": reqs,
         "plugin_entries": sorted(plugins.iterdir()),
         "dag_entries": [dags / IGNORE_FILE, dags / PACKAGE, *dag_entries],
     }
@@ -202,13 +225,19 @@ def stage(stage_dir: Path, repo: Path = REPO_ROOT) -> dict:
 # --------------------------------------------------------------------------- commands
 
 
-def commands(environment: str, location: str, project: str, env: dict[str, str], staged: dict) -> list[list[str]]:
+def commands(
+    environment: str, location: str, project: str, env: dict[str, str], staged: dict
+) -> list[list[str]]:
     """Every gcloud command of a deploy, in order."""
     where = [f"--location={location}", f"--project={project}"]
     update = ["gcloud", "composer", "environments", "update", environment, *where]
     storage = ["--environment=" + environment, *where]
-    kwargs = {"project_id": project, "connections_prefix": CONNECTIONS_PREFIX,
-              "variables_prefix": VARIABLES_PREFIX, "sep": "-"}
+    kwargs = {
+        "project_id": project,
+        "connections_prefix": CONNECTIONS_PREFIX,
+        "variables_prefix": VARIABLES_PREFIX,
+        "sep": "-",
+    }
     configs = {"secrets-backend": SECRETS_BACKEND, "secrets-backend_kwargs": json.dumps(kwargs)}
     cmds = [
         [*update, f"--update-pypi-packages-from-file={staged['requirements']}"],
@@ -218,14 +247,39 @@ def commands(environment: str, location: str, project: str, env: dict[str, str],
     from dgb.dags_meta import POOLS
 
     for pool, (slots, description) in POOLS.items():
-        cmds.append(["gcloud", "composer", "environments", "run", environment, *where,
-                     "pools", "--", "set", pool, str(slots), description])
+        cmds.append(
+            [
+                "gcloud",
+                "composer",
+                "environments",
+                "run",
+                environment,
+                *where,
+                "pools",
+                "--",
+                "set",
+                pool,
+                str(slots),
+                description,
+            ]
+        )
     for entry in staged["plugin_entries"]:
-        cmds.append(["gcloud", "composer", "environments", "storage", "plugins", "import",
-                     *storage, f"--source={entry}"])
+        cmds.append(
+            [
+                "gcloud",
+                "composer",
+                "environments",
+                "storage",
+                "plugins",
+                "import",
+                *storage,
+                f"--source={entry}",
+            ]
+        )
     for entry in staged["dag_entries"]:
-        cmds.append(["gcloud", "composer", "environments", "storage", "dags", "import",
-                     *storage, f"--source={entry}"])
+        cmds.append(
+            ["gcloud", "composer", "environments", "storage", "dags", "import", *storage, f"--source={entry}"]
+        )
     return cmds
 
 
@@ -236,7 +290,8 @@ def secret_commands(project: str) -> list[str]:
         secret = f"{CONNECTIONS_PREFIX}-{conn_id}"
         lines.append(
             f"printf '%s' {shlex.quote(json.dumps(value))} | gcloud secrets create {secret} "
-            f"--project={project} --replication-policy=automatic --data-file=-")
+            f"--project={project} --replication-policy=automatic --data-file=-"
+        )
     return lines
 
 
@@ -260,29 +315,57 @@ def run(cmd: list[str]) -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="deploy_composer.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--environment", default=os.environ.get("DGB_COMPOSER_ENV"),
-                   help="Composer environment name (default DGB_COMPOSER_ENV)")
-    p.add_argument("--location", default=os.environ.get("DGB_COMPOSER_LOCATION"),
-                   help="its region, e.g. southamerica-east1 (default DGB_COMPOSER_LOCATION)")
-    p.add_argument("--project", default=os.environ.get("DGB_GCP_PROJECT"),
-                   help="GCP project id (default DGB_GCP_PROJECT)")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="a production setting (repeatable), e.g. --set DGB_SCRAPE_AGENCIES=all")
+    p.add_argument(
+        "--environment",
+        default=os.environ.get("DGB_COMPOSER_ENV"),
+        help="Composer environment name (default DGB_COMPOSER_ENV)",
+    )
+    p.add_argument(
+        "--location",
+        default=os.environ.get("DGB_COMPOSER_LOCATION"),
+        help="its region, e.g. southamerica-east1 (default DGB_COMPOSER_LOCATION)",
+    )
+    p.add_argument(
+        "--project",
+        default=os.environ.get("DGB_GCP_PROJECT"),
+        help="GCP project id (default DGB_GCP_PROJECT)",
+    )
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a production setting (repeatable), e.g. --set DGB_SCRAPE_AGENCIES=all",
+    )
     p.add_argument("--env-file", type=Path, help="more KEY=VALUE settings (DGB_* only), one a line")
-    p.add_argument("--stage-dir", type=Path, default=DEFAULT_STAGE,
-                   help=f"local folder the upload is laid out in (default {DEFAULT_STAGE})")
+    p.add_argument(
+        "--stage-dir",
+        type=Path,
+        default=DEFAULT_STAGE,
+        help=f"local folder the upload is laid out in (default {DEFAULT_STAGE})",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    missing = [flag for flag, value in (("--environment / DGB_COMPOSER_ENV", args.environment),
-                                        ("--location / DGB_COMPOSER_LOCATION", args.location),
-                                        ("--project / DGB_GCP_PROJECT", args.project)) if not value]
+    missing = [
+        flag
+        for flag, value in (
+            ("--environment / DGB_COMPOSER_ENV", args.environment),
+            ("--location / DGB_COMPOSER_LOCATION", args.location),
+            ("--project / DGB_GCP_PROJECT", args.project),
+        )
+        if not value
+    ]
     if missing:
-        print(f"deploy_composer: missing {', '.join(missing)} (make deploy-composer ENV=... "
-              "LOCATION=... PROJECT=...)", file=sys.stderr)
+        print(
+            f"deploy_composer: missing {', '.join(missing)} (make deploy-composer ENV=... "
+            "LOCATION=... PROJECT=...)",
+            file=sys.stderr,
+        )
         return 2
     try:
         overrides = read_env_file(args.env_file) if args.env_file else {}

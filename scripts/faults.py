@@ -51,11 +51,9 @@ dead letters discarded; the next run deletes what earlier runs left.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import math
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -64,52 +62,79 @@ import time
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "include"), str(REPO / "dev")]
 
 from dgb import events, outbox, topology  # noqa: E402
+from dgb.config import Settings  # noqa: E402
 from dgb.reconcile import repair, stuck  # noqa: E402
 from dgb_dev import stack  # noqa: E402
-from dgb.config import Settings  # noqa: E402
 
-FAULTS = ("kill_triggerer", "kill_scheduler", "kill_task", "kill_model", "stop_typesense",
-          "restart_emulator", "restart_postgres")
+FAULTS = (
+    "kill_triggerer",
+    "kill_scheduler",
+    "kill_task",
+    "kill_model",
+    "stop_typesense",
+    "restart_emulator",
+    "restart_postgres",
+)
 STAGE_DAGS = ("enrich_news", "embed_news", "index_news")
 MAIN_TOPICS = topology.TOPICS
 # a value of the right JSON type for each payload field of dgb.events' contracts (others: "x")
-POISON_VALUES = {"published_at": None, "most_specific_theme_code": None, "has_summary": False,
-                 "embedding_dim": 1}
-RUN_TITLE = r"\(falha-[0-9a-f]{6} n[0-9]{3}\)$"          # the title suffix of a run's articles
-RUN_UID = r"falha-[0-9a-f]{6}-(n[0-9]{3}_|poison-)"     # in their unique_ids (and poison ids)
+POISON_VALUES = {
+    "published_at": None,
+    "most_specific_theme_code": None,
+    "has_summary": False,
+    "embedding_dim": 1,
+}
+RUN_TITLE = r"\(falha-[0-9a-f]{6} n[0-9]{3}\)$"  # the title suffix of a run's articles
+RUN_UID = r"falha-[0-9a-f]{6}-(n[0-9]{3}_|poison-)"  # in their unique_ids (and poison ids)
 
 THEMES = [
-    ("Ministério amplia campanha de vacinação contra a gripe em todo o país",
-     "A campanha de imunização contra influenza chega a novos postos de saúde. Profissionais de saúde, "
-     "idosos e crianças são o público prioritário. As doses estão disponíveis nas unidades básicas do SUS."),
-    ("Governo anuncia novas vagas em escolas técnicas federais",
-     "O programa amplia a oferta de cursos técnicos integrados ao ensino médio. As matrículas começam no "
-     "próximo mês e os estudantes da rede pública terão prioridade nas vagas dos institutos federais."),
-    ("Plano Safra libera crédito para pequenos produtores rurais",
-     "Agricultores familiares terão acesso a linhas de financiamento com juros reduzidos para custeio e "
-     "investimento. O crédito rural será operado pelos bancos públicos a partir desta semana."),
-    ("Receita Federal abre consulta a lote de restituição do Imposto de Renda",
-     "O lote contempla contribuintes com prioridade legal. O crédito bancário será feito no fim do mês e a "
-     "consulta pode ser feita no site da Receita ou pelo aplicativo."),
-    ("Operação combate desmatamento ilegal na Amazônia",
-     "Fiscais ambientais embargaram áreas desmatadas e apreenderam equipamentos. A ação integra o plano de "
-     "prevenção e controle do desmatamento e conta com apoio das forças de segurança."),
-    ("Programa habitacional entrega mil moradias a famílias de baixa renda",
-     "As unidades fazem parte do programa de habitação popular e contam com infraestrutura de saneamento, "
-     "transporte e equipamentos públicos. As famílias foram selecionadas pelas prefeituras."),
-    ("Polícia Federal deflagra operação contra fraudes em benefícios",
-     "Foram cumpridos mandados de busca e apreensão em três estados. A investigação apura desvios de "
-     "recursos públicos e conta com apoio da Controladoria-Geral da União."),
-    ("Novo edital financia pesquisa científica em inteligência artificial",
-     "Universidades e institutos de pesquisa podem apresentar projetos até o fim do semestre. Os recursos "
-     "apoiam bolsas, laboratórios e a formação de pesquisadores em tecnologia e inovação."),
+    (
+        "Ministério amplia campanha de vacinação contra a gripe em todo o país",
+        "A campanha de imunização contra influenza chega a novos postos de saúde. Profissionais de saúde, "
+        "idosos e crianças são o público prioritário. As doses estão disponíveis nas unidades básicas do SUS.",
+    ),
+    (
+        "Governo anuncia novas vagas em escolas técnicas federais",
+        "O programa amplia a oferta de cursos técnicos integrados ao ensino médio. As matrículas começam no "
+        "próximo mês e os estudantes da rede pública terão prioridade nas vagas dos institutos federais.",
+    ),
+    (
+        "Plano Safra libera crédito para pequenos produtores rurais",
+        "Agricultores familiares terão acesso a linhas de financiamento com juros reduzidos para custeio e "
+        "investimento. O crédito rural será operado pelos bancos públicos a partir desta semana.",
+    ),
+    (
+        "Receita Federal abre consulta a lote de restituição do Imposto de Renda",
+        "O lote contempla contribuintes com prioridade legal. O crédito bancário será feito no fim do mês e a "
+        "consulta pode ser feita no site da Receita ou pelo aplicativo.",
+    ),
+    (
+        "Operação combate desmatamento ilegal na Amazônia",
+        "Fiscais ambientais embargaram áreas desmatadas e apreenderam equipamentos. A ação integra o plano de "
+        "prevenção e controle do desmatamento e conta com apoio das forças de segurança.",
+    ),
+    (
+        "Programa habitacional entrega mil moradias a famílias de baixa renda",
+        "As unidades fazem parte do programa de habitação popular e contam com infraestrutura de saneamento, "
+        "transporte e equipamentos públicos. As famílias foram selecionadas pelas prefeituras.",
+    ),
+    (
+        "Polícia Federal deflagra operação contra fraudes em benefícios",
+        "Foram cumpridos mandados de busca e apreensão em três estados. A investigação apura desvios de "
+        "recursos públicos e conta com apoio da Controladoria-Geral da União.",
+    ),
+    (
+        "Novo edital financia pesquisa científica em inteligência artificial",
+        "Universidades e institutos de pesquisa podem apresentar projetos até o fim do semestre. Os recursos "
+        "apoiam bolsas, laboratórios e a formação de pesquisadores em tecnologia e inovação.",
+    ),
 ]
 
 
@@ -126,7 +151,7 @@ def wait_for(check, timeout: float, what: str, every: float = 1.0):
     while True:
         try:
             value = check()
-        except Exception as exc:  # noqa: BLE001 - servers come and go during faults
+        except Exception as exc:
             value = None
             last = exc
         else:
@@ -134,7 +159,9 @@ def wait_for(check, timeout: float, what: str, every: float = 1.0):
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise Timeout(f"{what}: not reached within {timeout:.0f}s" + (f" (last error: {last})" if last else ""))
+            raise Timeout(
+                f"{what}: not reached within {timeout:.0f}s" + (f" (last error: {last})" if last else "")
+            )
         time.sleep(every)
 
 
@@ -167,7 +194,7 @@ class Db:
             except Exception:
                 try:
                     conn.close()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
                 self.conn = None
                 if attempt == 2:
@@ -179,15 +206,19 @@ class Db:
         if self.conn is not None:
             try:
                 self.conn.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
 
 
 def http_json(url: str, body: dict | None = None, timeout: float = 10.0) -> dict:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method="POST" if body is not None else "GET",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - loopback only
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method="POST" if body is not None else "GET",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
         return json.loads(resp.read())
 
 
@@ -202,7 +233,7 @@ class Batch:
     fault_end: float | None = None
     done_at: float | None = None
     note: str = ""
-    uids: dict[str, str] = field(default_factory=dict)   # title -> unique_id, once scraped
+    uids: dict[str, str] = field(default_factory=dict)  # title -> unique_id, once scraped
 
     @property
     def recovery_s(self) -> float | None:
@@ -226,9 +257,9 @@ class Run:
         self.db = Db(self.s.pg_dsn())
         self.af = Db(self.s.pg_dsn(self.s.pg_airflow_db))
         self.batches: list[Batch] = []
-        self.stopped: set[str] = set()          # components we stopped and must start again
+        self.stopped: set[str] = set()  # components we stopped and must start again
         self.restarted_by_supervisor: list[str] = []
-        self.poison_sent: dict[str, str] = {}   # poison id -> kind
+        self.poison_sent: dict[str, str] = {}  # poison id -> kind
         self.poison_seen: set[str] = set()
         self.duplicated_rows: set[str] = set()  # outbox ids published twice more
         self.dup_published = 0
@@ -243,7 +274,9 @@ class Run:
     # -- stack ---------------------------------------------------------------------------
 
     def components(self) -> list[str]:
-        return [n for n in stack.SERVICES if stack.available(n)] + [f"airflow-{p}" for p in stack.AIRFLOW_PARTS]
+        return [n for n in stack.SERVICES if stack.available(n)] + [
+            f"airflow-{p}" for p in stack.AIRFLOW_PARTS
+        ]
 
     def ensure_stack(self) -> None:
         down = [n for n in self.components() if not stack.component(self.s, n).healthy()]
@@ -264,7 +297,7 @@ class Run:
             comp = stack.component(self.s, name)
             try:
                 healthy = comp.healthy()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 healthy = False
             if healthy:
                 continue
@@ -274,7 +307,7 @@ class Run:
                 if name == "pubsub":
                     topology.apply_to_emulator(self.s)
                 fixed.append(name)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 log(f"supervisor: {name} failed to start: {exc}")
         self.restarted_by_supervisor += fixed
         return fixed
@@ -295,7 +328,7 @@ class Run:
             return None
         self.stopped.add(name)
         try:
-            os.killpg(pid, signal.SIGKILL)   # started with start_new_session: pgid == pid
+            os.killpg(pid, signal.SIGKILL)  # started with start_new_session: pgid == pid
         except ProcessLookupError:
             pass
         wait_for(lambda: not stack._group_alive(pid), 20, f"{name} gone", every=0.2)
@@ -306,21 +339,42 @@ class Run:
     def agencies(self) -> list[str]:
         from dgb.scraper.dags import EBC_DAG_ID, scrape_specs
 
-        keys = [s.agency_key for s in scrape_specs(self.s) if len(s.agency_keys) == 1 and s.dag_id != EBC_DAG_ID]
+        keys = [
+            s.agency_key for s in scrape_specs(self.s) if len(s.agency_keys) == 1 and s.dag_id != EBC_DAG_ID
+        ]
         if len(keys) < 1:
             raise SystemExit("faults: no scrape DAG of a gov.br agency on this stack")
-        preferred = [k for k in ("agricultura", "cidades", "mcti", "mds", "fazenda", "mj", "mec", "mma", "saude",
-                                 "turismo") if k in keys]
+        preferred = [
+            k
+            for k in (
+                "agricultura",
+                "cidades",
+                "mcti",
+                "mds",
+                "fazenda",
+                "mj",
+                "mec",
+                "mma",
+                "saude",
+                "turismo",
+            )
+            if k in keys
+        ]
         return preferred + [k for k in keys if k not in preferred]
 
     def publish(self, batch: Batch, n: int, start: int) -> None:
         for k in range(n):
             title, body = THEMES[(start + k) % len(THEMES)]
             t = f"{title} ({self.tag} n{start + k:03d})"
-            art = {"agency": batch.agency, "title": t, "subtitle": f"Teste de falhas {self.run_id}",
-                   "category": "Notícias", "tags": ["teste", self.tag],
-                   "content": f"{body}\n\n{title}. Artigo {start + k} da execução {self.run_id} do teste de "
-                              "falhas do pipeline, publicado no site local.\n\nMais informações no portal gov.br."}
+            art = {
+                "agency": batch.agency,
+                "title": t,
+                "subtitle": f"Teste de falhas {self.run_id}",
+                "category": "Notícias",
+                "tags": ["teste", self.tag],
+                "content": f"{body}\n\n{title}. Artigo {start + k} da execução {self.run_id} do teste de "
+                "falhas do pipeline, publicado no site local.\n\nMais informações no portal gov.br.",
+            }
             resp = http_json(f"{self.s.mirror_url}/_control/publish", art)
             batch.titles.append(t)
             batch.slugs.append(resp["slug"])
@@ -329,7 +383,7 @@ class Run:
     def trigger_scrape(self, batch: Batch) -> threading.Thread:
         dag_id = "scrape_" + batch.agency.replace("-", "_")
         conf = {}
-        if len(batch.titles) > 80:     # a regular run reads 3 listing pages; walk back instead
+        if len(batch.titles) > 80:  # a regular run reads 3 listing pages; walk back instead
             conf = {"start_date": (date.today() - timedelta(days=1)).isoformat()}
         argv = ["dags", "trigger", dag_id] + (["-c", json.dumps(conf)] if conf else [])
 
@@ -340,7 +394,7 @@ class Run:
                     if res.returncode == 0:
                         return
                     log(f"trigger {dag_id} failed (exit {res.returncode}): {(res.stderr or '')[-300:]}")
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     log(f"trigger {dag_id} failed: {exc}")
                 time.sleep(5)
             log(f"trigger {dag_id} gave up; the schedule (every 10 min) or reconciliation will catch up")
@@ -369,7 +423,9 @@ class Run:
         rows = self.db.query(
             "SELECT unique_id, version FROM news WHERE unique_id = ANY(%s) AND removed_at IS NULL"
             " AND enriched_at IS NOT NULL AND embedded_at IS NOT NULL"
-            " AND embedding_model = %s AND indexed_version = version", (uids, self.s.embedding_model))
+            " AND embedding_model = %s AND indexed_version = version",
+            (uids, self.s.embedding_model),
+        )
         pg_done = dict(rows)
         if not pg_done:
             return set()
@@ -377,8 +433,12 @@ class Run:
         ok = set()
         for uid, version in pg_done.items():
             d = docs.get(uid)
-            if d and d.get("version") == version and d.get("theme_1_level_1_code") \
-                    and len(d.get("content_embedding") or ()) == self.s.embedding_dim:
+            if (
+                d
+                and d.get("version") == version
+                and d.get("theme_1_level_1_code")
+                and len(d.get("content_embedding") or ()) == self.s.embedding_dim
+            ):
                 ok.add(uid)
         return ok
 
@@ -386,9 +446,13 @@ class Run:
         out = {}
         docs = self.ts.collections[self.s.typesense_collection].documents
         for i in range(0, len(uids), 50):
-            part = uids[i:i + 50]
-            raw = docs.export({"include_fields": fields,
-                               "filter_by": "unique_id:=[" + ",".join(f"`{u}`" for u in part) + "]"})
+            part = uids[i : i + 50]
+            raw = docs.export(
+                {
+                    "include_fields": fields,
+                    "filter_by": "unique_id:=[" + ",".join(f"`{u}`" for u in part) + "]",
+                }
+            )
             for line in raw.splitlines():
                 if line.strip():
                     d = json.loads(line)
@@ -401,7 +465,7 @@ class Run:
             pending = [b for b in self.batches if b.done_at is None and b.published_at]
             uids = [u for b in pending for u in b.uids.values()]
             done = self.complete(uids) if uids else set()
-        except Exception as exc:  # noqa: BLE001 - a server is down right now
+        except Exception as exc:
             log(f"check: {type(exc).__name__}: {str(exc)[:160]}")
             return
         now = time.monotonic()
@@ -413,8 +477,10 @@ class Run:
                 if orphans:
                     if not b.note or "orphans" not in b.note:
                         b.note = (b.note + " " if b.note else "") + f"orphans={len(orphans)}"
-                        log(f"{b.fault}: batch complete, but Airflow still counts {len(orphans)} killed task(s) as "
-                            f"running ({', '.join(orphans[:4])}); waiting for it to let go")
+                        log(
+                            f"{b.fault}: batch complete, but Airflow still counts {len(orphans)} killed task(s) as "
+                            f"running ({', '.join(orphans[:4])}); waiting for it to let go"
+                        )
                     continue
                 b.done_at = now
                 log(f"{b.fault}: batch of {len(b.titles)} complete, recovery {b.recovery_s:.1f}s")
@@ -427,12 +493,20 @@ class Run:
         try:
             conn = self.db.get()
             t = stuck.Thresholds.from_env().with_age(self.older_than)
-            rep = repair.run(conn, mode="manual", ts=self.ts, alias=self.s.typesense_collection, thresholds=t,
-                             model=self.s.embedding_model)
-            res = outbox.relay(conn, pubsub_v1.PublisherClient(), self.s.gcp_project, timeout=10.0, max_batches=5)
+            rep = repair.run(
+                conn,
+                mode="manual",
+                ts=self.ts,
+                alias=self.s.typesense_collection,
+                thresholds=t,
+                model=self.s.embedding_model,
+            )
+            res = outbox.relay(
+                conn, pubsub_v1.PublisherClient(), self.s.gcp_project, timeout=10.0, max_batches=5
+            )
             self.reconcile_runs += 1
             log(f"{rep.line()}; relay {res}")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.db.conn = None
             log(f"reconcile: {type(exc).__name__}: {str(exc)[:200]}")
         self.last_reconcile = time.monotonic()
@@ -447,8 +521,11 @@ class Run:
             try:
                 uids = self.all_uids()
                 if uids:
-                    rows = db.query("SELECT id::text, topic, payload, attributes FROM outbox WHERE published_at IS NOT"
-                                    " NULL AND topic = ANY(%s) AND aggregate_id = ANY(%s)", (list(MAIN_TOPICS), uids))
+                    rows = db.query(
+                        "SELECT id::text, topic, payload, attributes FROM outbox WHERE published_at IS NOT"
+                        " NULL AND topic = ANY(%s) AND aggregate_id = ANY(%s)",
+                        (list(MAIN_TOPICS), uids),
+                    )
                     for row_id, topic, payload, attributes in rows:
                         if row_id in self.duplicated_rows:
                             continue
@@ -460,7 +537,7 @@ class Run:
                             f.result(timeout=10)
                         self.duplicated_rows.add(row_id)
                         self.dup_published += 2
-            except Exception as exc:  # noqa: BLE001 - the emulator or PostgreSQL is being restarted
+            except Exception as exc:
                 log(f"duplicator: {type(exc).__name__}: {str(exc)[:120]}")
                 time.sleep(2)
             self.stop_event.wait(1.0)
@@ -470,13 +547,24 @@ class Run:
         from google.cloud import pubsub_v1
 
         publisher = pubsub_v1.PublisherClient()
-        kinds = ("malformed_json", "missing_attributes", "unsupported_version", "malformed_payload", "unknown_id")
+        kinds = (
+            "malformed_json",
+            "missing_attributes",
+            "unsupported_version",
+            "malformed_payload",
+            "unknown_id",
+        )
         for _ in range(count):
             pid = f"{self.tag}-poison-{len(self.poison_sent):03d}"
             kind = kinds[len(self.poison_sent) % len(kinds)]
             topic = MAIN_TOPICS[len(self.poison_sent) % len(MAIN_TOPICS)]
-            attrs = {"trace_id": str(uuid.uuid4()), "event_version": topology.EVENT_VERSION, "unique_id": pid,
-                     "dgb_fault_run": self.run_id, "dgb_poison_id": pid}
+            attrs = {
+                "trace_id": str(uuid.uuid4()),
+                "event_version": topology.EVENT_VERSION,
+                "unique_id": pid,
+                "dgb_fault_run": self.run_id,
+                "dgb_poison_id": pid,
+            }
             # every field of the topic's contract, well typed (an "unknown_id" poison passes validation)
             fields = {f: POISON_VALUES.get(f, "x") for f in events.PAYLOAD_FIELDS[topic]}
             data = json.dumps({**fields, "unique_id": pid}).encode()
@@ -487,17 +575,23 @@ class Run:
             elif kind == "unsupported_version":
                 attrs["event_version"] = "9.9"
             elif kind == "malformed_payload":
-                data = json.dumps({"unique_id": pid}).encode()   # the topic's other fields missing
+                data = json.dumps({"unique_id": pid}).encode()  # the topic's other fields missing
             try:
-                publisher.publish(f"projects/{self.s.gcp_project}/topics/{topic}", data, **attrs).result(timeout=10)
+                publisher.publish(f"projects/{self.s.gcp_project}/topics/{topic}", data, **attrs).result(
+                    timeout=10
+                )
                 self.poison_sent[pid] = kind
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 log(f"poison publish failed: {exc}")
 
     def await_poison(self, timeout: float) -> None:
         try:
-            wait_for(lambda: (self.collect_dead_letters() or True) and set(self.poison_sent) <= self.poison_seen,
-                     timeout, "every poison message dead-lettered", every=3)
+            wait_for(
+                lambda: (self.collect_dead_letters() or True) and set(self.poison_sent) <= self.poison_seen,
+                timeout,
+                "every poison message dead-lettered",
+                every=3,
+            )
         except Timeout as exc:
             missing = sorted(set(self.poison_sent) - self.poison_seen)
             log(f"{exc}: {[(p, self.poison_sent[p]) for p in missing[:10]]}")
@@ -511,9 +605,11 @@ class Run:
         if not self.poison_sent:
             return
         try:
-            rows = self.db.query("SELECT coalesce(attributes->>'dgb_poison_id', unique_id) FROM dead_letters"
-                                 " WHERE attributes->>'dgb_fault_run' = %s OR unique_id LIKE %s",
-                                 (self.run_id, f"{self.tag}-poison-%"))
+            rows = self.db.query(
+                "SELECT coalesce(attributes->>'dgb_poison_id', unique_id) FROM dead_letters"
+                " WHERE attributes->>'dgb_fault_run' = %s OR unique_id LIKE %s",
+                (self.run_id, f"{self.tag}-poison-%"),
+            )
             self.poison_seen |= {r[0] for r in rows if r[0]}
             sub = pubsub_v1.SubscriberClient()
             for s in topology.SUBSCRIPTIONS:
@@ -524,9 +620,12 @@ class Run:
                     continue
                 mine, others = [], []
                 for m in resp.received_messages:
-                    pid = m.message.attributes.get("dgb_poison_id") \
-                        if m.message.attributes.get("dgb_fault_run") == self.run_id else None
-                    if pid is None:   # a dead letter written by a stage: the article id is in the body
+                    pid = (
+                        m.message.attributes.get("dgb_poison_id")
+                        if m.message.attributes.get("dgb_fault_run") == self.run_id
+                        else None
+                    )
+                    if pid is None:  # a dead letter written by a stage: the article id is in the body
                         try:
                             body = json.loads(m.message.data)
                             uid = body.get("unique_id") if isinstance(body, dict) else None
@@ -541,9 +640,10 @@ class Run:
                 if mine:
                     sub.acknowledge(request={"subscription": path, "ack_ids": mine})
                 if others:
-                    sub.modify_ack_deadline(request={"subscription": path, "ack_ids": others,
-                                                     "ack_deadline_seconds": 0})
-        except Exception as exc:  # noqa: BLE001
+                    sub.modify_ack_deadline(
+                        request={"subscription": path, "ack_ids": others, "ack_deadline_seconds": 0}
+                    )
+        except Exception as exc:
             log(f"dead-letter check: {type(exc).__name__}: {str(exc)[:120]}")
 
     # -- faults --------------------------------------------------------------------------
@@ -552,15 +652,22 @@ class Run:
         self.refresh_uids()
         if len(batch.uids) < len(batch.titles):
             return False
-        n = self.db.query("SELECT count(DISTINCT aggregate_id) FROM outbox WHERE topic = %s AND published_at IS NOT NULL"
-                          " AND aggregate_id = ANY(%s)", (topology.TOPIC_SCRAPED, list(batch.uids.values())))[0][0]
+        n = self.db.query(
+            "SELECT count(DISTINCT aggregate_id) FROM outbox WHERE topic = %s AND published_at IS NOT NULL"
+            " AND aggregate_id = ANY(%s)",
+            (topology.TOPIC_SCRAPED, list(batch.uids.values())),
+        )[0][0]
         return n >= len(batch.titles)
 
     def await_in_flight(self, batch: Batch) -> None:
         """Until the batch's scraped events are published (the scrape ran, the relay sent them)."""
         try:
-            wait_for(lambda: self.events_published(batch), 150 if self.quick else 400,
-                     f"{batch.fault}: scraped events of the batch published", every=0.5)
+            wait_for(
+                lambda: self.events_published(batch),
+                150 if self.quick else 400,
+                f"{batch.fault}: scraped events of the batch published",
+                every=0.5,
+            )
         except Timeout as exc:
             batch.note = "injected_before_publish"
             log(str(exc))
@@ -604,7 +711,9 @@ class Run:
             self.stopped.add("postgres")
             log(f"pg_ctlcluster {ver} {name} restart")
             try:
-                subprocess.run(["pg_ctlcluster", ver, name, "restart"], capture_output=True, text=True, timeout=120)
+                subprocess.run(
+                    ["pg_ctlcluster", ver, name, "restart"], capture_output=True, text=True, timeout=120
+                )
             finally:
                 wait_for(lambda: stack.component(self.s, "postgres").healthy(), 60, "postgres back")
                 self.stopped.discard("postgres")
@@ -614,10 +723,12 @@ class Run:
     def orphaned_tasks(self) -> list[str]:
         """Pipeline task instances Airflow has as running whose process is gone (killed)."""
         try:
-            rows = self.af.query("SELECT dag_id, task_id, pid FROM task_instance WHERE state = 'running'"
-                                 " AND (dag_id = ANY(%s) OR dag_id LIKE 'scrape\\_%%' OR dag_id = 'outbox_relay')",
-                                 (list(STAGE_DAGS),))
-        except Exception:  # noqa: BLE001
+            rows = self.af.query(
+                "SELECT dag_id, task_id, pid FROM task_instance WHERE state = 'running'"
+                " AND (dag_id = ANY(%s) OR dag_id LIKE 'scrape\\_%%' OR dag_id = 'outbox_relay')",
+                (list(STAGE_DAGS),),
+            )
+        except Exception:
             return []
         out = []
         for dag_id, task_id, pid in rows:
@@ -635,14 +746,17 @@ class Run:
         """How many of the batch's articles were still on their way when the fault hit."""
         try:
             pending = len(batch.titles) - len(self.complete(list(batch.uids.values())))
-        except Exception:  # noqa: BLE001
+        except Exception:
             return
         batch.note = (batch.note + " " if batch.note else "") + f"in_flight_at_fault={pending}"
 
     def running_task(self, dags: tuple[str, ...], since: datetime) -> tuple[int, str] | None:
-        rows = self.af.query("SELECT pid, dag_id, task_id, id::text FROM task_instance WHERE state = 'running'"
-                             " AND dag_id = ANY(%s) AND start_date >= %s AND pid IS NOT NULL"
-                             " ORDER BY start_date DESC", (list(dags), since))
+        rows = self.af.query(
+            "SELECT pid, dag_id, task_id, id::text FROM task_instance WHERE state = 'running'"
+            " AND dag_id = ANY(%s) AND start_date >= %s AND pid IS NOT NULL"
+            " ORDER BY start_date DESC",
+            (list(dags), since),
+        )
         for pid, dag_id, task_id, _ti in rows:
             try:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -653,7 +767,7 @@ class Run:
         return None
 
     def kill_task(self, batch: Batch) -> None:
-        since = datetime.now(timezone.utc) - timedelta(seconds=5)
+        since = datetime.now(UTC) - timedelta(seconds=5)
         scrape_dag = "scrape_" + batch.agency.replace("-", "_")
         deadline = time.monotonic() + (120 if self.quick else 400)
         victim = None
@@ -662,7 +776,7 @@ class Run:
                 victim = self.running_task(STAGE_DAGS, since)
                 if victim is None and time.monotonic() > deadline - 60:
                     victim = self.running_task((scrape_dag,), since)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 log(f"kill_task: {exc}")
             if victim is None:
                 time.sleep(0.2)
@@ -693,8 +807,11 @@ class Run:
             self.check_batches()
             now = time.monotonic()
             incomplete = [b for b in self.batches if b.done_at is None and b.fault_end is not None]
-            if incomplete and now - self.last_reconcile >= self.reconcile_every \
-                    and now - min(b.fault_end for b in incomplete) >= self.older_than:
+            if (
+                incomplete
+                and now - self.last_reconcile >= self.reconcile_every
+                and now - min(b.fault_end for b in incomplete) >= self.older_than
+            ):
                 self.reconcile_now()
             if now >= next_dlq:
                 self.collect_dead_letters()
@@ -718,15 +835,17 @@ class Run:
         total = self.args.articles or (40 if self.quick else 500)
         per = [total // len(faults) + (1 if i < total % len(faults) else 0) for i in range(len(faults))]
         agencies = self.agencies()
-        log(f"run {self.run_id}: {total} articles over {len(faults)} faults {per}, "
-            f"agencies {agencies[:len(faults)]}, poison ~5%, every event delivered 3x")
+        log(
+            f"run {self.run_id}: {total} articles over {len(faults)} faults {per}, "
+            f"agencies {agencies[: len(faults)]}, poison ~5%, every event delivered 3x"
+        )
         dup = threading.Thread(target=self.duplicator, daemon=True)
         dup.start()
         phase_cap = 100 if self.quick else 360
         start = 0
         for i, fault in enumerate(faults):
             if fault == "restart_emulator":
-                self.await_poison(60)   # dead-letter copies on the emulator would go with it
+                self.await_poison(60)  # dead-letter copies on the emulator would go with it
             batch = Batch(fault, agencies[i % len(agencies)], [])
             self.publish(batch, per[i], start)
             start += per[i]
@@ -735,7 +854,7 @@ class Run:
             self.trigger_scrape(batch)
             try:
                 self.inject(batch)
-            except Exception as exc:  # noqa: BLE001 - record, restore, go on
+            except Exception as exc:
                 batch.note = f"inject_error={type(exc).__name__}"
                 batch.fault_end = batch.fault_end or time.monotonic()
                 log(f"{fault}: injection failed: {exc}")
@@ -746,7 +865,9 @@ class Run:
             self.send_poison(max(1, math.ceil(0.05 * 3 * len(batch.titles))))
             fixed = self.supervise()
             if fixed:
-                batch.note = (batch.note + " " if batch.note else "") + "supervisor_restarted=" + ",".join(fixed)
+                batch.note = (
+                    (batch.note + " " if batch.note else "") + "supervisor_restarted=" + ",".join(fixed)
+                )
             self.monitor_until(time.monotonic() + phase_cap, lambda b=batch: b.done_at is not None)
         drain = 240 if self.quick else 900
         log(f"all faults injected; waiting up to {drain}s for every batch")
@@ -760,11 +881,14 @@ class Run:
         self.refresh_uids()
         titles = [t for b in self.batches for t in b.titles]
         pg_rows: dict[str, int] = {}
-        for (title, n) in self.db.query("SELECT title, count(*) FROM news WHERE title LIKE %s GROUP BY 1",
-                                        (f"%{self.tag}%",)):
+        for title, n in self.db.query(
+            "SELECT title, count(*) FROM news WHERE title LIKE %s GROUP BY 1", (f"%{self.tag}%",)
+        ):
             pg_rows[title] = n
         ts_count: dict[str, int] = {}
-        raw = self.ts.collections[self.s.typesense_collection].documents.export({"include_fields": "id,title"})
+        raw = self.ts.collections[self.s.typesense_collection].documents.export(
+            {"include_fields": "id,title"}
+        )
         for line in raw.splitlines():
             if self.tag in line:
                 t = json.loads(line).get("title")
@@ -773,8 +897,10 @@ class Run:
         done = self.complete(uids)
         counts: dict[str, dict[str, int]] = {}
         for uid, topic, n in self.db.query(
-                "SELECT aggregate_id, topic, count(*) FROM outbox WHERE aggregate_id = ANY(%s)"
-                " AND NOT (attributes ? 'dgb_source') GROUP BY 1, 2", (uids,)):
+            "SELECT aggregate_id, topic, count(*) FROM outbox WHERE aggregate_id = ANY(%s)"
+            " AND NOT (attributes ? 'dgb_source') GROUP BY 1, 2",
+            (uids,),
+        ):
             counts.setdefault(uid, {})[topic] = n
         total_lost = total_dup = 0
         worst = 0.0
@@ -787,9 +913,12 @@ class Run:
                     lost += 1
                 c = counts.get(uid, {}) if uid else {}
                 scraped = c.get(topology.TOPIC_SCRAPED, 0)
-                if pg_rows.get(t, 0) > 1 or ts_count.get(t, 0) > 1 or \
-                        c.get(topology.TOPIC_ENRICHED, 0) > max(scraped, 1) or \
-                        c.get(topology.TOPIC_EMBEDDED, 0) > max(scraped, 1):
+                if (
+                    pg_rows.get(t, 0) > 1
+                    or ts_count.get(t, 0) > 1
+                    or c.get(topology.TOPIC_ENRICHED, 0) > max(scraped, 1)
+                    or c.get(topology.TOPIC_EMBEDDED, 0) > max(scraped, 1)
+                ):
                     dup += 1
             rec = b.recovery_s
             if rec is None:
@@ -800,13 +929,17 @@ class Run:
                 worst = max(worst, rec)
             total_lost += lost
             total_dup += dup
-            line = f"fault={b.fault} lost={lost} duplicated={dup} recovery_s={rec_txt} articles={len(b.titles)}"
+            line = (
+                f"fault={b.fault} lost={lost} duplicated={dup} recovery_s={rec_txt} articles={len(b.titles)}"
+            )
             if b.note:
                 line += f" note={b.note.replace(' ', ';')}"
             lines.append(line)
-        poison_line = (f"deliveries: extra_copies={self.dup_published} (every event 3x) poison_sent={len(self.poison_sent)}"
-                       f" poison_dead_lettered={len(self.poison_seen & set(self.poison_sent))}"
-                       f" reconcile_runs={self.reconcile_runs} articles={len(titles)}")
+        poison_line = (
+            f"deliveries: extra_copies={self.dup_published} (every event 3x) poison_sent={len(self.poison_sent)}"
+            f" poison_dead_lettered={len(self.poison_seen & set(self.poison_sent))}"
+            f" reconcile_runs={self.reconcile_runs} articles={len(titles)}"
+        )
         for line in lines:
             print(line, flush=True)
         print(poison_line, flush=True)
@@ -821,11 +954,11 @@ class Run:
             try:
                 log(f"cleanup: starting {name} again")
                 self.start_again(name)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 log(f"cleanup: {name}: {exc}")
         try:
             self.supervise()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log(f"cleanup: supervisor: {exc}")
         if self.args.keep:
             log(f"--keep: the run's articles stay (titles contain {self.tag!r})")
@@ -845,33 +978,43 @@ class Run:
                 for slug in b.slugs:
                     try:
                         http_json(f"{self.s.mirror_url}/_control/remove", {"agency": b.agency, "slug": slug})
-                    except Exception:  # noqa: BLE001
+                    except Exception:
                         pass
             rows = self.db.query("SELECT unique_id FROM news WHERE title LIKE %s", (f"%{self.tag}%",))
             uids = sorted({r[0] for r in rows} | set(self.all_uids()))
-            self.db.query("UPDATE news SET removed_at = now(), version = version + 1, indexed_version = version + 1,"
-                          " indexed_at = NULL, updated_at = now() WHERE unique_id = ANY(%s) RETURNING 1", (uids,))
+            self.db.query(
+                "UPDATE news SET removed_at = now(), version = version + 1, indexed_version = version + 1,"
+                " indexed_at = NULL, updated_at = now() WHERE unique_id = ANY(%s) RETURNING 1",
+                (uids,),
+            )
             if self.ts is not None:
                 docs = self.ts.collections[self.s.typesense_collection].documents
                 for uid in uids:
                     try:
                         docs[uid].delete()
-                    except Exception:  # noqa: BLE001
+                    except Exception:
                         pass
-            self.db.query("UPDATE dead_letters SET status = 'discarded', resolved_at = now(),"
-                          " resolution = %s WHERE status = 'open' AND (unique_id = ANY(%s)"
-                          " OR attributes->>'dgb_fault_run' = %s OR unique_id LIKE %s) RETURNING 1",
-                          (f"fault-injection run {self.run_id}: cleanup", uids, self.run_id, f"{self.tag}-poison-%"))
-            log(f"cleanup: took down {len(uids)} articles of run {self.run_id} (site, Typesense; removed in "
-                "PostgreSQL, deleted by the next run)")
-        except Exception as exc:  # noqa: BLE001
+            self.db.query(
+                "UPDATE dead_letters SET status = 'discarded', resolved_at = now(),"
+                " resolution = %s WHERE status = 'open' AND (unique_id = ANY(%s)"
+                " OR attributes->>'dgb_fault_run' = %s OR unique_id LIKE %s) RETURNING 1",
+                (f"fault-injection run {self.run_id}: cleanup", uids, self.run_id, f"{self.tag}-poison-%"),
+            )
+            log(
+                f"cleanup: took down {len(uids)} articles of run {self.run_id} (site, Typesense; removed in "
+                "PostgreSQL, deleted by the next run)"
+            )
+        except Exception as exc:
             log(f"cleanup: removing the run's articles failed: {exc}")
 
     def purge_previous(self) -> None:
         """Delete what earlier fault runs left: their (removed) articles, outbox rows, dead letters."""
         try:
-            rows = self.db.query("SELECT unique_id FROM news WHERE title ~ %s AND removed_at IS NOT NULL"
-                                 " AND removed_at < now() - interval '10 minutes'", (RUN_TITLE,))
+            rows = self.db.query(
+                "SELECT unique_id FROM news WHERE title ~ %s AND removed_at IS NOT NULL"
+                " AND removed_at < now() - interval '10 minutes'",
+                (RUN_TITLE,),
+            )
             uids = [r[0] for r in rows]
             if uids:
                 self.db.query("DELETE FROM outbox WHERE aggregate_id = ANY(%s) RETURNING 1", (uids,))
@@ -879,25 +1022,32 @@ class Run:
             gone = self.db.query(
                 "DELETE FROM dead_letters d WHERE (d.unique_id ~ %s OR d.attributes ? 'dgb_fault_run')"
                 " AND d.last_seen < now() - interval '10 minutes'"
-                " AND NOT EXISTS (SELECT 1 FROM news n WHERE n.unique_id = d.unique_id) RETURNING 1", (RUN_UID,))
+                " AND NOT EXISTS (SELECT 1 FROM news n WHERE n.unique_id = d.unique_id) RETURNING 1",
+                (RUN_UID,),
+            )
             if uids or gone:
                 log(f"purged {len(uids)} articles and {len(gone)} dead letters of earlier fault runs")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log(f"purging earlier runs failed: {exc}")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="reduced run for CI (~40 articles, 15 s Typesense outage)")
+    p.add_argument(
+        "--quick", action="store_true", help="reduced run for CI (~40 articles, 15 s Typesense outage)"
+    )
     p.add_argument("--articles", type=int, help="articles in total (default 500; --quick 40)")
-    p.add_argument("--only", type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
-                   help=f"only these faults (comma-separated): {', '.join(FAULTS)}")
+    p.add_argument(
+        "--only",
+        type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
+        help=f"only these faults (comma-separated): {', '.join(FAULTS)}",
+    )
     p.add_argument("--keep", action="store_true", help="leave the run's articles in place")
     args = p.parse_args(argv)
     if args.only and set(args.only) - set(FAULTS):
         p.error(f"unknown faults {sorted(set(args.only) - set(FAULTS))}")
 
-    def on_term(signum, frame):  # noqa: ARG001
+    def on_term(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, on_term)
@@ -909,7 +1059,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         log(f"interrupted ({exc}); restoring the stack")
         code = 130
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         import traceback
 
         traceback.print_exc()
@@ -917,7 +1067,7 @@ def main(argv: list[str] | None = None) -> int:
         if run.batches:
             try:
                 run.report()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         code = 2
     finally:

@@ -20,14 +20,14 @@ import signal
 import sys
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("include", "dev")]
 
 from dgb import db, events, topology  # noqa: E402
-from dgb_dev import stack  # noqa: E402
 from dgb.config import settings  # noqa: E402
+from dgb_dev import stack  # noqa: E402
 
 
 def stored(airflow_conn, marker: str) -> int:
@@ -40,16 +40,19 @@ def stored(airflow_conn, marker: str) -> int:
 
 def one_attempt(s, publisher, news_conn, airflow_conn, delay: float, wait: float) -> tuple[str, int, float]:
     with news_conn.cursor() as cur:
-        cur.execute("SELECT unique_id, agency_key, published_at FROM news WHERE enriched_at IS NOT NULL LIMIT 1")
+        cur.execute(
+            "SELECT unique_id, agency_key, published_at FROM news WHERE enriched_at IS NOT NULL LIMIT 1"
+        )
         row = cur.fetchone()
     news_conn.commit()
     if row is None:
         raise SystemExit("no enriched article in the database: run `make up` and let it scrape first")
     uid, agency, published = row
     marker = uuid.uuid4().hex
-    event = events.make_event(topology.TOPIC_SCRAPED, {"unique_id": uid, "agency_key": agency,
-                                                       "published_at": published,
-                                                       "scraped_at": datetime.now(timezone.utc)})
+    event = events.make_event(
+        topology.TOPIC_SCRAPED,
+        {"unique_id": uid, "agency_key": agency, "published_at": published, "scraped_at": datetime.now(UTC)},
+    )
     triggerer = stack.AirflowPart(s, "triggerer")
     pid = triggerer.proc.pid()
     if pid is None:
@@ -89,16 +92,26 @@ def main() -> int:
     verdicts = []
     for i in range(args.attempts):
         case, count, seconds = one_attempt(s, publisher, news_conn, airflow_conn, args.delay, args.wait)
-        print(json.dumps({"attempt": i + 1, "case": case, "asset_events": count,
-                          "redelivered_after_s": round(seconds, 1)}))
+        print(
+            json.dumps(
+                {
+                    "attempt": i + 1,
+                    "case": case,
+                    "asset_events": count,
+                    "redelivered_after_s": round(seconds, 1),
+                }
+            )
+        )
         if case == "killed-before-persist":
             verdicts.append(count == 1)
     if not verdicts:
         print("verdict: inconclusive (every kill came after the event was stored; try a smaller --delay)")
         return 2
     ok = all(verdicts)
-    print(f"verdict: {'PASS' if ok else 'FAIL'}: {sum(verdicts)}/{len(verdicts)} messages killed between pull "
-          "and persist arrived exactly once")
+    print(
+        f"verdict: {'PASS' if ok else 'FAIL'}: {sum(verdicts)}/{len(verdicts)} messages killed between pull "
+        "and persist arrived exactly once"
+    )
     return 0 if ok else 1
 
 

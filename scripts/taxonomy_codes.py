@@ -70,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"{code}\t{label}\n" for code, label in rows]
     args.output.write_text(HEADER + "".join(lines), encoding="utf-8")
     counts = [sum(1 for c, _ in rows if c.count(".") == n) for n in range(3)]
-    print(f"{args.output}: {len(rows)} nodes (level 1/2/3: {counts[0]}/{counts[1]}/{counts[2]})",
-          file=sys.stderr)
+    print(
+        f"{args.output}: {len(rows)} nodes (level 1/2/3: {counts[0]}/{counts[1]}/{counts[2]})",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
 from dgb.enrich import training
@@ -42,8 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = current_settings()
     articles = training.load_dev_data(args.data)
     embedder = get_embedder(settings, prefer="service" if args.service else "local")
-    clf = LocalClassifier(embedder, load_taxonomy(), cache_dir=settings.state_dir / "cache",
-                          head=False).warm()
+    clf = LocalClassifier(
+        embedder, load_taxonomy(), cache_dir=settings.state_dir / "cache", head=False
+    ).warm()
     feats = clf.features([a.item for a in articles])
     codes = clf.level1_codes
     labels = [a.l1 for a in articles]
@@ -56,17 +58,26 @@ def main(argv: list[str] | None = None) -> int:
     correct = pred == np.array([lab or "" for lab in labels])
     conf = probs.max(1)
     threshold = training.choose_threshold(conf[real], correct[real])
-    cv = {src: round(float(correct[[a.source == src for a in articles]].mean()), 4)
-          for src in ("real", "labelled", "weak", "corpus")}
+    cv = {
+        src: round(float(correct[[a.source == src for a in articles]].mean()), 4)
+        for src in ("real", "labelled", "weak", "corpus")
+    }
 
-    fitted = training.fit_head(feats.X, labels, np.array([a.weight for a in articles]), codes,
-                               [a.item.agency for a in articles], training.group_ids(articles))
+    fitted = training.fit_head(
+        feats.X,
+        labels,
+        np.array([a.weight for a in articles]),
+        codes,
+        [a.item.agency for a in articles],
+        training.group_ids(articles),
+    )
     digest = hashlib.sha256()
     for a in articles:
-        digest.update(f"{a.source}\t{a.item.title}\t{a.l1}\n".encode("utf-8"))
+        digest.update(f"{a.source}\t{a.item.title}\t{a.l1}\n".encode())
     meta = {
-        "trained_on": {src: sum(a.source == src for a in articles) for src in ("real", "labelled", "weak",
-                                                                                 "corpus")},
+        "trained_on": {
+            src: sum(a.source == src for a in articles) for src in ("real", "labelled", "weak", "corpus")
+        },
         "data_digest": digest.hexdigest()[:16],
         "cv_level1_agreement": cv,
         "cv_ece_real": round(training.expected_calibration_error(conf[real], correct[real]), 4),
@@ -79,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     targets = training.level2_targets(articles, clf.taxonomy)
     level2 = training.fit_level2(feats.X, targets)
     meta["level2_trained_on"] = sum(1 for t in targets if t)
-    head = training.make_head(fitted, codes, int(embedder.dim), scale=scale, embedder=embedder.name,
-                              meta=meta, level2=level2)
+    head = training.make_head(
+        fitted, codes, int(embedder.dim), scale=scale, embedder=embedder.name, meta=meta, level2=level2
+    )
     head.save(args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
     print(f"cross-validated level-1 agreement (grouped by title): {cv}")

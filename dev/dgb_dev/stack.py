@@ -24,9 +24,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from dgb.config import REPO_ROOT, Settings, read_env_file
 
@@ -52,15 +52,20 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
 
 def http_ok(url: str, timeout: float = 2.0, expect: Callable[[bytes], bool] | None = None) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (loopback only)
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
             body = resp.read(65536)
             return resp.status == 200 and (expect is None or expect(body))
     except (urllib.error.URLError, OSError, ValueError):
         return False
 
 
-def wait_until(check: Callable[[], bool], timeout: float, what: str, log_file: Path | None = None,
-               alive: Callable[[], bool] | None = None) -> None:
+def wait_until(
+    check: Callable[[], bool],
+    timeout: float,
+    what: str,
+    log_file: Path | None = None,
+    alive: Callable[[], bool] | None = None,
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
@@ -143,10 +148,17 @@ class Proc:
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_file, "ab") as out:
-            out.write(f"\n--- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(map(str, argv))}\n".encode())
-            proc = subprocess.Popen(  # noqa: S603
-                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=env, cwd=str(cwd or REPO_ROOT), start_new_session=True,
+            out.write(
+                f"\n--- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(map(str, argv))}\n".encode()
+            )
+            proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=str(cwd or REPO_ROOT),
+                start_new_session=True,
             )
         self.pid_file.write_text(str(proc.pid))
         return proc.pid
@@ -286,7 +298,9 @@ class Postgres(Component):
                     "DGB_PG_MANAGE_CLUSTER=0; start your server or unset it."
                 )
             if not shutil.which("pg_ctlcluster"):
-                raise StackError("postgres: pg_ctlcluster not found; install Debian's postgresql-15 (see README).")
+                raise StackError(
+                    "postgres: pg_ctlcluster not found; install Debian's postgresql-15 (see README)."
+                )
             ver, name = self._cluster()
             res = subprocess.run(["pg_ctlcluster", ver, name, "start"], capture_output=True, text=True)
             if res.returncode != 0 and "already running" not in (res.stderr + res.stdout):
@@ -305,7 +319,7 @@ class Postgres(Component):
         elif os.environ.get("USER") != "postgres":
             argv = ["sudo", "-n", "-u", "postgres", *argv]
         if self.s.pg_port != 5432:
-            argv[argv.index("-d"):argv.index("-d")] = ["-p", str(self.s.pg_port)]
+            argv[argv.index("-d") : argv.index("-d")] = ["-p", str(self.s.pg_port)]
         res = subprocess.run(argv, capture_output=True, text=True)
         if res.returncode != 0:
             raise StackError(f"postgres: admin command failed: {res.stderr.strip()}")
@@ -334,7 +348,9 @@ class Postgres(Component):
         return True
 
     def describe(self) -> str:
-        return f"postgres {self.s.pg_host}:{self.s.pg_port} db={self.s.pg_db} airflow_db={self.s.pg_airflow_db}"
+        return (
+            f"postgres {self.s.pg_host}:{self.s.pg_port} db={self.s.pg_db} airflow_db={self.s.pg_airflow_db}"
+        )
 
 
 def ensure_database(pg: Postgres, db: str) -> None:
@@ -427,7 +443,17 @@ class Mirror(ManagedProcess):
         return http_ok(f"http://{self.host}:{self.port}/health")
 
     def argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "dgb.cli", "mirror", "serve", "--host", self.host, "--port", str(self.port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "dgb.cli",
+            "mirror",
+            "serve",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+        ]
         tick = os.environ.get("DGB_MIRROR_TICK")
         return argv + (["--tick", tick] if tick else [])
 
@@ -449,7 +475,17 @@ class ModelService(ManagedProcess):
         return http_ok(f"http://{self.host}:{self.port}/health")
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", self.host, "--port", str(self.port)]
+        return [
+            sys.executable,
+            "-m",
+            "dgb.cli",
+            "model",
+            "serve",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+        ]
 
     def describe(self) -> str:
         return f"model service http://{self.host}:{self.port} ({self.s.embedding_model}, {self.s.embedding_dim}-d)"
@@ -464,53 +500,70 @@ def airflow_env(settings: Settings) -> dict[str, str]:
     home = s.state_dir / "airflow"
     secret = read_env_file(s.state_dir / "secrets.env")
     pg_conn = {
-        "conn_type": "postgres", "host": s.pg_host, "port": s.pg_port, "login": s.pg_user,
-        "password": s.pg_password, "schema": s.pg_db,
+        "conn_type": "postgres",
+        "host": s.pg_host,
+        "port": s.pg_port,
+        "login": s.pg_user,
+        "password": s.pg_password,
+        "schema": s.pg_db,
     }
     env = dict(os.environ)
-    env.update({
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__PARALLELISM": os.environ.get("AIRFLOW__CORE__PARALLELISM", "8"),
-        # local stack: a DAG that appears later (an agency added to the mirror) runs at once
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{s.airflow_port}/execution/",
-        "AIRFLOW__CORE__AUTH_MANAGER":
-            "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "simple_auth_passwords.json"),
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(s.airflow_port),
-        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{s.airflow_port}",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN":
-            f"postgresql+psycopg://{s.pg_user}:{s.pg_password}@{s.pg_host}:{s.pg_port}/{s.pg_airflow_db}",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
-        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
-        "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "True",
-        # event-driven stages: an idle scheduler looks for new asset-triggered runs 4x a second
-        "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": os.environ.get(
-            "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME", "0.25"),
-        "AIRFLOW__METRICS__STATSD_ON": os.environ.get("AIRFLOW__METRICS__STATSD_ON", "False"),
-        "PUBSUB_EMULATOR_HOST": s.pubsub_emulator_host,
-        "AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT": json.dumps({
-            "conn_type": "google_cloud_platform",
-            "extra": {"is_anonymous": True, "project": s.gcp_project},
-        }),
-        "AIRFLOW_CONN_POSTGRES_DEFAULT": json.dumps(pg_conn),
-        "AIRFLOW_CONN_DGB_DB": json.dumps(pg_conn),
-        "AIRFLOW_CONN_TYPESENSE_DEFAULT": json.dumps({
-            "conn_type": "http", "host": s.typesense_host, "port": s.typesense_port, "schema": "http",
-            "password": s.typesense_api_key,
-        }),
-        "AIRFLOW_CONN_DGB_MODEL_SERVICE": json.dumps({
-            "conn_type": "http", "host": "127.0.0.1", "port": s.model_port, "schema": "http",
-        }),
-        "DGB_STATE_DIR": str(s.state_dir),
-        "DGB_GCP_PROJECT": s.gcp_project,
-    })
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__PARALLELISM": os.environ.get("AIRFLOW__CORE__PARALLELISM", "8"),
+            # local stack: a DAG that appears later (an agency added to the mirror) runs at once
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{s.airflow_port}/execution/",
+            "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "simple_auth_passwords.json"),
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(s.airflow_port),
+            "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{s.airflow_port}",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg://{s.pg_user}:{s.pg_password}@{s.pg_host}:{s.pg_port}/{s.pg_airflow_db}",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
+            "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
+            "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "True",
+            # event-driven stages: an idle scheduler looks for new asset-triggered runs 4x a second
+            "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": os.environ.get(
+                "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME", "0.25"
+            ),
+            "AIRFLOW__METRICS__STATSD_ON": os.environ.get("AIRFLOW__METRICS__STATSD_ON", "False"),
+            "PUBSUB_EMULATOR_HOST": s.pubsub_emulator_host,
+            "AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT": json.dumps(
+                {
+                    "conn_type": "google_cloud_platform",
+                    "extra": {"is_anonymous": True, "project": s.gcp_project},
+                }
+            ),
+            "AIRFLOW_CONN_POSTGRES_DEFAULT": json.dumps(pg_conn),
+            "AIRFLOW_CONN_DGB_DB": json.dumps(pg_conn),
+            "AIRFLOW_CONN_TYPESENSE_DEFAULT": json.dumps(
+                {
+                    "conn_type": "http",
+                    "host": s.typesense_host,
+                    "port": s.typesense_port,
+                    "schema": "http",
+                    "password": s.typesense_api_key,
+                }
+            ),
+            "AIRFLOW_CONN_DGB_MODEL_SERVICE": json.dumps(
+                {
+                    "conn_type": "http",
+                    "host": "127.0.0.1",
+                    "port": s.model_port,
+                    "schema": "http",
+                }
+            ),
+            "DGB_STATE_DIR": str(s.state_dir),
+            "DGB_GCP_PROJECT": s.gcp_project,
+        }
+    )
     for key in ("AIRFLOW__API_AUTH__JWT_SECRET", "AIRFLOW__CORE__FERNET_KEY"):
         if key in secret and key not in os.environ:
             env[key] = secret[key]
@@ -554,7 +607,9 @@ class AirflowPart(ManagedProcess):
     def _reported_healthy(self) -> bool:
         key = {"scheduler": "scheduler", "triggerer": "triggerer", "dag-processor": "dag_processor"}[self.sub]
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/monitor/health", timeout=2) as r:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.port}/api/v2/monitor/health", timeout=2
+            ) as r:
                 data = json.loads(r.read())
         except (urllib.error.URLError, OSError, ValueError):
             return False
@@ -573,8 +628,7 @@ class AirflowPart(ManagedProcess):
 
 
 def airflow_cli(settings: Settings, args: list[str], check: bool = True, capture: bool = False):
-    res = subprocess.run([airflow_bin(), *args], env=airflow_env(settings), text=True,
-                         capture_output=capture)
+    res = subprocess.run([airflow_bin(), *args], env=airflow_env(settings), text=True, capture_output=capture)
     if check and res.returncode != 0:
         detail = (res.stderr or "").strip()[-2000:] if capture else ""
         raise StackError(f"airflow {' '.join(args)} failed (exit {res.returncode}) {detail}")
@@ -590,8 +644,13 @@ AIRFLOW_PARTS = ("api-server", "scheduler", "triggerer", "dag-processor")
 def component(settings: Settings, name: str) -> Component:
     if name.startswith("airflow-"):
         return AirflowPart(settings, name.removeprefix("airflow-"))
-    return {"postgres": Postgres, "pubsub": PubSubEmulator, "typesense": Typesense, "mirror": Mirror,
-            "model": ModelService}[name](settings)
+    return {
+        "postgres": Postgres,
+        "pubsub": PubSubEmulator,
+        "typesense": Typesense,
+        "mirror": Mirror,
+        "model": ModelService,
+    }[name](settings)
 
 
 def available(name: str) -> bool:
@@ -663,8 +722,10 @@ def unpause_pipeline(settings: Settings, timeout: float = 240.0) -> list[str]:
         time.sleep(3)
     missing = wanted - seen
     if missing:
-        raise StackError(f"airflow: DAGs not parsed after {timeout:.0f}s: {sorted(missing)[:10]} "
-                         f"(see `make airflow ARGS='dags list-import-errors'`)")
+        raise StackError(
+            f"airflow: DAGs not parsed after {timeout:.0f}s: {sorted(missing)[:10]} "
+            f"(see `make airflow ARGS='dags list-import-errors'`)"
+        )
     errors = airflow_cli(settings, ["dags", "list-import-errors", "-o", "json"], check=False, capture=True)
     if _cli_json(errors.stdout):
         raise StackError(f"airflow: DAG import errors: {json.dumps(_cli_json(errors.stdout))[:2000]}")
@@ -704,8 +765,10 @@ def print_summary(settings: Settings, with_airflow: bool) -> None:
             print(f"  {component(settings, name).describe()}")
     if with_airflow:
         pw_file = settings.state_dir / "airflow" / "simple_auth_passwords.json"
-        print(f"  Airflow UI: http://127.0.0.1:{settings.airflow_port}/  "
-              "(local SimpleAuthManager, every user is admin: no login needed)")
+        print(
+            f"  Airflow UI: http://127.0.0.1:{settings.airflow_port}/  "
+            "(local SimpleAuthManager, every user is admin: no login needed)"
+        )
         if pw_file.exists():
             print(f"  Generated Airflow user passwords, if asked: {pw_file}")
     print(f"  logs: {settings.state_dir / 'logs'}   pids: {settings.state_dir / 'run'}")
@@ -714,7 +777,13 @@ def print_summary(settings: Settings, with_airflow: bool) -> None:
 
 def down() -> None:
     settings = Settings.from_env()
-    order = [f"airflow-{p}" for p in reversed(AIRFLOW_PARTS)] + ["model", "mirror", "typesense", "pubsub", "postgres"]
+    order = [f"airflow-{p}" for p in reversed(AIRFLOW_PARTS)] + [
+        "model",
+        "mirror",
+        "typesense",
+        "pubsub",
+        "postgres",
+    ]
     for name in order:
         stopped = component(settings, name).down()
         log(f"{name}: {'stopped' if stopped else 'not running (not started by us)'}")

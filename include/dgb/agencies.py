@@ -8,9 +8,10 @@ hosts. In mirror mode every URL ``https://HOST/PATH?Q`` is served as ``{base_url
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
@@ -139,7 +140,9 @@ def _validate_entry(index: int, raw: Any, errors: list[str]) -> Agency | None:
     key, url, kind = raw["key"], raw["url"], raw["site_kind"]
     parent, active, reason = raw.get("parent"), raw["active"], raw.get("disabled_reason")
     if not KEY_RE.match(key):
-        errors.append(f"{label}: bad key format {key!r} (expected lowercase letters and digits, single '-' or '_' between them)")
+        errors.append(
+            f"{label}: bad key format {key!r} (expected lowercase letters and digits, single '-' or '_' between them)"
+        )
     if raw["type"] not in AGENCY_TYPES:
         errors.append(f"{label}: unknown type {raw['type']!r} (allowed: {sorted(AGENCY_TYPES)})")
     if kind not in SITE_KINDS:
@@ -200,21 +203,19 @@ def _with_url(agency: Agency, url: str) -> Agency:
 # -- public API -------------------------------------------------------------------------------
 
 
-def load_agencies(
-    path: str | Path | None = None, *, base_url: str | None = None
-) -> dict[str, Agency]:
+def load_agencies(path: str | Path | None = None, *, base_url: str | None = None) -> dict[str, Agency]:
     """Load and validate the catalogue (file order kept); rewrite URLs when ``base_url`` is set."""
     source = Path(path) if path is not None else DEFAULT_PATH
     try:
-        data = yaml.load(source.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yaml.load(
+            source.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
     except yaml.YAMLError as exc:
         raise AgencyConfigError(f"{source}: not valid YAML: {exc}") from exc
     return parse_agencies(data, base_url=base_url)
 
 
-def active_agencies(
-    path: str | Path | None = None, *, base_url: str | None = None
-) -> dict[str, Agency]:
+def active_agencies(path: str | Path | None = None, *, base_url: str | None = None) -> dict[str, Agency]:
     """Like :func:`load_agencies`, keeping only active agencies."""
     return {k: a for k, a in load_agencies(path, base_url=base_url).items() if a.active}
 

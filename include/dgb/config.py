@@ -103,7 +103,7 @@ class Settings:
     hybrid_threshold: float | None = None
 
     @classmethod
-    def from_env(cls) -> "Settings":
+    def from_env(cls) -> Settings:
         base = _int("DGB_PORT_BASE", 0)  # optional offset added to every default port
         state_dir = Path(_env("DGB_STATE_DIR", str(REPO_ROOT / ".state"))).resolve()
         # Locally generated secrets (written by `make up`); real env vars win.
@@ -157,8 +157,7 @@ class Settings:
 
     def pg_dsn(self, db: str | None = None) -> str:
         return (
-            f"postgresql://{self.pg_user}:{self.pg_password}@{self.pg_host}:{self.pg_port}/"
-            f"{db or self.pg_db}"
+            f"postgresql://{self.pg_user}:{self.pg_password}@{self.pg_host}:{self.pg_port}/{db or self.pg_db}"
         )
 
 

@@ -35,8 +35,7 @@ def pipeline_dag_ids(settings=None) -> list[str]:
 
 
 # Domain modules that generate DAGs; each exposes dag_ids(settings) -> list[str].
-OPTIONAL_DAG_MODULES = ("dgb.scraper.dags", "dgb.pipeline.dags", "dgb.integrity.dags",
-                        "dgb.reconcile.dags")
+OPTIONAL_DAG_MODULES = ("dgb.scraper.dags", "dgb.pipeline.dags", "dgb.integrity.dags", "dgb.reconcile.dags")
 
 # Airflow pools (created by `make up`; airflow_settings.yaml for Astro): name -> (slots, description)
 SCRAPE_POOL = "scrape_http"

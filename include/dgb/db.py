@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import psycopg
 
@@ -145,11 +145,13 @@ def _adopt(conn, migrations: list[Migration]) -> list[str]:
         cur.execute(_SCHEMA_MIGRATIONS)
         for mig in migrations:
             sql = mig.sql
-            if mig.version == "0001":   # its tables may already exist: create only what is missing
+            if mig.version == "0001":  # its tables may already exist: create only what is missing
                 sql = _CREATE.sub(lambda m: f"CREATE {m.group(1)} IF NOT EXISTS ", sql)
             cur.execute(sql)
-            cur.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
-                        (mig.version, mig.name, mig.checksum))
+            cur.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                (mig.version, mig.name, mig.checksum),
+            )
             applied.append(f"{mig.version}_{mig.name}")
     conn.autocommit = True
     return applied
@@ -168,8 +170,7 @@ def migrate_dsn(dsn: str) -> list[str]:
 
 def upsert_agencies(conn, agencies) -> int:
     rows = [
-        (a.key, a.name, a.type, a.parent, a.url, a.site_kind, a.active, a.disabled_reason)
-        for a in agencies
+        (a.key, a.name, a.type, a.parent, a.url, a.site_kind, a.active, a.disabled_reason) for a in agencies
     ]
     with transaction(conn) as cur:
         cur.executemany(
@@ -195,8 +196,15 @@ def upsert_themes(conn, rows: list[dict]) -> int:
     """
     ordered = sorted(rows, key=lambda r: (r["level"], r["code"]))
     values = [
-        (r["code"], r["label"], r["full_name"], r["level"], r["parent_code"], r["description"],
-         list(r.get("keywords") or []))
+        (
+            r["code"],
+            r["label"],
+            r["full_name"],
+            r["level"],
+            r["parent_code"],
+            r["description"],
+            list(r.get("keywords") or []),
+        )
         for r in ordered
     ]
     with transaction(conn) as cur:
@@ -247,8 +255,12 @@ def _retire_themes(cur, labels: dict[str, str]) -> bool:
         {"ids": ids},
     )
     gone = sorted(code for code in stale.values() if code not in labels)
-    log.info("themes: %d code(s) gone, %d relabelled; %d article(s) queued for enrichment again",
-             len(gone), len(stale) - len(gone), cur.rowcount)
+    log.info(
+        "themes: %d code(s) gone, %d relabelled; %d article(s) queued for enrichment again",
+        len(gone),
+        len(stale) - len(gone),
+        cur.rowcount,
+    )
     return bool(gone)
 
 

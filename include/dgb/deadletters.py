@@ -17,8 +17,9 @@ from dgb.db import transaction
 log = logging.getLogger(__name__)
 
 
-def record_from_topics(conn, subscriber, project: str, *, max_messages: int = 500,
-                       timeout: float = 5.0) -> dict[str, int]:
+def record_from_topics(
+    conn, subscriber, project: str, *, max_messages: int = 500, timeout: float = 5.0
+) -> dict[str, int]:
     """Drain each subscription's ``-dlq--inspect`` subscription into ``dead_letters``; returns
     {subscription: recorded}. A message is acked only after its row is committed."""
     from google.api_core import exceptions
@@ -49,9 +50,17 @@ def record_from_topics(conn, subscriber, project: str, *, max_messages: int = 50
                         " reason, error, payload, attributes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
                         " ON CONFLICT (subscription, message_key, reason) DO UPDATE SET last_seen = now(),"
                         " attempts = dead_letters.attempts + 1, status = 'open'",
-                        (sub.name, unique_id or message_id, message_id, unique_id, attrs.get("trace_id"), reason,
-                         "dead-lettered before reaching a stage", m.message.data.decode("utf-8", "replace"),
-                         json.dumps(attrs)),
+                        (
+                            sub.name,
+                            unique_id or message_id,
+                            message_id,
+                            unique_id,
+                            attrs.get("trace_id"),
+                            reason,
+                            "dead-lettered before reaching a stage",
+                            m.message.data.decode("utf-8", "replace"),
+                            json.dumps(attrs),
+                        ),
                     )
             subscriber.acknowledge(request={"subscription": path, "ack_ids": [m.ack_id for m in msgs]})
         if recorded:

@@ -25,7 +25,7 @@ import base64
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
@@ -58,8 +58,8 @@ class ScrapedPayload(_Payload):
     """``dgb.news.scraped``: an article was stored (new or edited)."""
 
     agency_key: StrictStr
-    published_at: StrictStr | None      # ISO 8601
-    scraped_at: StrictStr               # ISO 8601
+    published_at: StrictStr | None  # ISO 8601
+    scraped_at: StrictStr  # ISO 8601
 
 
 class EnrichedPayload(_Payload):
@@ -112,7 +112,7 @@ class Message(BaseModel):
 
     topic: str
     payload: Payload
-    attributes: dict[str, str]          # all of them, the required ones checked by :class:`Attributes`
+    attributes: dict[str, str]  # all of them, the required ones checked by :class:`Attributes`
 
     @property
     def unique_id(self) -> str:
@@ -124,8 +124,9 @@ class Message(BaseModel):
 
 
 def _problems(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}"
-                     for e in exc.errors()[:5])
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}" for e in exc.errors()[:5]
+    )
 
 
 def parse_message(topic: str, data: bytes | str, attributes: dict[str, str] | None) -> Message:
@@ -204,7 +205,7 @@ def make_event(topic: str, payload: dict, trace_id: str | None = None, now: date
         "trace_id": str(trace_id or uuid.uuid4()),
         "event_version": topology.EVENT_VERSION,
         "unique_id": str(payload["unique_id"]),
-        "event_ts": (now or datetime.now(timezone.utc)).isoformat(),
+        "event_ts": (now or datetime.now(UTC)).isoformat(),
     }
     return Event(topic, clean, attrs)
 
@@ -219,19 +220,22 @@ class AssetPayload(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, coerce_numbers_to_str=True)
 
     message_id: str
-    data: str = ""                       # base64 of the message bytes
+    data: str = ""  # base64 of the message bytes
     attributes: dict[str, str] = Field(default_factory=dict)
-    publish_time: str | None = None      # ISO 8601
+    publish_time: str | None = None  # ISO 8601
     delivery_attempt: int = 0
 
     @classmethod
-    def from_received(cls, received: Any) -> "AssetPayload":
+    def from_received(cls, received: Any) -> AssetPayload:
         """From a ``google.pubsub_v1.ReceivedMessage`` (what a pull returns)."""
         m = received.message
-        return cls(message_id=m.message_id, data=base64.b64encode(m.data).decode("ascii"),
-                   attributes=dict(m.attributes),
-                   publish_time=m.publish_time.isoformat() if m.publish_time else None,
-                   delivery_attempt=received.delivery_attempt or 0)
+        return cls(
+            message_id=m.message_id,
+            data=base64.b64encode(m.data).decode("ascii"),
+            attributes=dict(m.attributes),
+            publish_time=m.publish_time.isoformat() if m.publish_time else None,
+            delivery_attempt=received.delivery_attempt or 0,
+        )
 
     def raw_data(self) -> bytes:
         """The message bytes (data that is not valid base64 is taken as it is, so the stage

@@ -18,8 +18,8 @@ import random
 import threading
 import time
 import urllib.robotparser
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -41,21 +41,21 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 @dataclass(frozen=True)
 class FetchPolicy:
     connect_timeout: float = 10.0
-    read_timeout: float = 30.0        # between two bytes
-    total_timeout: float = 60.0       # whole response, so a slow trickle cannot hold a task
+    read_timeout: float = 30.0  # between two bytes
+    total_timeout: float = 60.0  # whole response, so a slow trickle cannot hold a task
     max_bytes: int = 5 * 1024 * 1024
     max_redirects: int = 5
-    retries: int = 3                  # extra attempts after the first
-    backoff_base: float = 1.0         # 1, 2, 4 ... seconds, times a jitter in [0.5, 1]
+    retries: int = 3  # extra attempts after the first
+    backoff_base: float = 1.0  # 1, 2, 4 ... seconds, times a jitter in [0.5, 1]
     backoff_max: float = 30.0
     retry_after_cap: float = 60.0
-    min_interval: float = 1.0         # seconds between two requests to one host
+    min_interval: float = 1.0  # seconds between two requests to one host
     respect_robots: bool = True
     robots_ttl: float = 24 * 3600
     user_agent: str = USER_AGENT
 
     @classmethod
-    def from_env(cls) -> "FetchPolicy":
+    def from_env(cls) -> FetchPolicy:
         import os
 
         def num(name: str, default: float) -> float:
@@ -81,7 +81,7 @@ class FetchPolicy:
 
 @dataclass
 class Response:
-    url: str                     # final URL after redirects
+    url: str  # final URL after redirects
     status: int
     headers: httpx.Headers
     content: bytes
@@ -110,10 +110,16 @@ class FetchStats:
 class Fetcher:
     """Not thread-safe across hosts by design: one fetcher per task, one request at a time per host."""
 
-    def __init__(self, policy: FetchPolicy | None = None, *, transport: httpx.BaseTransport | None = None,
-                 url_guard: Callable[[str], None] | None = None,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-                 rng: random.Random | None = None):
+    def __init__(
+        self,
+        policy: FetchPolicy | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        url_guard: Callable[[str], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ):
         self.policy = policy or FetchPolicy()
         self.url_guard = url_guard
         self.stats = FetchStats()
@@ -132,7 +138,7 @@ class Fetcher:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> "Fetcher":
+    def __enter__(self) -> Fetcher:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -140,8 +146,15 @@ class Fetcher:
 
     # -- public ------------------------------------------------------------------------
 
-    def get(self, url: str, *, headers: dict[str, str] | None = None, method: str = "GET",
-            check_robots: bool = True, raise_for_status: bool = True) -> Response:
+    def get(
+        self,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        method: str = "GET",
+        check_robots: bool = True,
+        raise_for_status: bool = True,
+    ) -> Response:
         """Fetch ``url`` politely. Raises :class:`ScrapeError` with a category on failure.
 
         With ``raise_for_status=False`` 4xx/5xx responses (after retries) are returned as they
@@ -179,9 +192,9 @@ class Fetcher:
             try:
                 resp = self._request_with_retries("GET", robots_url, {})
                 if resp.status >= 500:
-                    parser, allow_all = None, False       # server error: disallow all (RFC 9309)
+                    parser, allow_all = None, False  # server error: disallow all (RFC 9309)
                 elif resp.status >= 400:
-                    parser, allow_all = None, True        # no robots.txt: allow all
+                    parser, allow_all = None, True  # no robots.txt: allow all
                 else:
                     parser = urllib.robotparser.RobotFileParser()
                     parser.parse(resp.content.decode("utf-8", errors="replace").splitlines())
@@ -259,7 +272,7 @@ class Fetcher:
             retry_after = parse_retry_after(resp.headers.get("retry-after"))
             if retry_after is not None:
                 return min(retry_after, self.policy.retry_after_cap)
-        base = min(self.policy.backoff_max, self.policy.backoff_base * (2 ** attempt))
+        base = min(self.policy.backoff_max, self.policy.backoff_base * (2**attempt))
         return base * (0.5 + 0.5 * self._rng.random())
 
     def _one_request(self, method: str, url: str, headers: dict[str, str]) -> Response:
@@ -269,21 +282,29 @@ class Fetcher:
             declared = r.headers.get("content-length")
             if declared and declared.isdigit() and int(declared) > self.policy.max_bytes:
                 raise UnknownScrapeError(
-                    f"response too large: {declared} bytes > cap {self.policy.max_bytes} for {url}")
+                    f"response too large: {declared} bytes > cap {self.policy.max_bytes} for {url}"
+                )
             chunks, size = [], 0
             if method != "HEAD":
                 for chunk in r.iter_bytes():
                     if self._clock() - t0 > self.policy.total_timeout:
                         raise httpx.ReadTimeout(
-                            f"response not complete after {self.policy.total_timeout:.0f}s", request=r.request)
+                            f"response not complete after {self.policy.total_timeout:.0f}s", request=r.request
+                        )
                     size += len(chunk)
                     if size > self.policy.max_bytes:
                         raise UnknownScrapeError(
-                            f"response too large: over cap of {self.policy.max_bytes} bytes for {url}")
+                            f"response too large: over cap of {self.policy.max_bytes} bytes for {url}"
+                        )
                     chunks.append(chunk)
             self.stats.bytes += size
-            return Response(url=url, status=r.status_code, headers=r.headers, content=b"".join(chunks),
-                            elapsed=self._clock() - t0)
+            return Response(
+                url=url,
+                status=r.status_code,
+                headers=r.headers,
+                content=b"".join(chunks),
+                elapsed=self._clock() - t0,
+            )
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -31,8 +31,12 @@ def enqueue_raw(cur, topic: str, aggregate_id: str, payload: dict, attributes: d
     """Add any message (e.g. a dead letter for a subscription's dead-letter topic)."""
     cur.execute(
         "INSERT INTO outbox (topic, aggregate_id, payload, attributes) VALUES (%s, %s, %s, %s)",
-        (topic, aggregate_id, json.dumps(payload, ensure_ascii=False, default=str),
-         json.dumps({k: str(v) for k, v in attributes.items()})),
+        (
+            topic,
+            aggregate_id,
+            json.dumps(payload, ensure_ascii=False, default=str),
+            json.dumps({k: str(v) for k, v in attributes.items()}),
+        ),
     )
 
 
@@ -53,8 +57,9 @@ def pending_count(conn) -> int:
         return cur.fetchone()[0]
 
 
-def relay(conn, publisher, project: str, *, batch_size: int = 500, timeout: float = 30.0,
-          max_batches: int = 20) -> RelayResult:
+def relay(
+    conn, publisher, project: str, *, batch_size: int = 500, timeout: float = 30.0, max_batches: int = 20
+) -> RelayResult:
     """Publish due outbox rows in creation order, ``batch_size`` at a time.
 
     Rows are locked (FOR UPDATE SKIP LOCKED) for the duration of a batch, so several relays
@@ -87,9 +92,10 @@ def _relay_batch(conn, publisher, project, batch_size, timeout, result: RelayRes
             data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
             attrs = {k: str(v) for k, v in (attributes or {}).items()}
             try:
-                fut = publisher.publish(f"projects/{project}/topics/{topic}", data, retry=publish_retry,
-                                        timeout=timeout, **attrs)
-            except Exception as exc:  # noqa: BLE001 - recorded on the row, retried later
+                fut = publisher.publish(
+                    f"projects/{project}/topics/{topic}", data, retry=publish_retry, timeout=timeout, **attrs
+                )
+            except Exception as exc:
                 fut = exc
             futures.append((row_id, attempts, fut))
         sent, failed = [], []
@@ -99,7 +105,7 @@ def _relay_batch(conn, publisher, project, batch_size, timeout, result: RelayRes
                 continue
             try:
                 sent.append((row_id, fut.result(timeout=timeout)))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 failed.append((row_id, attempts, exc))
         if sent:
             cur.execute(
@@ -109,7 +115,7 @@ def _relay_batch(conn, publisher, project, batch_size, timeout, result: RelayRes
                 ([str(r) for r, _ in sent], [m for _, m in sent]),
             )
         for row_id, attempts, exc in failed:
-            delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** attempts) * (0.5 + random.random() / 2)
+            delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2**attempts) * (0.5 + random.random() / 2)
             cur.execute(
                 "UPDATE outbox SET attempts = attempts + 1, last_error = %s,"
                 " available_at = clock_timestamp() + make_interval(secs => %s) WHERE id = %s",
@@ -119,6 +125,10 @@ def _relay_batch(conn, publisher, project, batch_size, timeout, result: RelayRes
         result.published += len(sent)
         result.failed += len(failed)
         if failed:
-            log.warning("outbox relay: %d of %d events failed to publish, will retry with backoff: %s",
-                        len(failed), len(rows), result.errors[-1])
+            log.warning(
+                "outbox relay: %d of %d events failed to publish, will retry with backoff: %s",
+                len(failed),
+                len(rows),
+                result.errors[-1],
+            )
     return len(rows) if not failed else 0

@@ -221,7 +221,7 @@ def _walk(
         where = f"<no code>{under} ({source})"
         problems.append(f"{where}: missing 'code'")
     elif not isinstance(raw_code, str):
-        problems.append(f"{where}: code must be a quoted string like \"{_CODE_SHAPE[min(level, 3)]}\"")
+        problems.append(f'{where}: code must be a quoted string like "{_CODE_SHAPE[min(level, 3)]}"')
     elif level > MAX_LEVEL:
         problems.append(f"{where}: too deep (level {level}); the taxonomy has {MAX_LEVEL} levels")
     elif not _CODE_RE[level].match(code):
@@ -291,7 +291,9 @@ def load_taxonomy(folder: str | Path | None = None, *, strict: bool = True) -> T
         problems.append(f"no *.yaml files in {folder}")
     for path in files:
         try:
-            doc = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            doc = yaml.load(
+                path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+            )
         except (OSError, yaml.YAMLError) as exc:
             problems.append(f"{path.name}: cannot read YAML: {exc}")
             continue

@@ -33,9 +33,9 @@ class Subscription:
     name: str
     topic: str
     ack_deadline_s: int
-    min_backoff_s: int | None      # None: no retry policy (immediate redelivery)
+    min_backoff_s: int | None  # None: no retry policy (immediate redelivery)
     max_backoff_s: int | None
-    max_delivery_attempts: int     # our consumers dead-letter after this many failures too
+    max_delivery_attempts: int  # our consumers dead-letter after this many failures too
     message_retention_s: int = 7 * 24 * 3600
 
     @property
@@ -82,14 +82,18 @@ def render(project: str) -> dict:
         }
         if s.min_backoff_s is not None:
             body["retry_policy"] = {
-                "minimum_backoff": f"{s.min_backoff_s}s", "maximum_backoff": f"{s.max_backoff_s}s"}
+                "minimum_backoff": f"{s.min_backoff_s}s",
+                "maximum_backoff": f"{s.max_backoff_s}s",
+            }
         subs.append(body)
-        subs.append({
-            "name": f"projects/{project}/subscriptions/{s.dead_letter_subscription}",
-            "topic": f"projects/{project}/topics/{s.dead_letter_topic}",
-            "ack_deadline_seconds": 60,
-            "message_retention_duration": f"{s.message_retention_s}s",
-        })
+        subs.append(
+            {
+                "name": f"projects/{project}/subscriptions/{s.dead_letter_subscription}",
+                "topic": f"projects/{project}/topics/{s.dead_letter_topic}",
+                "ack_deadline_seconds": 60,
+                "message_retention_duration": f"{s.message_retention_s}s",
+            }
+        )
     return {"project": project, "topics": topics, "subscriptions": subs}
 
 
@@ -119,10 +123,12 @@ def apply(project: str, publisher=None, subscriber=None) -> dict:
             if _drifted(current, body):
                 paths = ["ack_deadline_seconds", "dead_letter_policy", "retry_policy"]
                 paths = [p for p in paths if p in body or p == "ack_deadline_seconds"]
-                subscriber.update_subscription(request={
-                    "subscription": request,
-                    "update_mask": field_mask_pb2.FieldMask(paths=paths),
-                })
+                subscriber.update_subscription(
+                    request={
+                        "subscription": request,
+                        "update_mask": field_mask_pb2.FieldMask(paths=paths),
+                    }
+                )
                 updated.append(body["name"].rsplit("/", 1)[1])
     return {"created": created, "updated": updated}
 
@@ -132,7 +138,8 @@ def _subscription_request(body: dict, duration_pb2) -> dict:
         return duration_pb2.Duration(seconds=int(text.rstrip("s")))
 
     req = {
-        "name": body["name"], "topic": body["topic"],
+        "name": body["name"],
+        "topic": body["topic"],
         "ack_deadline_seconds": body["ack_deadline_seconds"],
         "message_retention_duration": dur(body["message_retention_duration"]),
     }
@@ -147,8 +154,10 @@ def _drifted(current, body: dict) -> bool:
     if current.ack_deadline_seconds != body["ack_deadline_seconds"]:
         return True
     dlp = body.get("dead_letter_policy")
-    if dlp and (current.dead_letter_policy.dead_letter_topic != dlp["dead_letter_topic"]
-                or current.dead_letter_policy.max_delivery_attempts != dlp["max_delivery_attempts"]):
+    if dlp and (
+        current.dead_letter_policy.dead_letter_topic != dlp["dead_letter_topic"]
+        or current.dead_letter_policy.max_delivery_attempts != dlp["max_delivery_attempts"]
+    ):
         # the emulator may not store dead-letter policies; only report drift when it does
         return bool(current.dead_letter_policy.dead_letter_topic)
     return False

@@ -19,13 +19,19 @@ def register(sub) -> None:
     show = tsub.add_parser("show", help="print the declared topology as JSON")
     show.add_argument("--project", help="GCP project id (default DGB_GCP_PROJECT)")
     show.set_defaults(func=_cmd_show)
-    ap = tsub.add_parser("apply", help="create/update the topology (emulator when PUBSUB_EMULATOR_HOST "
-                                       "is set, else real GCP with application default credentials)")
+    ap = tsub.add_parser(
+        "apply",
+        help="create/update the topology (emulator when PUBSUB_EMULATOR_HOST "
+        "is set, else real GCP with application default credentials)",
+    )
     ap.add_argument("--project", help="GCP project id (default DGB_GCP_PROJECT)")
     ap.add_argument("--emulator", action="store_true", help="target the local emulator from settings")
     ap.set_defaults(func=_cmd_apply)
-    tf = tsub.add_parser("terraform", help="render the topology (and the Pub/Sub service agent's "
-                                           "dead-letter IAM) as Terraform JSON for production")
+    tf = tsub.add_parser(
+        "terraform",
+        help="render the topology (and the Pub/Sub service agent's "
+        "dead-letter IAM) as Terraform JSON for production",
+    )
     terraform.add_arguments(tf)
     tf.set_defaults(func=_cmd_terraform)
 

@@ -17,7 +17,7 @@ def incr(stat: str, count: int = 1, tags: dict | None = None) -> None:
     """Add ``count`` to the counter ``stat`` (tags go to backends that support them)."""
     try:
         stats.incr(stat, count, tags=tags or {})
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.debug("metrics: incr %s failed", stat, exc_info=True)
 
 
@@ -32,6 +32,6 @@ def emit_metrics(prefix: str, values: dict[str, Any]) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             try:
                 stats.gauge(f"dgb.{prefix}.{metric_name(key)}", value)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.debug("metrics: gauge %s.%s failed", prefix, key, exc_info=True)
                 return

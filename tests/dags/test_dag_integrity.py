@@ -31,14 +31,12 @@ def test_dag_conventions(dagbag, check):
     assert dagbag.dags, "no DAGs found"
     bad = []
     for dag_id, dag in dagbag.dags.items():
-        if check == "tags" and not dag.tags:
-            bad.append(dag_id)
-        elif check == "owner" and any(t.owner in (None, "", "airflow") for t in dag.tasks):
-            bad.append(dag_id)
-        elif check == "retries" and any((t.retries or 0) < 2 for t in dag.tasks):
-            bad.append(dag_id)
-        elif check == "catchup" and dag.catchup:
-            bad.append(dag_id)
-        elif check == "doc_md" and not (dag.doc_md or "").strip():
+        if (
+            (check == "tags" and not dag.tags)
+            or (check == "owner" and any(t.owner in (None, "", "airflow") for t in dag.tasks))
+            or (check == "retries" and any((t.retries or 0) < 2 for t in dag.tasks))
+            or (check == "catchup" and dag.catchup)
+            or (check == "doc_md" and not (dag.doc_md or "").strip())
+        ):
             bad.append(dag_id)
     assert bad == [], f"DAGs failing the {check} convention: {bad}"

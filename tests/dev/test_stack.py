@@ -45,8 +45,9 @@ def test_same_service_started_elsewhere_is_named(typesense_server, tmp_path):
 
 
 def test_start_and_stop_own_instance_leaves_nothing(typesense_server, tmp_path):
-    s = replace(typesense_server, state_dir=tmp_path, typesense_port=_free_port(),
-                typesense_peering_port=_free_port())
+    s = replace(
+        typesense_server, state_dir=tmp_path, typesense_port=_free_port(), typesense_peering_port=_free_port()
+    )
     comp = stack.Typesense(s)
     assert comp.up().startswith("started")
     pid = comp.proc.pid()

@@ -6,16 +6,28 @@ import json
 
 from dgb.fetch import FetchPolicy
 
-FAST = FetchPolicy(min_interval=0.0, retries=2, backoff_base=0.05, backoff_max=0.2, read_timeout=3.0,
-                   total_timeout=2.0, connect_timeout=2.0)
+FAST = FetchPolicy(
+    min_interval=0.0,
+    retries=2,
+    backoff_base=0.05,
+    backoff_max=0.2,
+    read_timeout=3.0,
+    total_timeout=2.0,
+    connect_timeout=2.0,
+)
 
 
 def article_dict(agency: str, slug: str, title: str, published: str) -> dict:
     return {
-        "agency": agency, "url_slug": slug, "title": title, "published_at": published,
-        "subtitle": f"Linha fina de {title.lower()}", "category": "Notícias", "tags": ["governo", agency],
+        "agency": agency,
+        "url_slug": slug,
+        "title": title,
+        "published_at": published,
+        "subtitle": f"Linha fina de {title.lower()}",
+        "category": "Notícias",
+        "tags": ["governo", agency],
         "content": f"{title}. Primeiro parágrafo com detalhes do anúncio.\n\n"
-                   "Segundo parágrafo com números e uma declaração do ministério.",
+        "Segundo parágrafo com números e uma declaração do ministério.",
         "image_url": f"imagens/{slug}.jpg",
     }
 

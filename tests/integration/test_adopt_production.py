@@ -14,10 +14,10 @@ from dataclasses import replace
 import pytest
 
 from dgb import db
-from dgb_dev import stack
 from dgb.pipeline import stages
 from dgb.pipeline.stage import run_stage
 from dgb.search import schema
+from dgb_dev import stack
 
 pytestmark = pytest.mark.stack
 
@@ -90,7 +90,7 @@ def production_db(pg_server):
     pg = stack.Postgres(pg_server)
     stack.ensure_database(pg, name)
     dsn = pg_server.pg_dsn(name)
-    conn = db.connect(dsn, autocommit=True)   # no transaction left open to block the ALTERs
+    conn = db.connect(dsn, autocommit=True)  # no transaction left open to block the ALTERs
     with db.transaction(conn) as cur:
         cur.execute(PRODUCTION_DDL)
         cur.execute(PRODUCTION_ROWS)
@@ -109,37 +109,49 @@ def _rows(conn, sql, *args):
 
 def test_migrate_adopts_production_rows_without_changing_them(production_db, typesense_server):
     conn, dsn = production_db
-    before = _rows(conn, "SELECT unique_id, title, url, content, summary, content_hash, published_at,"
-                         " most_specific_theme_id, tags, agency_key FROM news ORDER BY id")
+    before = _rows(
+        conn,
+        "SELECT unique_id, title, url, content, summary, content_hash, published_at,"
+        " most_specific_theme_id, tags, agency_key FROM news ORDER BY id",
+    )
     applied = db.migrate_dsn(dsn)
     assert applied[0] == "adopt_production" and "0001_core_schema" in applied
-    assert db.migrate_dsn(dsn) == []                     # idempotent from then on
-    after = _rows(conn, "SELECT unique_id, title, url, content, summary, content_hash, published_at,"
-                        " most_specific_theme_id, tags, agency_key FROM news ORDER BY id")
-    assert after == before and len(after) == 2            # nothing lost, nothing rewritten
+    assert db.migrate_dsn(dsn) == []  # idempotent from then on
+    after = _rows(
+        conn,
+        "SELECT unique_id, title, url, content, summary, content_hash, published_at,"
+        " most_specific_theme_id, tags, agency_key FROM news ORDER BY id",
+    )
+    assert after == before and len(after) == 2  # nothing lost, nothing rewritten
     assert _rows(conn, "SELECT status FROM scrape_runs") == [("error",)]
 
     # production's classification counts as done; the unthemed row waits for the enrich stage
     state = dict(_rows(conn, "SELECT unique_id, enriched_at IS NOT NULL FROM news"))
     assert state == {"merenda-escolar-recebe-reforco_a1b2c3": True, "enem-abre-inscricoes_d4e5f6": False}
-    assert _rows(conn, "SELECT embedding_model, embedding_dim FROM news WHERE content_embedding IS NOT NULL") \
-        == [("production", 3)]
+    assert _rows(
+        conn, "SELECT embedding_model, embedding_dim FROM news WHERE content_embedding IS NOT NULL"
+    ) == [("production", 3)]
 
     # our tables exist and our writes work beside production's trigger
     for table in ("outbox", "dead_letters", "news_update_history", "integrity_state", "reconcile_runs"):
         assert _rows(conn, "SELECT to_regclass(%s) IS NOT NULL", table) == [(True,)]
     with db.transaction(conn) as cur:
         cur.execute("INSERT INTO scrape_runs (agency_key, status) VALUES ('mec', 'partial')")
-        cur.execute("INSERT INTO news (unique_id, agency_id, agency_key, title, url, published_at)"
-                    " SELECT 'nova_000001', id, key, 'Nova', 'https://www.gov.br/mec/nova', now()"
-                    " FROM agencies WHERE key = 'mec'")
-    assert _rows(conn, "SELECT agency_key, agency_name FROM news WHERE unique_id = 'nova_000001'") \
-        == [("mec", "Ministério da Educação")]
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_id, agency_key, title, url, published_at)"
+            " SELECT 'nova_000001', id, key, 'Nova', 'https://www.gov.br/mec/nova', now()"
+            " FROM agencies WHERE key = 'mec'"
+        )
+    assert _rows(conn, "SELECT agency_key, agency_name FROM news WHERE unique_id = 'nova_000001'") == [
+        ("mec", "Ministério da Educação")
+    ]
     with pytest.raises(Exception, match="news_agency_url_key"):
-        with db.transaction(conn) as cur:   # the (agency, url) dedup key now holds
-            cur.execute("INSERT INTO news (unique_id, agency_id, agency_key, title, url, published_at)"
-                        " SELECT 'dup_000001', id, key, 'Dup', 'https://www.gov.br/mec/nova', now()"
-                        " FROM agencies WHERE key = 'mec'")
+        with db.transaction(conn) as cur:  # the (agency, url) dedup key now holds
+            cur.execute(
+                "INSERT INTO news (unique_id, agency_id, agency_key, title, url, published_at)"
+                " SELECT 'dup_000001', id, key, 'Dup', 'https://www.gov.br/mec/nova', now()"
+                " FROM agencies WHERE key = 'mec'"
+            )
 
     # the pipeline indexes production's rows (index stage sweep) with production's field names
     alias = f"t_{uuid.uuid4().hex[:8]}"
@@ -161,12 +173,17 @@ def test_migrate_adopts_production_rows_without_changing_them(production_db, typ
 def test_adoption_refuses_duplicate_keys_and_leaves_the_database_untouched(production_db):
     conn, dsn = production_db
     with db.transaction(conn) as cur:
-        cur.execute("INSERT INTO news (unique_id, agency_id, title, url, published_at)"
-                    " SELECT 'merenda-copia_000002', id, 'Cópia', u.url, now() FROM agencies, "
-                    " (SELECT url FROM news WHERE unique_id = 'enem-abre-inscricoes_d4e5f6') u"
-                    " WHERE key = 'mec'")
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_id, title, url, published_at)"
+            " SELECT 'merenda-copia_000002', id, 'Cópia', u.url, now() FROM agencies, "
+            " (SELECT url FROM news WHERE unique_id = 'enem-abre-inscricoes_d4e5f6') u"
+            " WHERE key = 'mec'"
+        )
     with pytest.raises(Exception, match="same \\(agency_key, url\\)"):
         db.migrate_dsn(dsn)
     assert _rows(conn, "SELECT to_regclass('schema_migrations'), to_regclass('outbox')") == [(None, None)]
-    assert _rows(conn, "SELECT count(*) FROM information_schema.columns"
-                       " WHERE table_name = 'news' AND column_name = 'enriched_at'") == [(0,)]
+    assert _rows(
+        conn,
+        "SELECT count(*) FROM information_schema.columns"
+        " WHERE table_name = 'news' AND column_name = 'enriched_at'",
+    ) == [(0,)]

@@ -20,13 +20,21 @@ CORPUS = Path(__file__).resolve().parents[2] / "include" / "dgb" / "data" / "cor
 
 def test_classify_json_end_to_end(tmp_path):
     arts = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()[:5]]
-    lines = [json.dumps({"title": a["title"], "subtitle": a["subtitle"], "content": a["content"]},
-                        ensure_ascii=False) for a in arts]
+    lines = [
+        json.dumps(
+            {"title": a["title"], "subtitle": a["subtitle"], "content": a["content"]}, ensure_ascii=False
+        )
+        for a in arts
+    ]
     lines.insert(2, '{"title": "Notícia sem fim de JSON", "content": ')  # line 3 is bad
     env = dict(os.environ, DGB_CLASSIFIER="local", DGB_EMBEDDER="local")
     proc = subprocess.run(
         [sys.executable, "-m", "dgb.cli", "classify", "--json"],
-        input="\n".join(lines) + "\n", capture_output=True, text=True, env=env, timeout=180,
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
     )
     assert proc.returncode != 0, proc.stderr
     assert "line 3" in proc.stderr and "invalid JSON" in proc.stderr
@@ -48,7 +56,11 @@ def test_classify_reports_non_object_and_missing_title():
     env = dict(os.environ, DGB_CLASSIFIER="local", DGB_EMBEDDER="local")
     proc = subprocess.run(
         [sys.executable, "-m", "dgb.cli", "classify", "--json"],
-        input='[1, 2]\n\n{"content": "sem título"}\n', capture_output=True, text=True, env=env, timeout=120,
+        input='[1, 2]\n\n{"content": "sem título"}\n',
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert proc.returncode == 1
     assert proc.stdout == ""

@@ -18,20 +18,34 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.stack,
-    pytest.mark.skipif(os.environ.get("DGB_RUN_FAULTS") != "1",
-                       reason="fault injection restarts the local stack's components (PostgreSQL, Pub/Sub "
-                              "emulator, Typesense, Airflow, model service); set DGB_RUN_FAULTS=1 to run it"),
+    pytest.mark.skipif(
+        os.environ.get("DGB_RUN_FAULTS") != "1",
+        reason="fault injection restarts the local stack's components (PostgreSQL, Pub/Sub "
+        "emulator, Typesense, Airflow, model service); set DGB_RUN_FAULTS=1 to run it",
+    ),
 ]
 
 
 @pytest.mark.timeout(1800)
 def test_quick_fault_injection_loses_and_duplicates_nothing():
     # the run works on the local stack's own settings, not the test suite's isolated ones
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIRFLOW", "DGB_PG_DB", "DGB_PG_AIRFLOW_DB", "DGB_GCP_PROJECT",
-                                "DGB_TYPESENSE_COLLECTION", "PUBSUB_EMULATOR_HOST"))}
-    res = subprocess.run(["make", "faults", "QUICK=1"], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=1700)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(
+            (
+                "AIRFLOW",
+                "DGB_PG_DB",
+                "DGB_PG_AIRFLOW_DB",
+                "DGB_GCP_PROJECT",
+                "DGB_TYPESENSE_COLLECTION",
+                "PUBSUB_EMULATOR_HOST",
+            )
+        )
+    }
+    res = subprocess.run(
+        ["make", "faults", "QUICK=1"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1700
+    )
     lines = [line for line in res.stdout.splitlines() if line.strip()]
     assert lines, f"no output; stderr tail:\n{res.stderr[-3000:]}"
     last = lines[-1]

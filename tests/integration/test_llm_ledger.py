@@ -28,7 +28,9 @@ def rows(pg, model_id):
     with pg.cursor() as cur:
         cur.execute(
             "SELECT day, model_id, calls, input_tokens, output_tokens, throttled, failures"
-            " FROM llm_usage_daily WHERE model_id LIKE %s ORDER BY day, model_id", (model_id + "%",))
+            " FROM llm_usage_daily WHERE model_id LIKE %s ORDER BY day, model_id",
+            (model_id + "%",),
+        )
         return cur.fetchall()
 
 
@@ -36,11 +38,13 @@ def test_table_shape(pg):
     with pg.cursor() as cur:
         cur.execute(
             "SELECT column_name, data_type FROM information_schema.columns"
-            " WHERE table_name = 'llm_usage_daily' ORDER BY ordinal_position")
+            " WHERE table_name = 'llm_usage_daily' ORDER BY ordinal_position"
+        )
         columns = dict(cur.fetchall())
         cur.execute(
             "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
-            " AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'llm_usage_daily'::regclass AND i.indisprimary")
+            " AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'llm_usage_daily'::regclass AND i.indisprimary"
+        )
         pk = {r[0] for r in cur.fetchall()}
     pg.rollback()
     assert columns["day"] == "date" and columns["model_id"] == "text"
@@ -53,19 +57,61 @@ def test_table_shape(pg):
 def test_record_usage_upserts_and_accumulates(pg, model_id):
     day = date(2026, 11, 3)
     first = [
-        {"day": day.isoformat(), "calls": 1, "input_tokens": 9000, "output_tokens": 80, "throttled": 0, "failures": 0},
-        {"day": day.isoformat(), "calls": 3, "input_tokens": 9100, "output_tokens": 85, "throttled": 2, "failures": 0},
-        {"day": day.isoformat(), "calls": 4, "input_tokens": 0, "output_tokens": 0, "throttled": 4, "failures": 1},
+        {
+            "day": day.isoformat(),
+            "calls": 1,
+            "input_tokens": 9000,
+            "output_tokens": 80,
+            "throttled": 0,
+            "failures": 0,
+        },
+        {
+            "day": day.isoformat(),
+            "calls": 3,
+            "input_tokens": 9100,
+            "output_tokens": 85,
+            "throttled": 2,
+            "failures": 0,
+        },
+        {
+            "day": day.isoformat(),
+            "calls": 4,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "throttled": 4,
+            "failures": 1,
+        },
     ]
     assert record_usage(pg, model_id, first) == 1
     assert rows(pg, model_id) == [(day, model_id, 8, 18100, 165, 6, 1)]
 
     # a second batch the same day adds to the row; another day / model get their own rows
     second = [
-        {"day": day.isoformat(), "calls": 2, "input_tokens": 18000, "output_tokens": 150, "throttled": 0, "failures": 0},
-        {"day": "2026-11-04", "calls": 1, "input_tokens": 10, "output_tokens": 5, "throttled": 0, "failures": 0},
-        {"day": day.isoformat(), "model_id": model_id + "-b", "calls": 1, "input_tokens": 7,
-         "output_tokens": 3, "throttled": 0, "failures": 0},
+        {
+            "day": day.isoformat(),
+            "calls": 2,
+            "input_tokens": 18000,
+            "output_tokens": 150,
+            "throttled": 0,
+            "failures": 0,
+        },
+        {
+            "day": "2026-11-04",
+            "calls": 1,
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "throttled": 0,
+            "failures": 0,
+        },
+        {
+            "day": day.isoformat(),
+            "model_id": model_id + "-b",
+            "calls": 1,
+            "input_tokens": 7,
+            "output_tokens": 3,
+            "throttled": 0,
+            "failures": 0,
+        },
         None,
     ]
     assert record_usage(pg, model_id, second) == 3
@@ -85,14 +131,20 @@ def test_ledger_from_classifier_results(pg, model_id):
     good = json.dumps({"theme_l1": "03", "theme_l2": "03.02", "theme_l3": "03.02.01", "summary": "Resumo."})
 
     def response(text, inp, out):
-        return {"output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-                "stopReason": "end_turn",
-                "usage": {"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out},
-                "metrics": {"latencyMs": 900}}
+        return {
+            "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out},
+            "metrics": {"latencyMs": 900},
+        }
 
     class Fake:
-        replies = [response(good, 9000, 70), throttle, response(good, 9100, 75),
-                   response('{"theme_l1": "99"}', 9050, 20)]
+        replies = [
+            response(good, 9000, 70),
+            throttle,
+            response(good, 9100, 75),
+            response('{"theme_l1": "99"}', 9050, 20),
+        ]
 
         def converse(self, **kwargs):
             reply = self.replies.pop(0)

@@ -23,7 +23,9 @@ def fresh_db(pg_server):
 
 def _columns(conn, table):
     with conn.cursor() as cur:
-        cur.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s", (table,))
+        cur.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s", (table,)
+        )
         return dict(cur.fetchall())
 
 
@@ -42,10 +44,29 @@ def test_schema_has_expected_tables_and_columns(fresh_db):
     db.migrate_dsn(fresh_db)
     conn = db.connect(fresh_db)
     news = _columns(conn, "news")
-    for col in ("unique_id", "agency_key", "title", "url", "published_at", "content_hash", "tags",
-                "theme_l1_id", "most_specific_theme_id", "summary", "content_embedding", "embedding_model",
-                "embedding_dim", "scraped_at", "enriched_at", "embedded_at", "indexed_at", "last_error",
-                "attempts", "version", "trace_id"):
+    for col in (
+        "unique_id",
+        "agency_key",
+        "title",
+        "url",
+        "published_at",
+        "content_hash",
+        "tags",
+        "theme_l1_id",
+        "most_specific_theme_id",
+        "summary",
+        "content_embedding",
+        "embedding_model",
+        "embedding_dim",
+        "scraped_at",
+        "enriched_at",
+        "embedded_at",
+        "indexed_at",
+        "last_error",
+        "attempts",
+        "version",
+        "trace_id",
+    ):
         assert col in news, col
     assert news["content_embedding"] == "ARRAY"  # dimension travels with the row, not the type
     assert news["tags"] == "ARRAY"
@@ -54,7 +75,13 @@ def test_schema_has_expected_tables_and_columns(fresh_db):
         "themes": ("code", "label", "full_name", "level", "parent_code", "description"),
         "outbox": ("topic", "aggregate_id", "payload", "attributes", "published_at", "attempts"),
         "dead_letters": ("subscription", "reason", "trace_id", "first_seen", "last_seen", "attempts"),
-        "scrape_runs": ("agency_key", "status", "error_category", "articles_scraped", "execution_time_seconds"),
+        "scrape_runs": (
+            "agency_key",
+            "status",
+            "error_category",
+            "articles_scraped",
+            "execution_time_seconds",
+        ),
         "news_update_history": ("news_id", "field_changed", "old_value", "new_value", "detected_at"),
         "integrity_state": ("news_id", "last_checked_at", "next_due_at", "etag", "last_modified"),
     }.items():
@@ -66,8 +93,10 @@ def test_schema_has_expected_tables_and_columns(fresh_db):
 def test_constraints_guard_identity_and_embedding_dimension(fresh_db):
     db.migrate_dsn(fresh_db)
     conn = db.connect(fresh_db)
-    insert = ("INSERT INTO news (unique_id, agency_key, title, url, published_at, content_embedding, embedding_dim)"
-              " VALUES (%s, 'mec', 't', %s, now(), %s, %s)")
+    insert = (
+        "INSERT INTO news (unique_id, agency_key, title, url, published_at, content_embedding, embedding_dim)"
+        " VALUES (%s, 'mec', 't', %s, now(), %s, %s)"
+    )
     with db.transaction(conn) as cur:
         cur.execute(insert, ("a_1", "https://x/1", [0.1, 0.2, 0.3], 3))
     with pytest.raises(psycopg.errors.UniqueViolation):

@@ -25,8 +25,13 @@ from dgb.embed.model import load_model
 
 pytestmark = pytest.mark.model
 
-TEXTS = ["vacinação contra a gripe", "imunização contra influenza", "leilão de energia eólica",
-         "O Ministério da Educação abriu inscrições para o Pé-de-Meia.", ""]
+TEXTS = [
+    "vacinação contra a gripe",
+    "imunização contra influenza",
+    "leilão de energia eólica",
+    "O Ministério da Educação abriu inscrições para o Pé-de-Meia.",
+    "",
+]
 
 
 def _free_port() -> int:
@@ -51,7 +56,11 @@ def service(tmp_path_factory):
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=str(REPO_ROOT),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=str(REPO_ROOT),
             start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
@@ -67,7 +76,9 @@ def service(tmp_path_factory):
             seen.add(status)
             if status == 200:
                 break
-            assert time.monotonic() < deadline, f"not healthy in 120 s: {log_path.read_text(errors='replace')[-2000:]}"
+            assert time.monotonic() < deadline, (
+                f"not healthy in 120 s: {log_path.read_text(errors='replace')[-2000:]}"
+            )
             time.sleep(0.1)
         yield {"url": url, "port": port, "proc": proc, "log": log_path, "seen": seen}
     finally:
@@ -145,18 +156,21 @@ def test_embed_matches_in_process_vectors(service, local):
     assert _post(service["url"], {"texts": []}).json()["vectors"] == []
 
 
-@pytest.mark.parametrize("payload, message", [
-    ({"texts": "not a list"}, "list of strings"),
-    ({"texts": ["ok", 3]}, r'"texts"\[1\] is int'),
-    ({"texts": [None]}, "not a string"),
-    ({}, "list of strings"),
-    (["a", "b"], "JSON object"),
-    ({"texts": ["x"] * 513}, "at most 512"),
-    ({"texts": ["x" * 100_001]}, "at most 100000"),
-    ({"texts": ["x"], "batch_size": 0}, "batch_size"),
-    ({"texts": ["x"], "batch_size": "8"}, "batch_size"),
-    ({"texts": ["x"], "normalize": False}, "unknown field"),
-])
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        ({"texts": "not a list"}, "list of strings"),
+        ({"texts": ["ok", 3]}, r'"texts"\[1\] is int'),
+        ({"texts": [None]}, "not a string"),
+        ({}, "list of strings"),
+        (["a", "b"], "JSON object"),
+        ({"texts": ["x"] * 513}, "at most 512"),
+        ({"texts": ["x" * 100_001]}, "at most 100000"),
+        ({"texts": ["x"], "batch_size": 0}, "batch_size"),
+        ({"texts": ["x"], "batch_size": "8"}, "batch_size"),
+        ({"texts": ["x"], "normalize": False}, "unknown field"),
+    ],
+)
 def test_bad_input_is_a_clear_400(service, payload, message):
     import re
 
@@ -181,7 +195,7 @@ def test_malformed_requests_never_crash_the_server(service):
         assert sock.recv(200).startswith(b"HTTP/1.1 413")
     # a client that disconnects mid-body
     with socket.create_connection(("127.0.0.1", service["port"]), timeout=5) as sock:
-        sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"texts\":")
+        sock.sendall(b'POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"texts":')
     assert httpx.get(f"{url}/health", timeout=2).status_code == 200
     assert service["proc"].poll() is None
 
@@ -192,7 +206,9 @@ def test_accepts_concurrent_requests(service, local):
         results = list(pool.map(lambda b: _post(service["url"], {"texts": b}), batches))
     for batch, resp in zip(batches, results):
         assert resp.status_code == 200
-        np.testing.assert_allclose(np.asarray(resp.json()["vectors"], dtype=np.float32), local.encode(batch), atol=1e-5)
+        np.testing.assert_allclose(
+            np.asarray(resp.json()["vectors"], dtype=np.float32), local.encode(batch), atol=1e-5
+        )
 
 
 def test_requests_are_logged_one_line_each(service):
@@ -334,7 +350,9 @@ def test_client_gives_up_with_a_clear_error(attempts):
     client = ServiceEmbedder(f"http://127.0.0.1:{port}", attempts=3, backoff=0.05, max_backoff=0.1)
     assert client.available() is False
     attempts["real_sleep"] = False
-    with pytest.raises(ModelServiceError, match=rf"127.0.0.1:{port} unavailable after 3 attempts.*ConnectError"):
+    with pytest.raises(
+        ModelServiceError, match=rf"127.0.0.1:{port} unavailable after 3 attempts.*ConnectError"
+    ):
         client.encode(["x"])
     # three requests, two back-offs between them, each within [0.5, 1.5] x its capped exponential step
     assert attempts["calls"] == [("POST", "/embed")] * 3
@@ -348,19 +366,40 @@ def test_client_gives_up_with_a_clear_error(attempts):
 def test_dgb_embed_command_uses_the_service(service, local):
     env = dict(os.environ, DGB_MODEL_URL=service["url"], DGB_EMBEDDER="service")
     lines = "vacinação contra a gripe\nleilão de energia eólica\n"
-    out = subprocess.run([sys.executable, "-m", "dgb.cli", "embed"], input=lines, env=env,
-                         capture_output=True, text=True, timeout=60, cwd=str(REPO_ROOT))
+    out = subprocess.run(
+        [sys.executable, "-m", "dgb.cli", "embed"],
+        input=lines,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(REPO_ROOT),
+    )
     assert out.returncode == 0, out.stderr
     vectors = np.asarray([json.loads(line) for line in out.stdout.splitlines()], dtype=np.float32)
     np.testing.assert_allclose(vectors, local.encode(lines.splitlines()), atol=1e-5)
 
     jsonl = json.dumps({"text": "imunização contra influenza", "id": 1}) + "\n\n"
-    out = subprocess.run([sys.executable, "-m", "dgb.cli", "embed", "--json"], input=jsonl, env=env,
-                         capture_output=True, text=True, timeout=60, cwd=str(REPO_ROOT))
+    out = subprocess.run(
+        [sys.executable, "-m", "dgb.cli", "embed", "--json"],
+        input=jsonl,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(REPO_ROOT),
+    )
     assert out.returncode == 0, out.stderr
     assert len(out.stdout.splitlines()) == 1
-    bad = subprocess.run([sys.executable, "-m", "dgb.cli", "embed", "--json"], input="{oops\n", env=env,
-                         capture_output=True, text=True, timeout=60, cwd=str(REPO_ROOT))
+    bad = subprocess.run(
+        [sys.executable, "-m", "dgb.cli", "embed", "--json"],
+        input="{oops\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(REPO_ROOT),
+    )
     assert bad.returncode == 2 and "line 1" in bad.stderr
 
 
@@ -371,16 +410,36 @@ def test_serve_refuses_public_address_without_allow_remote():
     assert not is_loopback("0.0.0.0")
     with pytest.raises(ServiceConfigError, match="--allow-remote"):
         serve("0.0.0.0", _free_port(), "use-multilingual-v3", 512)
-    out = subprocess.run([sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "0.0.0.0",
-                          "--port", str(_free_port())], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "0.0.0.0", "--port", str(_free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and "--allow-remote" in out.stderr
 
 
 def test_serve_exits_when_the_model_cannot_be_loaded(tmp_path):
     env = dict(os.environ, DGB_STATE_DIR=str(tmp_path), HF_HOME=str(tmp_path / "hf"))
-    out = subprocess.run([sys.executable, "-m", "dgb.cli", "model", "serve", "--port", str(_free_port()),
-                          "--model", "example-org/not-installed", "--dim", "768"],
-                         capture_output=True, text=True, timeout=120, env=env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dgb.cli",
+            "model",
+            "serve",
+            "--port",
+            str(_free_port()),
+            "--model",
+            "example-org/not-installed",
+            "--dim",
+            "768",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert out.returncode == 1
     assert "not installed locally" in out.stderr
 

@@ -12,7 +12,7 @@ import pytest
 from dgb import db, outbox, topology
 from dgb.fetch import Fetcher
 from dgb.pipeline import stages
-from dgb.pipeline.stage import Failure, InMessage, StageRetry, run_stage
+from dgb.pipeline.stage import InMessage, StageRetry, run_stage
 from dgb.scraper.run import scrape_agency
 from dgb.search import schema
 
@@ -74,7 +74,9 @@ def pull(project: str, subscription: str, want: int, ack: bool = True) -> list[I
         for m in resp.received_messages:
             out.append(InMessage.from_payload(subscription, raw_event(m)))
         if resp.received_messages and ack:
-            sub.acknowledge(request={"subscription": path, "ack_ids": [m.ack_id for m in resp.received_messages]})
+            sub.acknowledge(
+                request={"subscription": path, "ack_ids": [m.ack_id for m in resp.received_messages]}
+            )
         if len(out) >= want:
             break
     return out
@@ -86,8 +88,9 @@ def count(conn, sql, *args):
         return cur.fetchone()[0]
 
 
-def test_each_message_three_times_gives_one_result_and_one_document(pg, scraped, project, classifier,
-                                                                    embedder, typesense_server):
+def test_each_message_three_times_gives_one_result_and_one_document(
+    pg, scraped, project, classifier, embedder, typesense_server
+):
     from google.cloud import pubsub_v1
 
     msgs = pull(project, topology.SUB_ENRICHMENT, N)
@@ -95,8 +98,14 @@ def test_each_message_three_times_gives_one_result_and_one_document(pg, scraped,
     report = run_stage(stages.EnrichStage(classifier, pg), pg, msgs * 3, sweep_limit=0)
     assert sorted(report.processed) == sorted(scraped) and report.dead_lettered == []
     assert count(pg, "SELECT count(*) FROM outbox WHERE topic = %s", topology.TOPIC_ENRICHED) == N
-    assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL AND most_specific_theme_id"
-                     " IS NOT NULL AND summary <> ''") == N
+    assert (
+        count(
+            pg,
+            "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL AND most_specific_theme_id"
+            " IS NOT NULL AND summary <> ''",
+        )
+        == N
+    )
     # delivered again later: nothing is classified twice
     again = run_stage(stages.EnrichStage(classifier, pg), pg, msgs, sweep_limit=0)
     assert again.processed == [] and len(again.skipped) == N
@@ -107,8 +116,14 @@ def test_each_message_three_times_gives_one_result_and_one_document(pg, scraped,
     emb_msgs = pull(project, topology.SUB_EMBEDDINGS, N)
     emb = run_stage(stages.EmbedStage(embedder, embedder.name), pg, emb_msgs * 3, sweep_limit=0)
     assert len(emb.processed) == N
-    assert count(pg, "SELECT count(*) FROM news WHERE array_length(content_embedding, 1) = 512"
-                     " AND embedding_model = 'use-multilingual-v3'") == N
+    assert (
+        count(
+            pg,
+            "SELECT count(*) FROM news WHERE array_length(content_embedding, 1) = 512"
+            " AND embedding_model = 'use-multilingual-v3'",
+        )
+        == N
+    )
 
     alias = f"t_{uuid.uuid4().hex[:8]}"
     s = replace(typesense_server, typesense_collection=alias, embedding_dim=512)
@@ -138,25 +153,35 @@ def test_poison_messages_are_dead_lettered_and_the_rest_processed(pg, scraped, p
     good = msgs[1:]
     poison = [
         InMessage(topology.SUB_ENRICHMENT, "p1", b"not json{", {**msgs[0].attributes}),
-        InMessage(topology.SUB_ENRICHMENT, "p2", msgs[0].data, {**msgs[0].attributes, "event_version": "9.9"}),
-        InMessage(topology.SUB_ENRICHMENT, "p3",
-                  json.dumps({**json.loads(msgs[0].data), "unique_id": "no-such-article_000000"}).encode(),
-                  {**msgs[0].attributes, "unique_id": "no-such-article_000000"}),
+        InMessage(
+            topology.SUB_ENRICHMENT, "p2", msgs[0].data, {**msgs[0].attributes, "event_version": "9.9"}
+        ),
+        InMessage(
+            topology.SUB_ENRICHMENT,
+            "p3",
+            json.dumps({**json.loads(msgs[0].data), "unique_id": "no-such-article_000000"}).encode(),
+            {**msgs[0].attributes, "unique_id": "no-such-article_000000"},
+        ),
     ]
     report = run_stage(stages.EnrichStage(classifier, pg), pg, good + poison, sweep_limit=0)
     assert len(report.processed) == N - 1
     with pg.cursor() as cur:
         cur.execute("SELECT reason, subscription, trace_id IS NOT NULL FROM dead_letters ORDER BY reason")
         rows = cur.fetchall()
-    assert rows == [("malformed_json", topology.SUB_ENRICHMENT, True),
-                    ("unknown_id", topology.SUB_ENRICHMENT, True),
-                    ("unsupported_version", topology.SUB_ENRICHMENT, True)]
+    assert rows == [
+        ("malformed_json", topology.SUB_ENRICHMENT, True),
+        ("unknown_id", topology.SUB_ENRICHMENT, True),
+        ("unsupported_version", topology.SUB_ENRICHMENT, True),
+    ]
     # and each is on the subscription's dead-letter topic, with its reason
     outbox.relay(pg, pubsub_v1.PublisherClient(), project)
     dlq = topology.subscription(topology.SUB_ENRICHMENT)
     got = pull(project, dlq.dead_letter_subscription, 3)
-    assert sorted(m.attributes["dgb_dead_letter_reason"] for m in got) == \
-        ["malformed_json", "unknown_id", "unsupported_version"]
+    assert sorted(m.attributes["dgb_dead_letter_reason"] for m in got) == [
+        "malformed_json",
+        "unknown_id",
+        "unsupported_version",
+    ]
 
 
 class FlakyClassifier:
@@ -172,8 +197,12 @@ class FlakyClassifier:
         results = self.inner.classify_batch(items)
         if self.times > 0:
             self.times -= 1
-            results = [ClassificationFailure("throttled", "ThrottlingException (injected)", True)
-                       if it.unique_id in self.fail_for else r for it, r in zip(items, results)]
+            results = [
+                ClassificationFailure("throttled", "ThrottlingException (injected)", True)
+                if it.unique_id in self.fail_for
+                else r
+                for it, r in zip(items, results)
+            ]
         return results
 
 
@@ -222,7 +251,9 @@ def test_edit_during_processing_is_left_to_its_own_event(pg, scraped, project, c
                 cur.execute("UPDATE news SET version = version + 1 WHERE unique_id = %s", (scraped[0],))
             return results
 
-    report = run_stage(stages.EnrichStage(EditingClassifier(classifier, set(), 0), pg), pg, msgs, sweep_limit=0)
+    report = run_stage(
+        stages.EnrichStage(EditingClassifier(classifier, set(), 0), pg), pg, msgs, sweep_limit=0
+    )
     assert scraped[0] in report.skipped and len(report.processed) == N - 1
     with pg.cursor() as cur:
         cur.execute("SELECT enriched_at FROM news WHERE unique_id = %s", (scraped[0],))
@@ -238,8 +269,15 @@ def test_dead_letters_from_topics_reach_the_table_once(pg, project, pubsub_serve
     sub = topology.subscription(topology.SUB_ENRICHMENT)
     publisher = pubsub_v1.PublisherClient()
     dlq = f"projects/{project}/topics/{sub.dead_letter_topic}"
-    publisher.publish(dlq, b"{broken", trace_id="t-1", event_version="1.0", dgb_dead_letter_reason="malformed_json",
-                      dgb_source_subscription=sub.name, dgb_source_message_id="m-1").result(timeout=10)
+    publisher.publish(
+        dlq,
+        b"{broken",
+        trace_id="t-1",
+        event_version="1.0",
+        dgb_dead_letter_reason="malformed_json",
+        dgb_source_subscription=sub.name,
+        dgb_source_message_id="m-1",
+    ).result(timeout=10)
     publisher.publish(dlq, b"{}", dgb_dead_letter_reason="unknown_id", dgb_recorded="1").result(timeout=10)
     subscriber = pubsub_v1.SubscriberClient()
     counts = record_from_topics(pg, subscriber, project, timeout=3)
@@ -247,4 +285,4 @@ def test_dead_letters_from_topics_reach_the_table_once(pg, project, pubsub_serve
     with pg.cursor() as cur:
         cur.execute("SELECT subscription, message_key, reason, trace_id, payload, status FROM dead_letters")
         assert cur.fetchall() == [(sub.name, "m-1", "malformed_json", "t-1", "{broken", "open")]
-    assert record_from_topics(pg, subscriber, project, timeout=3)[sub.name] == 0   # acked: not twice
+    assert record_from_topics(pg, subscriber, project, timeout=3)[sub.name] == 0  # acked: not twice

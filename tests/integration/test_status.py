@@ -1,7 +1,7 @@
 """`dgb status` against real PostgreSQL."""
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,14 +13,21 @@ pytestmark = pytest.mark.stack
 
 
 def _news(cur, uid, scraped_ago, enriched=False, embedded=False, indexed_after=None):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     scraped = now - timedelta(seconds=scraped_ago)
     cur.execute(
         "INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at, enriched_at, embedded_at,"
         " indexed_at, indexed_version) VALUES (%s, 'mec', 't', %s, now(), %s, %s, %s, %s, %s)",
-        (uid, f"https://x/{uid}", scraped, scraped if enriched else None, scraped if embedded else None,
-         scraped + timedelta(seconds=indexed_after) if indexed_after is not None else None,
-         1 if indexed_after is not None else None))
+        (
+            uid,
+            f"https://x/{uid}",
+            scraped,
+            scraped if enriched else None,
+            scraped if embedded else None,
+            scraped + timedelta(seconds=indexed_after) if indexed_after is not None else None,
+            1 if indexed_after is not None else None,
+        ),
+    )
 
 
 def test_counts_backlog_and_latency(pg, capsys):
@@ -29,9 +36,13 @@ def test_counts_backlog_and_latency(pg, capsys):
             _news(cur, f"done_{i}", 600, True, True, indexed_after=lat)
         _news(cur, "waiting_enrich", 120)
         _news(cur, "waiting_embed", 30, enriched=True)
-        cur.execute("INSERT INTO outbox (topic, aggregate_id, payload, created_at) VALUES"
-                    " ('dgb.news.scraped', 'waiting_enrich', '{}', now() - interval '50 seconds')")
-        cur.execute("INSERT INTO dead_letters (subscription, message_key, reason) VALUES ('s', 'k', 'malformed_json')")
+        cur.execute(
+            "INSERT INTO outbox (topic, aggregate_id, payload, created_at) VALUES"
+            " ('dgb.news.scraped', 'waiting_enrich', '{}', now() - interval '50 seconds')"
+        )
+        cur.execute(
+            "INSERT INTO dead_letters (subscription, message_key, reason) VALUES ('s', 'k', 'malformed_json')"
+        )
     s = pipeline_status(pg)
     assert (s["articles"], s["enriched"], s["embedded"], s["indexed"]) == (7, 6, 5, 5)
     assert s["dead_letters"] == 1 and s["outbox_pending"] == 1
@@ -41,11 +52,20 @@ def test_counts_backlog_and_latency(pg, capsys):
     assert s["latency_p50_s"] == pytest.approx(6.0) and s["latency_sample"] == 5
     assert 8 < s["latency_p95_s"] <= 100
     # a window that starts after them all has no latency sample
-    later = pipeline_status(pg, since=datetime.now(timezone.utc) + timedelta(seconds=1))
+    later = pipeline_status(pg, since=datetime.now(UTC) + timedelta(seconds=1))
     assert later["latency_p50_s"] is None and later["latency_sample"] == 0
     assert main(["status", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    for key in ("articles", "enriched", "embedded", "indexed", "dead_letters", "outbox_pending", "backlog",
-                "latency_p50_s", "latency_p95_s"):
+    for key in (
+        "articles",
+        "enriched",
+        "embedded",
+        "indexed",
+        "dead_letters",
+        "outbox_pending",
+        "backlog",
+        "latency_p50_s",
+        "latency_p95_s",
+    ):
         assert key in out
     assert main(["status", "--json", "--since", "not-a-date"]) == 2

@@ -5,7 +5,7 @@ are deleted; articles with valid codes are left alone. Real PostgreSQL (``pg``).
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -15,7 +15,7 @@ from dgb.taxonomy import load_taxonomy, themes_rows
 
 pytestmark = pytest.mark.stack
 
-WHEN = datetime(2026, 11, 2, 12, 0, tzinfo=timezone.utc)
+WHEN = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)
 
 
 def _old_tree() -> list[dict]:
@@ -25,11 +25,24 @@ def _old_tree() -> list[dict]:
         if row["code"] == "01.01.02":
             row["label"] = "Rótulo antigo"
     rows += [
-        {"code": "01.99", "label": "Ramo extinto", "full_name": "Economia e Finanças > Ramo extinto",
-         "level": 2, "parent_code": "01", "description": "Ramo que saiu da árvore.", "keywords": ["extinto"]},
-        {"code": "01.99.01", "label": "Folha extinta", "level": 3, "parent_code": "01.99",
-         "full_name": "Economia e Finanças > Ramo extinto > Folha extinta",
-         "description": "Folha que saiu da árvore.", "keywords": []},
+        {
+            "code": "01.99",
+            "label": "Ramo extinto",
+            "full_name": "Economia e Finanças > Ramo extinto",
+            "level": 2,
+            "parent_code": "01",
+            "description": "Ramo que saiu da árvore.",
+            "keywords": ["extinto"],
+        },
+        {
+            "code": "01.99.01",
+            "label": "Folha extinta",
+            "level": 3,
+            "parent_code": "01.99",
+            "full_name": "Economia e Finanças > Ramo extinto > Folha extinta",
+            "description": "Folha que saiu da árvore.",
+            "keywords": [],
+        },
     ]
     return rows
 
@@ -46,8 +59,22 @@ def _add_enriched(conn, uid: str, l1: str, l2: str, l3: str) -> None:
             " embedding_dim, embedding_generated_at, embedded_at, indexed_at, indexed_version)"
             " VALUES (%s, 'fazenda', %s, %s, %s, 'Texto.', 3, %s, %s, %s, %s, %s, 'Resumo.', 'local', 'v1',"
             " 0.8, %s, %s, 'test-model', 2, %s, %s, %s, 3)",
-            (uid, f"Notícia {uid}", f"https://www.gov.br/fazenda/{uid}", WHEN - timedelta(hours=2), WHEN,
-             ids[l1], ids[l2], ids[l3], ids[l3], WHEN, [0.5, 0.5], WHEN, WHEN, WHEN),
+            (
+                uid,
+                f"Notícia {uid}",
+                f"https://www.gov.br/fazenda/{uid}",
+                WHEN - timedelta(hours=2),
+                WHEN,
+                ids[l1],
+                ids[l2],
+                ids[l3],
+                ids[l3],
+                WHEN,
+                [0.5, 0.5],
+                WHEN,
+                WHEN,
+                WHEN,
+            ),
         )
 
 
@@ -55,7 +82,9 @@ def _state(conn, uid: str) -> dict:
     with conn.cursor() as cur:
         cur.execute(
             "SELECT enriched_at, embedded_at, summary, theme_l1_id, theme_l2_id, theme_l3_id,"
-            " most_specific_theme_id, version, indexed_version FROM news WHERE unique_id = %s", (uid,))
+            " most_specific_theme_id, version, indexed_version FROM news WHERE unique_id = %s",
+            (uid,),
+        )
         names = [d.name for d in cur.description]
         return dict(zip(names, cur.fetchone()))
 
@@ -82,8 +111,9 @@ def test_articles_on_gone_or_relabelled_codes_are_enriched_again(pg, caplog):
     for uid in ("gone", "relabelled"):
         state = _state(pg, uid)
         assert state["enriched_at"] is None and state["embedded_at"] is None and state["summary"] is None
-        assert [state[k] for k in ("theme_l1_id", "theme_l2_id", "theme_l3_id", "most_specific_theme_id")] \
-            == [None] * 4
+        assert [
+            state[k] for k in ("theme_l1_id", "theme_l2_id", "theme_l3_id", "most_specific_theme_id")
+        ] == [None] * 4
         assert state["version"] == 4 and state["indexed_version"] == 3  # the index stage will see it too
     assert _state(pg, "valid") == valid_before
 
@@ -94,7 +124,8 @@ def test_articles_on_gone_or_relabelled_codes_are_enriched_again(pg, caplog):
             "SELECT count(*) FROM news n WHERE EXISTS (SELECT 1 FROM unnest(ARRAY[n.theme_l1_id,"
             " n.theme_l2_id, n.theme_l3_id, n.most_specific_theme_id]) AS t(id) WHERE t.id IS NOT NULL"
             " AND NOT EXISTS (SELECT 1 FROM themes th WHERE th.id = t.id AND th.code = ANY(%s)))",
-            ([r["code"] for r in tree],))
+            ([r["code"] for r in tree],),
+        )
         dangling = cur.fetchone()[0]
     assert stored == {r["code"]: r["label"] for r in tree}
     assert dangling == 0

@@ -49,9 +49,11 @@ def test_drift_is_corrected(pubsub_server):
     topology.apply(project)
     sub = pubsub_v1.SubscriberClient()
     path = f"projects/{project}/subscriptions/{topology.SUB_TYPESENSE}"
-    sub.update_subscription(request={
-        "subscription": {"name": path, "ack_deadline_seconds": 33},
-        "update_mask": field_mask_pb2.FieldMask(paths=["ack_deadline_seconds"]),
-    })
+    sub.update_subscription(
+        request={
+            "subscription": {"name": path, "ack_deadline_seconds": 33},
+            "update_mask": field_mask_pb2.FieldMask(paths=["ack_deadline_seconds"]),
+        }
+    )
     assert topology.apply(project)["updated"] == [topology.SUB_TYPESENSE]
     assert sub.get_subscription(request={"subscription": path}).ack_deadline_seconds == 120

@@ -22,8 +22,10 @@ def project(pubsub_server, monkeypatch):
 
     name = f"dgb-plug-{uuid.uuid4().hex[:8]}"
     topology.apply(name)
-    monkeypatch.setenv("AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT", json.dumps(
-        {"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True, "project": name}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT",
+        json.dumps({"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True, "project": name}}),
+    )
     return name
 
 
@@ -50,12 +52,21 @@ def pull_all(project: str, subscription: str, want: int, timeout: float = 5.0) -
     return out
 
 
-def task_context(conf: dict | None = None, params: dict | None = None, run_id: str = "manual__test",
-                 try_number: int = 1, triggering_asset_events: dict | None = None) -> dict:
+def task_context(
+    conf: dict | None = None,
+    params: dict | None = None,
+    run_id: str = "manual__test",
+    try_number: int = 1,
+    triggering_asset_events: dict | None = None,
+) -> dict:
     """The part of an Airflow task context the operators read."""
-    return {"params": params or {}, "dag_run": SimpleNamespace(conf=conf or {}), "run_id": run_id,
-            "ti": SimpleNamespace(try_number=try_number),
-            "triggering_asset_events": triggering_asset_events or {}}
+    return {
+        "params": params or {},
+        "dag_run": SimpleNamespace(conf=conf or {}),
+        "run_id": run_id,
+        "ti": SimpleNamespace(try_number=try_number),
+        "triggering_asset_events": triggering_asset_events or {},
+    }
 
 
 class StatsRecorder:

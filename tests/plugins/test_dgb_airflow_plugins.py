@@ -13,8 +13,11 @@ def test_the_plugin_mounts_the_integrity_app_and_links_it_from_browse():
     [app] = plugin.fastapi_apps
     assert app["url_prefix"] == registration.INTEGRITY_PREFIX == "/dgb-integrity"
     [view] = plugin.external_views
-    assert (view["href"], view["url_route"], view["category"]) == \
-        ("dgb-integrity/", "dgb-integrity", "browse")
+    assert (view["href"], view["url_route"], view["category"]) == (
+        "dgb-integrity/",
+        "dgb-integrity",
+        "browse",
+    )
     assert TestClient(app["app"]).get("/health").status_code in (200, 401, 403)
 
 

@@ -12,14 +12,18 @@ from .conftest import StatsRecorder, install_stats_backend, restore_stats_backen
 def test_incr_reaches_the_backend_with_tags(recorded_metrics):
     metrics.incr("dgb.test.checks", 2, {"tier": "0_2d"})
     metrics.incr("dgb.test.plain")
-    assert recorded_metrics == [("incr", "dgb.test.checks", 2, {"tier": "0_2d"}),
-                                ("incr", "dgb.test.plain", 1, None)]     # no tags: none sent
+    assert recorded_metrics == [
+        ("incr", "dgb.test.checks", 2, {"tier": "0_2d"}),
+        ("incr", "dgb.test.plain", 1, None),
+    ]  # no tags: none sent
 
 
 def test_emit_metrics_sends_numeric_values_as_gauges(recorded_metrics):
     metrics.emit_metrics("reconcile.daily.found", {"enrich": 3, "index.update": 1.5, "ok": True, "why": "x"})
-    assert recorded_metrics == [("gauge", "dgb.reconcile.daily.found.enrich", 3, None),
-                                ("gauge", "dgb.reconcile.daily.found.index_update", 1.5, None)]
+    assert recorded_metrics == [
+        ("gauge", "dgb.reconcile.daily.found.enrich", 3, None),
+        ("gauge", "dgb.reconcile.daily.found.index_update", 1.5, None),
+    ]
     assert metrics.metric_name("a.b c/d") == "a_b_c_d"
 
 

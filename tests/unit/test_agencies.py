@@ -91,9 +91,7 @@ def test_shipped_catalogue_is_consistent_and_varied():
     assert kinds["html"] > 100
     assert 1 <= sum(not a.active for a in agencies.values()) <= 12
 
-    paths = Counter(
-        urlsplit(a.url).path.split("/", 2)[2] for a in agencies.values() if a.site_kind != "ebc"
-    )
+    paths = Counter(urlsplit(a.url).path.split("/", 2)[2] for a in agencies.values() if a.site_kind != "ebc")
     assert paths.most_common(1)[0][0] == "pt-br/assuntos/noticias"
     for listing in (
         "pt-br/noticias",
@@ -120,8 +118,14 @@ def test_minimal_valid_file(tmp_path):
     agencies = load_agencies(path)
     assert list(agencies) == ["mec", "inep"]
     assert agencies["inep"] == Agency(
-        "inep", "Agency inep", "Autarquia", "mec",
-        "https://www.gov.br/inep/pt-br/assuntos/noticias", "html", True, None,
+        "inep",
+        "Agency inep",
+        "Autarquia",
+        "mec",
+        "https://www.gov.br/inep/pt-br/assuntos/noticias",
+        "html",
+        True,
+        None,
     )
 
 
@@ -161,8 +165,12 @@ def test_host_and_path_mismatch(tmp_path):
         tmp_path,
         _entry("mec", url="https://portal.mec.gov.br/pt-br/noticias"),
         _entry("saude", url="https://www.gov.br/ministerio-saude/pt-br/noticias"),
-        _entry("agencia_brasil", type="Comunicação", site_kind="ebc",
-               url="https://agenciabrasil.example.com/ultimas"),
+        _entry(
+            "agencia_brasil",
+            type="Comunicação",
+            site_kind="ebc",
+            url="https://agenciabrasil.example.com/ultimas",
+        ),
     )
     lines = message.splitlines()
     assert any("'mec'" in line and "must be 'www.gov.br'" in line for line in lines)
@@ -267,7 +275,11 @@ def test_merge_extra_agencies():
     assert "novo-orgao" not in base
     extra = merged["novo-orgao"]
     assert (extra.name, extra.type, extra.site_kind, extra.active, extra.parent) == (
-        "novo-orgao", "Órgão", "html", True, None,
+        "novo-orgao",
+        "Órgão",
+        "html",
+        True,
+        None,
     )
     assert extra.url == "https://www.gov.br/novo-orgao/pt-br/assuntos/noticias"
     assert list(merged)[-1] == "novo-orgao"

@@ -22,7 +22,7 @@ import ast
 import importlib.util
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -35,7 +35,7 @@ DAGS = REPO / "dags"
 
 @dataclass(frozen=True)
 class Import:
-    target: str      # the module imported (``from a import b``: ``a.b`` when that is a module)
+    target: str  # the module imported (``from a import b``: ``a.b`` when that is a module)
     top_level: bool  # executed when the importing module is imported (not inside a function)
     line: int
 
@@ -57,18 +57,19 @@ MODULES = _module_files()
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _resolve(module: str | None, level: int, importer: str, is_package: bool) -> str:
     if not level:
         return module or ""
     base = importer.split(".") if is_package else importer.split(".")[:-1]
-    base = base[:len(base) - (level - 1)]
+    base = base[: len(base) - (level - 1)]
     return ".".join(base + ([module] if module else []))
 
 
-@lru_cache(maxsize=None)
+@cache
 def imports_of(path: Path, name: str) -> tuple[Import, ...]:
     """The imports of one file, each resolved to the most specific module it names."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -174,7 +175,7 @@ def _stdlib(name: str) -> bool:
     return _top(name) in sys.stdlib_module_names or _top(name) == "__future__"
 
 
-@lru_cache(maxsize=None)
+@cache
 def third_party_at_import(module: str) -> frozenset[str]:
     """Non-stdlib, non-first-party modules loaded (transitively) by importing ``module``."""
     found: set[str] = set()
@@ -234,17 +235,30 @@ def test_the_import_parser_sees_what_python_sees(tmp_path):
     probe = pkg / "probe.py"
     probe.write_text(source)
     got = {(i.target, i.top_level) for i in imports_of(probe, "dgb.probe")}
-    assert got == {("__future__", True), ("os.path", True), ("typing", True), ("dgb.topology", True),
-                   ("dgb.search.sync", True), ("dgb", True), ("json", True),
-                   ("dgb_airflow.operators.stage", False), ("dgb.db", True)}
+    assert got == {
+        ("__future__", True),
+        ("os.path", True),
+        ("typing", True),
+        ("dgb.topology", True),
+        ("dgb.search.sync", True),
+        ("dgb", True),
+        ("json", True),
+        ("dgb_airflow.operators.stage", False),
+        ("dgb.db", True),
+    }
     # a cycle of three modules is found, a chain is not
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
 
 
 def test_every_first_party_module_is_found():
-    assert {"dgb.cli", "dgb.search.sync", "dgb_dev.stack", "dgb_dev.mirror.site",
-            "dgb_airflow.operators.stage"} <= set(MODULES)
+    assert {
+        "dgb.cli",
+        "dgb.search.sync",
+        "dgb_dev.stack",
+        "dgb_dev.mirror.site",
+        "dgb_airflow.operators.stage",
+    } <= set(MODULES)
     for name in ("dgb.cli", "dgb_airflow.operators.stage"):  # dgb_dev is not installed everywhere
         assert importlib.util.find_spec(name) is not None, f"{name} is not importable here"
 
@@ -254,8 +268,10 @@ def test_every_first_party_module_is_found():
 
 def test_no_import_cycles_between_first_party_modules():
     found = cycles(graph())
-    assert not found, ("import cycles (break each with a small shared module, not a lazy import): "
-                       + "; ".join(" <-> ".join(c) for c in found))
+    assert not found, (
+        "import cycles (break each with a small shared module, not a lazy import): "
+        + "; ".join(" <-> ".join(c) for c in found)
+    )
 
 
 def test_dgb_never_imports_plugins_or_the_dev_package():
@@ -264,8 +280,11 @@ def test_dgb_never_imports_plugins_or_the_dev_package():
         if not _in(name, "dgb"):
             continue
         for imp in imports_of(path, name):
-            if _in(imp.target, "dgb_airflow") or _in(imp.target, "dgb_airflow_plugins") \
-                    or _in(imp.target, "dgb_dev"):
+            if (
+                _in(imp.target, "dgb_airflow")
+                or _in(imp.target, "dgb_airflow_plugins")
+                or _in(imp.target, "dgb_dev")
+            ):
                 bad.append(f"{name}:{imp.line} imports {imp.target}")
             elif _in(imp.target, "airflow") and imp.top_level:
                 bad.append(f"{name}:{imp.line} imports {imp.target} at module level")
@@ -289,9 +308,13 @@ def test_dgb_names_the_dev_package_only_for_the_optional_dgb_mirror_command():
 
 
 def test_nothing_that_ships_imports_the_dev_package():
-    bad = [f"{name}:{imp.line} imports {imp.target}"
-           for name, path in MODULES.items() if not _in(name, "dgb_dev")
-           for imp in imports_of(path, name) if _in(imp.target, "dgb_dev")]
+    bad = [
+        f"{name}:{imp.line} imports {imp.target}"
+        for name, path in MODULES.items()
+        if not _in(name, "dgb_dev")
+        for imp in imports_of(path, name)
+        if _in(imp.target, "dgb_dev")
+    ]
     bad += [_where(path, imp) for path, imp in dag_file_imports() if _in(imp.target, "dgb_dev")]
     plugin_root = ROOTS["dgb_airflow"]
     for path in sorted(plugin_root.glob("*.py")):  # plugin entry modules beside the package
@@ -321,12 +344,14 @@ def test_dag_files_import_only_specs_at_parse_time():
             bad.append(_where(path, imp) + " (not a dgb module)")
         elif third_party_at_import(owner):
             bad.append(_where(path, imp) + f" (loads {sorted(third_party_at_import(owner))})")
-    assert not bad, "DAG files may import only dgb specs at parse time; do the rest in operators/tasks: " \
-                    + "; ".join(bad)
+    assert not bad, (
+        "DAG files may import only dgb specs at parse time; do the rest in operators/tasks: " + "; ".join(bad)
+    )
 
 
-@pytest.mark.parametrize("module, library", [("dgb.db", "psycopg"), ("dgb.embed", "numpy"),
-                                             ("dgb.outbox", "psycopg")])
+@pytest.mark.parametrize(
+    "module, library", [("dgb.db", "psycopg"), ("dgb.embed", "numpy"), ("dgb.outbox", "psycopg")]
+)
 def test_the_spec_rule_can_fail(module, library):
     """The parse-time rule rejects what it must: a module loading a client library, directly or
     through what it imports (dgb.outbox -> dgb.db -> psycopg)."""
@@ -337,8 +362,11 @@ def test_the_spec_rule_can_fail(module, library):
 
 
 def test_the_dev_package_is_not_in_the_astro_image():
-    patterns = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
+    patterns = [
+        line.strip()
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert "dev" in patterns or "dev/" in patterns
     dockerfile = (REPO / "Dockerfile").read_text()
     assert "/usr/local/airflow/dev" not in dockerfile and "dgb_dev" not in dockerfile

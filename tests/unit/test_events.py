@@ -4,22 +4,29 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
 
 from dgb import events, topology
 
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 PAYLOADS = {
     topology.TOPIC_SCRAPED: {"unique_id": "u1", "agency_key": "mec", "published_at": None, "scraped_at": NOW},
-    topology.TOPIC_ENRICHED: {"unique_id": "u1", "enriched_at": NOW, "most_specific_theme_code": "01.01.01",
-                              "has_summary": True},
+    topology.TOPIC_ENRICHED: {
+        "unique_id": "u1",
+        "enriched_at": NOW,
+        "most_specific_theme_code": "01.01.01",
+        "has_summary": True,
+    },
     topology.TOPIC_EMBEDDED: {"unique_id": "u1", "embedded_at": NOW, "embedding_dim": 512},
 }
-MODELS = {topology.TOPIC_SCRAPED: events.ScrapedPayload, topology.TOPIC_ENRICHED: events.EnrichedPayload,
-          topology.TOPIC_EMBEDDED: events.EmbeddedPayload}
+MODELS = {
+    topology.TOPIC_SCRAPED: events.ScrapedPayload,
+    topology.TOPIC_ENRICHED: events.EnrichedPayload,
+    topology.TOPIC_EMBEDDED: events.EmbeddedPayload,
+}
 
 
 def reason(topic: str, data, attributes) -> str:
@@ -49,7 +56,7 @@ def test_the_dead_letter_reasons():
     assert reason(topic, data, {**ok, "event_version": "9.9"}) == "unsupported_version"
     assert reason(topic, b"not json{", ok) == "malformed_json"
     assert reason(topic, b'["u1"]', ok) == "malformed_payload"
-    assert reason(topic, json.dumps({"unique_id": "u1"}), ok) == "malformed_payload"      # fields missing
+    assert reason(topic, json.dumps({"unique_id": "u1"}), ok) == "malformed_payload"  # fields missing
     assert reason(topic, json.dumps({**ev.payload, "embedding_dim": "512"}), ok) == "malformed_payload"
     assert reason(topic, json.dumps({**ev.payload, "unique_id": ""}), ok) == "malformed_payload"
     assert reason(topic, json.dumps({**ev.payload, "unique_id": "u2"}), ok) == "malformed_payload"
@@ -70,15 +77,21 @@ def test_nullable_fields_must_still_be_present():
 
 def test_the_asset_payload_round_trip():
     received = SimpleNamespace(
-        message=SimpleNamespace(message_id="m-1", data=b'{"unique_id": "u1"}', attributes={"a": "b"},
-                                publish_time=NOW),
-        delivery_attempt=None)
+        message=SimpleNamespace(
+            message_id="m-1", data=b'{"unique_id": "u1"}', attributes={"a": "b"}, publish_time=NOW
+        ),
+        delivery_attempt=None,
+    )
     asset = events.AssetPayload.from_received(received)
-    stored = json.loads(json.dumps(asset.model_dump()))      # what an asset event keeps
+    stored = json.loads(json.dumps(asset.model_dump()))  # what an asset event keeps
     back = events.AssetPayload.model_validate(stored)
     assert back == asset and back.raw_data() == b'{"unique_id": "u1"}'
     assert (back.message_id, back.attributes, back.publish_time, back.delivery_attempt) == (
-        "m-1", {"a": "b"}, NOW.isoformat(), 0)
+        "m-1",
+        {"a": "b"},
+        NOW.isoformat(),
+        0,
+    )
     # data that is not base64 is kept as it is (the stage dead-letters it as malformed, never loses it)
     assert events.AssetPayload(message_id="m-2", data="not base64!").raw_data() == b"not base64!"
     assert events.AssetPayload(message_id="m-3", data=base64.b64encode(b"x").decode()).raw_data() == b"x"
@@ -87,8 +100,9 @@ def test_the_asset_payload_round_trip():
 def test_a_stage_message_from_an_asset_payload():
     from dgb.pipeline.stage import InMessage
 
-    msg = InMessage.from_payload("sub", {"message_id": 7, "data": base64.b64encode(b"{}").decode(),
-                                         "attributes": {"trace_id": "t"}})
+    msg = InMessage.from_payload(
+        "sub", {"message_id": 7, "data": base64.b64encode(b"{}").decode(), "attributes": {"trace_id": "t"}}
+    )
     assert (msg.subscription, msg.message_id, msg.data) == ("sub", "7", b"{}")
     assert msg.attributes == {"trace_id": "t"}
     # a payload breaking the contract still becomes a message (then dead-lettered), never an exception
@@ -99,12 +113,20 @@ def test_a_stage_message_from_an_asset_payload():
 def test_a_message_published_by_production_is_accepted():
     """DestaquesGovBr's scrapers publish dgb.news.scraped with trace_id and event_version only
     (no unique_id attribute) and this payload: during a switch-over both may publish."""
-    data = json.dumps({"unique_id": "merenda-escolar_a1b2c3", "agency_key": "mec",
-                       "published_at": "2026-02-10T17:05:07-03:00",
-                       "scraped_at": "2026-02-10T20:06:00.123456+00:00"}).encode()
+    data = json.dumps(
+        {
+            "unique_id": "merenda-escolar_a1b2c3",
+            "agency_key": "mec",
+            "published_at": "2026-02-10T17:05:07-03:00",
+            "scraped_at": "2026-02-10T20:06:00.123456+00:00",
+        }
+    ).encode()
     msg = events.parse_message(topology.TOPIC_SCRAPED, data, {"trace_id": "t-9", "event_version": "1.0"})
     assert msg.unique_id == "merenda-escolar_a1b2c3"
-    assert msg.attributes["unique_id"] == "merenda-escolar_a1b2c3"   # the dedup attribute, from the payload
+    assert msg.attributes["unique_id"] == "merenda-escolar_a1b2c3"  # the dedup attribute, from the payload
     with pytest.raises(events.InvalidEvent, match="differs"):
-        events.parse_message(topology.TOPIC_SCRAPED, data,
-                             {"trace_id": "t-9", "event_version": "1.0", "unique_id": "other_000000"})
+        events.parse_message(
+            topology.TOPIC_SCRAPED,
+            data,
+            {"trace_id": "t-9", "event_version": "1.0", "unique_id": "other_000000"},
+        )

@@ -95,8 +95,9 @@ def test_production_differences_reports_each_kind_of_mismatch(shipped: Taxonomy)
     relabelled = [(c, "Outro rótulo" if c == l3.code else label) for c, label in codes]
     assert any(l3.code in p and "label" in p for p in production_differences(shipped, relabelled))
     missing = [(c, label) for c, label in codes if c != l3.code]
-    assert any(l3.code in p and "not a production code" in p
-               for p in production_differences(shipped, missing))
+    assert any(
+        l3.code in p and "not a production code" in p for p in production_differences(shipped, missing)
+    )
     extra = codes + [(l3.parent_code + ".99", "Nova")]
     assert any(".99" in p and "missing from our tree" in p for p in production_differences(shipped, extra))
     siblings = [t.code for t in shipped.children(l3.parent_code)]
@@ -114,7 +115,8 @@ def test_production_codes_script_parses_the_tree_format(tmp_path: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     tree = tmp_path / "themes_tree.yaml"
-    tree.write_text(textwrap.dedent("""\
+    tree.write_text(
+        textwrap.dedent("""\
         01 - Economia e Finanças:
           01.01 - Política Econômica:
             - 01.01.01 - Política Fiscal
@@ -125,13 +127,19 @@ def test_production_codes_script_parses_the_tree_format(tmp_path: Path) -> None:
         24 - Minorias e Grupos Especiais:
           24.01 - Povos Indígenas:
             - 24.01.01 - Demarcação
-        """), encoding="utf-8")
+        """),
+        encoding="utf-8",
+    )
     out = tmp_path / "codes.tsv"
     assert module.main([str(tree), "-o", str(out)]) == 0
     assert load_production_codes(out) == [
-        ("01", "Economia e Finanças"), ("01.01", "Política Econômica"), ("01.01.01", "Política Fiscal"),
-        ("01.01.02", "Autonomia Econômica"), ("24", "Minorias e Grupos Especiais"),
-        ("24.01", "Povos Indígenas"), ("24.01.01", "Demarcação"),
+        ("01", "Economia e Finanças"),
+        ("01.01", "Política Econômica"),
+        ("01.01.01", "Política Fiscal"),
+        ("01.01.02", "Autonomia Econômica"),
+        ("24", "Minorias e Grupos Especiais"),
+        ("24.01", "Povos Indígenas"),
+        ("24.01.01", "Demarcação"),
     ]
     tree.write_text("01 - Economia:\n  01.02.03 - Fora do lugar:\n    - 01.02.03.04 - X\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="01.02.03"):

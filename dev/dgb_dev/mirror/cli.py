@@ -36,23 +36,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default: DGB_MIRROR_PORT, 8090)")
     serve.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="articles JSONL")
-    serve.add_argument("--tick", type=float, default=None, metavar="SECONDS",
-                       help="publish a held-back article and edit one every SECONDS (off by default)")
+    serve.add_argument(
+        "--tick",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="publish a held-back article and edit one every SECONDS (off by default)",
+    )
     serve.add_argument("--seed", type=int, default=0, help="seed of the --tick edits")
-    serve.add_argument("--faults", type=Path, default=None, metavar="FILE", help="JSON list of startup faults")
-    serve.add_argument("--removed-status", type=int, choices=(404, 410), default=404,
-                       help="status of removed articles (default 404)")
+    serve.add_argument(
+        "--faults", type=Path, default=None, metavar="FILE", help="JSON list of startup faults"
+    )
+    serve.add_argument(
+        "--removed-status",
+        type=int,
+        choices=(404, 410),
+        default=404,
+        help="status of removed articles (default 404)",
+    )
     serve.set_defaults(func=_serve)
 
     agencies = sub.add_parser("agencies", help="print the agency keys the mirror serves")
     agencies.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    agencies.add_argument("--unknown", action="store_true", help="only keys missing from the agency catalogue")
+    agencies.add_argument(
+        "--unknown", action="store_true", help="only keys missing from the agency catalogue"
+    )
     agencies.set_defaults(func=_agencies)
 
 
 def _serve(args: argparse.Namespace) -> int:
     if not _loopback(args.host):
-        print(f"dgb mirror: refusing to serve on non-loopback host {args.host!r}; use 127.0.0.1", file=sys.stderr)
+        print(
+            f"dgb mirror: refusing to serve on non-loopback host {args.host!r}; use 127.0.0.1",
+            file=sys.stderr,
+        )
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     port = args.port if args.port is not None else Settings.from_env().mirror_port
@@ -61,8 +78,9 @@ def _serve(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"dgb mirror: bad --faults file {args.faults}: {exc}", file=sys.stderr)
         return 2
-    site = Site(args.corpus, removed_status=args.removed_status,
-                hold_back=0.1 if args.tick else 0.0, seed=args.seed)
+    site = Site(
+        args.corpus, removed_status=args.removed_status, hold_back=0.1 if args.tick else 0.0, seed=args.seed
+    )
     try:
         server = MirrorServer((args.host, port), site, faults)
     except OSError as exc:
@@ -70,8 +88,13 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     stop_tick = start_ticker(site, args.tick) if args.tick else None
     state = site.state()
-    logging.info("dgb mirror on %s: %d articles, %d agencies%s", server.base_url, state["articles"],
-                 len(state["agencies"]), f", tick every {args.tick}s" if args.tick else "")
+    logging.info(
+        "dgb mirror on %s: %d articles, %d agencies%s",
+        server.base_url,
+        state["articles"],
+        len(state["agencies"]),
+        f", tick every {args.tick}s" if args.tick else "",
+    )
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
     try:
         server.serve_forever()

@@ -9,11 +9,12 @@ import json
 import logging
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from email.utils import format_datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from dgb.scraper.dags import CORPUS
@@ -39,7 +40,6 @@ SHAPES = ("tileItem", "ul.noticias", "div.entries", "div.item")
 FIXED_SHAPES = {"mds": "ul.noticias", "mma": "div.entries", "turismo": "div.item", "mec": "tileItem"}
 KEY_RE = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")  # production's keys may hold "_" (agencia_brasil)
 _IMAGE_EXT = (".jpg", ".jpeg", ".png", ".gif")
-
 
 
 # -- small helpers ------------------------------------------------------------------------------
@@ -85,11 +85,11 @@ def iso_brt(dt: datetime) -> str:
 
 
 def iso_utc(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).isoformat(timespec="seconds")
+    return dt.astimezone(UTC).isoformat(timespec="seconds")
 
 
 def http_date(dt: datetime) -> str:
-    return format_datetime(dt.astimezone(timezone.utc), usegmt=True)
+    return format_datetime(dt.astimezone(UTC), usegmt=True)
 
 
 def mirror_url(base: str, url: str) -> str:
@@ -184,10 +184,19 @@ def article_from_dict(data: Any, *, now: datetime | None = None, source: str = "
     if isinstance(tags, str):
         tags = [t for t in (s.strip() for s in tags.split(",")) if t]
     slug = slugify(str(data.get("url_slug") or "").strip("/").split("/")[-1] or title)
-    return Article(agency=agency, slug=slug, title=title, content=str(content or ""),
-                   published_at=published, modified_at=modified,
-                   subtitle=str(data.get("subtitle") or ""), category=str(data.get("category") or ""),
-                   tags=tuple(str(t) for t in tags), image_url=data.get("image_url") or None, source=source)
+    return Article(
+        agency=agency,
+        slug=slug,
+        title=title,
+        content=str(content or ""),
+        published_at=published,
+        modified_at=modified,
+        subtitle=str(data.get("subtitle") or ""),
+        category=str(data.get("category") or ""),
+        tags=tuple(str(t) for t in tags),
+        image_url=data.get("image_url") or None,
+        source=source,
+    )
 
 
 def read_articles(path: Path, source: str) -> list[Article]:
@@ -205,7 +214,7 @@ def read_articles(path: Path, source: str) -> list[Article]:
     for lineno, raw in items:
         try:
             data = json.loads(raw)
-            for obj in (data if isinstance(data, list) and path.suffix == ".json" else [data]):
+            for obj in data if isinstance(data, list) and path.suffix == ".json" else [data]:
                 out.append(article_from_dict(obj, source=source))
         except ValueError as exc:  # JSONDecodeError is a ValueError
             log.warning("mirror: skipping %s line %d: %s", path, lineno, exc)
@@ -240,9 +249,15 @@ def article_variant(a: Article) -> Variant:
     v = md5_int(a.agency, a.slug)
     jsonld = "present" if v % 10 < 7 else "malformed" if v % 10 == 7 else "absent"
     byline = "full" if jsonld != "absent" or (v // 10) % 2 == 0 else "text"
-    return Variant(jsonld, byline, "relative" if (v // 20) % 2 == 0 else "absolute",
-                   (v // 40) % 5 == 0, PLONE_BODIES[(v // 200) % 8] if (v // 200) % 8 < 4 else "slate",
-                   ("data-echo", "noscript", "src")[(v // 1600) % 3], ("span", "text")[(v // 4800) % 2])
+    return Variant(
+        jsonld,
+        byline,
+        "relative" if (v // 20) % 2 == 0 else "absolute",
+        (v // 40) % 5 == 0,
+        PLONE_BODIES[(v // 200) % 8] if (v // 200) % 8 < 4 else "slate",
+        ("data-echo", "noscript", "src")[(v // 1600) % 3],
+        ("span", "text")[(v // 4800) % 2],
+    )
 
 
 def listing_shape(key: str) -> str:
@@ -254,5 +269,3 @@ def listing_shape(key: str) -> str:
 
 def listing_icons(key: str) -> bool:
     return (int(hashlib.md5(key.encode()).hexdigest()[:8], 16) // 10) % 2 == 0
-
-

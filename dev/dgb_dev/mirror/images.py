@@ -19,6 +19,7 @@ def _huffman_codes(counts: list[int], symbols: list[int]) -> dict[int, tuple[int
 
 def make_jpeg(level: int, size: int = 16) -> bytes:
     """A valid baseline greyscale JPEG of one flat colour (quant table of 1s, DC-only blocks)."""
+
     def seg(marker: int, payload: bytes) -> bytes:
         return bytes([0xFF, marker]) + struct.pack(">H", len(payload) + 2) + payload
 
@@ -41,20 +42,25 @@ def make_jpeg(level: int, size: int = 16) -> bytes:
     bits.extend([1] * (-len(bits) % 8))
     data = bytearray()
     for i in range(0, len(bits), 8):
-        byte = int("".join(map(str, bits[i:i + 8])), 2)
+        byte = int("".join(map(str, bits[i : i + 8])), 2)
         data.append(byte)
         if byte == 0xFF:
             data.append(0)
-    return b"".join([
-        b"\xff\xd8",
-        seg(0xE0, b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"),
-        seg(0xDB, b"\x00" + bytes([1] * 64)),
-        seg(0xC0, struct.pack(">BHHB", 8, size, size, 1) + bytes([1, 0x11, 0])),
-        seg(0xC4, b"\x00" + bytes(dc_counts) + bytes(dc_syms) + b"\x10" + bytes(ac_counts) + bytes(ac_syms)),
-        seg(0xDA, bytes([1, 1, 0x00, 0, 63, 0])),
-        bytes(data),
-        b"\xff\xd9",
-    ])
+    return b"".join(
+        [
+            b"\xff\xd8",
+            seg(0xE0, b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"),
+            seg(0xDB, b"\x00" + bytes([1] * 64)),
+            seg(0xC0, struct.pack(">BHHB", 8, size, size, 1) + bytes([1, 0x11, 0])),
+            seg(
+                0xC4,
+                b"\x00" + bytes(dc_counts) + bytes(dc_syms) + b"\x10" + bytes(ac_counts) + bytes(ac_syms),
+            ),
+            seg(0xDA, bytes([1, 1, 0x00, 0, 63, 0])),
+            bytes(data),
+            b"\xff\xd9",
+        ]
+    )
 
 
 def make_png(rgb: tuple[int, int, int], size: int = 16) -> bytes:
@@ -62,6 +68,9 @@ def make_png(rgb: tuple[int, int, int], size: int = 16) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     raw = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )

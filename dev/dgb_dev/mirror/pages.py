@@ -69,14 +69,33 @@ import html
 import json
 import re
 import uuid
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from dgb_dev.mirror.content import (
-    BRT, EBC_NAMES, EBC_PAGE_SIZE, GOVBR, PAGE_SIZE, TV_BRASIL, Article, MirrorAgency, Variant,
-    article_variant, br_date, br_time, esc, int_param, iso_brt, iso_utc, listing_icons, listing_shape,
-    md5_int, mirror_url, slugify,
+    BRT,
+    EBC_NAMES,
+    EBC_PAGE_SIZE,
+    GOVBR,
+    PAGE_SIZE,
+    TV_BRASIL,
+    Article,
+    MirrorAgency,
+    Variant,
+    article_variant,
+    br_date,
+    br_time,
+    esc,
+    int_param,
+    iso_brt,
+    iso_utc,
+    listing_icons,
+    listing_shape,
+    md5_int,
+    mirror_url,
+    slugify,
 )
 
 if TYPE_CHECKING:  # the Site calls these renderers with itself; only its public methods are used
@@ -133,7 +152,9 @@ def parse_blocks(text: str) -> list[tuple]:
 
 def inline_html(text: str, base: str) -> str:
     out = esc(text)
-    out = _LINK_RE.sub(lambda m: f'<a href="{esc(mirror_url(base, html.unescape(m.group(2))))}">{m.group(1)}</a>', out)
+    out = _LINK_RE.sub(
+        lambda m: f'<a href="{esc(mirror_url(base, html.unescape(m.group(2))))}">{m.group(1)}</a>', out
+    )
     return _BOLD_RE.sub(r"<strong>\1</strong>", out)
 
 
@@ -156,7 +177,9 @@ def block_html(block: tuple, base: str) -> str:
 def block_slate(block: tuple) -> dict:
     kind = block[0]
     if kind in ("ul", "ol"):
-        value = [{"type": kind, "children": [{"type": "li", "children": [{"text": plain(i)}]} for i in block[1]]}]
+        value = [
+            {"type": kind, "children": [{"type": "li", "children": [{"text": plain(i)}]} for i in block[1]]}
+        ]
         return {"@type": "slate", "value": value, "plaintext": "\n".join(plain(i) for i in block[1])}
     text = plain(block[-1])
     node_type = {"p": "p", "quote": "blockquote"}.get(kind, f"h{block[1] if kind == 'h' else 2}")
@@ -168,8 +191,10 @@ def index_page(site: Site, base: str) -> str:
     for key in site.agency_keys():
         ag = site.agency_for(key)
         links.append(f'<li><a href="{esc(site.listing_url(base, ag))}">{esc(ag.name)}</a> ({key})</li>')
-    return (f'<!DOCTYPE html><html lang="pt-br"><head><meta charset="utf-8"><title>dgb mirror</title></head>'
-            f"<body><h1>dgb mirror</h1><ul>{''.join(links)}</ul></body></html>")
+    return (
+        f'<!DOCTYPE html><html lang="pt-br"><head><meta charset="utf-8"><title>dgb mirror</title></head>'
+        f"<body><h1>dgb mirror</h1><ul>{''.join(links)}</ul></body></html>"
+    )
 
 
 def home_page(site: Site, base: str, ag: MirrorAgency) -> str:
@@ -182,7 +207,7 @@ def home_page(site: Site, base: str, ag: MirrorAgency) -> str:
 
 def listing(site: Site, base: str, ag: MirrorAgency, start: int) -> str:
     items = site.articles(ag.key)
-    page = items[start:start + PAGE_SIZE]
+    page = items[start : start + PAGE_SIZE]
     shape, icons = listing_shape(ag.key), listing_icons(ag.key)
     rendered = "\n".join(_listing_item(site, base, a, shape, icons) for a in page)
     if shape == "ul.noticias":
@@ -191,14 +216,15 @@ def listing(site: Site, base: str, ag: MirrorAgency, start: int) -> str:
         rendered = f'<div class="entries">\n{rendered}\n</div>'
     elif shape == "div.item" and page:  # a menu block in the same shape as the items
         root = f"{base}/{GOVBR}/{ag.key}/pt-br"
-        rendered = (f'<div class="item"><a class="btn btn-menu" href="{esc(root)}/assuntos">Menu</a> '
-                    f'<a class="button" href="{esc(root)}/canais_atendimento">Clique Aqui</a></div>\n'
-                    + rendered)
+        rendered = (
+            f'<div class="item"><a class="btn btn-menu" href="{esc(root)}/assuntos">Menu</a> '
+            f'<a class="button" href="{esc(root)}/canais_atendimento">Clique Aqui</a></div>\n' + rendered
+        )
     if not page:
         rendered = '<p class="discreet">Não há itens nesta pasta.</p>'
     url = site.listing_url(base, ag)
     core = f'<div id="content-core">\n{rendered}\n{_pager(url, start, len(items))}\n</div>'
-    content = (f'<h1 class="documentFirstHeading">Notícias</h1>\n{core}\n{_share(base, url)}')
+    content = f'<h1 class="documentFirstHeading">Notícias</h1>\n{core}\n{_share(base, url)}'
     return portal_page(base, ag, "Notícias", content, breadcrumbs=[("Notícias", None)], canonical=url)
 
 
@@ -208,30 +234,46 @@ def _listing_item(site: Site, base: str, a: Article, shape: str, icons: bool) ->
     cat, desc = esc(a.category), esc(a.subtitle)
     thumb = site.thumb_src(base, a)
     if shape == "tileItem":
-        img = (f'<div class="tileImage"><a href="{url}"><img class="tileImage" src="{esc(thumb)}" '
-               f'alt="{title}" width="128" height="86"></a></div>') if thumb else ""
+        img = (
+            (
+                f'<div class="tileImage"><a href="{url}"><img class="tileImage" src="{esc(thumb)}" '
+                f'alt="{title}" width="128" height="86"></a></div>'
+            )
+            if thumb
+            else ""
+        )
         if icons:
-            byline = (f'<span class="summary-view-icon"><i class="icon-day"></i>{d}</span> '
-                      f'<span class="summary-view-icon"><i class="icon-hour"></i>{t}</span> '
-                      f'<span class="summary-view-icon"><i class="icon-type"></i>Notícia</span>')
+            byline = (
+                f'<span class="summary-view-icon"><i class="icon-day"></i>{d}</span> '
+                f'<span class="summary-view-icon"><i class="icon-hour"></i>{t}</span> '
+                f'<span class="summary-view-icon"><i class="icon-type"></i>Notícia</span>'
+            )
         else:
             byline = f"{d} {t}"
-        return (f'<article class="tileItem visualIEFloatFix tile-collective-nitf-content">{img}'
-                f'<div class="tileContent"><span class="subtitle">{cat}</span>'
-                f'<h2 class="tileHeadline"><a href="{url}" class="summary url">{title}</a></h2>'
-                f'<p class="tileBody"><span class="description">{desc}</span></p></div>'
-                f'<div class="tileInfo"><span class="documentByLine">{byline}</span></div>'
-                f'<div class="visualClear"></div></article>')
+        return (
+            f'<article class="tileItem visualIEFloatFix tile-collective-nitf-content">{img}'
+            f'<div class="tileContent"><span class="subtitle">{cat}</span>'
+            f'<h2 class="tileHeadline"><a href="{url}" class="summary url">{title}</a></h2>'
+            f'<p class="tileBody"><span class="description">{desc}</span></p></div>'
+            f'<div class="tileInfo"><span class="documentByLine">{byline}</span></div>'
+            f'<div class="visualClear"></div></article>'
+        )
     img = f'<img src="{esc(thumb)}" alt="{title}">' if thumb else ""
     if shape == "ul.noticias":
-        return (f'<li>{img}<span class="subtitle">{cat}</span><h2 class="titulo"><a href="{url}">{title}</a></h2>'
-                f'<p class="descricao">{desc}</p><span class="data">{d} {t}</span></li>')
+        return (
+            f'<li>{img}<span class="subtitle">{cat}</span><h2 class="titulo"><a href="{url}">{title}</a></h2>'
+            f'<p class="descricao">{desc}</p><span class="data">{d} {t}</span></li>'
+        )
     if shape == "div.entries":
-        return (f'<article class="entry"><header><span class="subtitle">{cat}</span>'
-                f'<h3 class="entry-title"><a class="url" href="{url}">{title}</a></h3></header>{img}'
-                f'<p class="description">{desc}</p><span class="documentByLine">{d} - {t}</span></article>')
-    return (f'<div class="item">{img}<span class="subtitle">{cat}</span><h2><a href="{url}">{title}</a></h2>'
-            f'<p class="description">{desc}</p><p class="byline">Publicado em {d} {t}</p></div>')
+        return (
+            f'<article class="entry"><header><span class="subtitle">{cat}</span>'
+            f'<h3 class="entry-title"><a class="url" href="{url}">{title}</a></h3></header>{img}'
+            f'<p class="description">{desc}</p><span class="documentByLine">{d} - {t}</span></article>'
+        )
+    return (
+        f'<div class="item">{img}<span class="subtitle">{cat}</span><h2><a href="{url}">{title}</a></h2>'
+        f'<p class="description">{desc}</p><p class="byline">Publicado em {d} {t}</p></div>'
+    )
 
 
 # -- classic article ---------------------------------------------------------------------------------------
@@ -242,64 +284,102 @@ def article(site: Site, base: str, ag: MirrorAgency, a: Article, v: Variant) -> 
     root = f"{base}/{GOVBR}/{ag.key}"
     pub, mod = a.published_at, a.modified_at
     img_abs = site.image_src(base, a)
-    head = [f'<meta name="description" content="{esc(a.subtitle)}">',
-            f'<meta property="og:title" content="{esc(a.title)}">',
-            f'<meta property="og:url" content="{esc(url)}">']
+    head = [
+        f'<meta name="description" content="{esc(a.subtitle)}">',
+        f'<meta property="og:title" content="{esc(a.title)}">',
+        f'<meta property="og:url" content="{esc(url)}">',
+    ]
     if v.jsonld != "absent":
-        crumbs = {"@context": "https://schema.org", "@type": "BreadcrumbList", "itemListElement": [
-            {"@type": "ListItem", "position": 1, "name": "Notícias", "item": site.listing_url(base, ag)},
-            {"@type": "ListItem", "position": 2, "name": a.title, "item": url}]}
+        crumbs = {
+            "@context": "https://schema.org",
+            "@type": "BreadcrumbList",
+            "itemListElement": [
+                {"@type": "ListItem", "position": 1, "name": "Notícias", "item": site.listing_url(base, ag)},
+                {"@type": "ListItem", "position": 2, "name": a.title, "item": url},
+            ],
+        }
         head.append(_ldjson(crumbs))
-        news = {"@context": "https://schema.org", "@type": "NewsArticle", "headline": "__HEADLINE__",
-                "description": a.subtitle, "datePublished": iso_brt(pub), "dateModified": iso_brt(mod),
-                "mainEntityOfPage": {"@type": "WebPage", "@id": url}, "articleSection": a.category,
-                "keywords": list(a.tags), "image": [img_abs] if img_abs else [],
-                "author": {"@type": "Organization", "name": ag.name},
-                "publisher": {"@type": "Organization", "name": ag.name}}
+        news = {
+            "@context": "https://schema.org",
+            "@type": "NewsArticle",
+            "headline": "__HEADLINE__",
+            "description": a.subtitle,
+            "datePublished": iso_brt(pub),
+            "dateModified": iso_brt(mod),
+            "mainEntityOfPage": {"@type": "WebPage", "@id": url},
+            "articleSection": a.category,
+            "keywords": list(a.tags),
+            "image": [img_abs] if img_abs else [],
+            "author": {"@type": "Organization", "name": ag.name},
+            "publisher": {"@type": "Organization", "name": ag.name},
+        }
         headline = json.dumps(a.title, ensure_ascii=False)
         if v.jsonld == "malformed":
             headline = '"' + _with_raw_quotes(a.title) + '"'
         head.append(_ldjson(news).replace('"__HEADLINE__"', headline.replace("</", "<\\/")))
     if v.byline == "full":
-        modified = (f'<span class="documentModified"><span>Atualizado em</span> '
-                    f'<span class="value">{br_date(mod)} {br_time(mod)}</span></span>')
-        byline = (f'<div id="plone-document-byline" class="documentByLine">'
-                  f'<span class="documentPublished"><span>Publicado em</span> '
-                  f'<span class="value">{br_date(pub)} {br_time(pub)}</span></span> {modified}</div>')
+        modified = (
+            f'<span class="documentModified"><span>Atualizado em</span> '
+            f'<span class="value">{br_date(mod)} {br_time(mod)}</span></span>'
+        )
+        byline = (
+            f'<div id="plone-document-byline" class="documentByLine">'
+            f'<span class="documentPublished"><span>Publicado em</span> '
+            f'<span class="value">{br_date(pub)} {br_time(pub)}</span></span> {modified}</div>'
+        )
     else:
         later = f" - Atualizado em {br_date(mod)} {br_time(mod)}" if mod > pub else ""
         byline = f'<p class="documentByLine">Publicado em {br_date(pub)} {br_time(pub)}{later}</p>'
     body = [block_html(b, base) for b in parse_blocks(a.content)]
     if a.image_uid:
         src = site.image_src(base, a, relative=v.image_ref == "relative")
-        body.insert(0, f'<figure class="image-richtext image-inline"><img src="{esc(src)}" '
-                       f'alt="{esc(a.title)}" class="image-inline"><figcaption>Foto: Divulgação/'
-                       f'{esc(ag.key.upper())}</figcaption></figure>')
+        body.insert(
+            0,
+            f'<figure class="image-richtext image-inline"><img src="{esc(src)}" '
+            f'alt="{esc(a.title)}" class="image-inline"><figcaption>Foto: Divulgação/'
+            f"{esc(ag.key.upper())}</figcaption></figure>",
+        )
     if v.video:
         vid = hashlib.md5(a.uid.encode()).hexdigest()[:11]
-        body.append(f'<p><iframe width="560" height="315" src="{base}/www.youtube.com/embed/{vid}" '
-                    f'title="YouTube video player" frameborder="0" allowfullscreen></iframe></p>')
+        body.append(
+            f'<p><iframe width="560" height="315" src="{base}/www.youtube.com/embed/{vid}" '
+            f'title="YouTube video player" frameborder="0" allowfullscreen></iframe></p>'
+        )
     phone = 2000 + md5_int(ag.key) % 8000
-    body.append(f"<p>Assessoria de Comunicação Social - {esc(ag.name)}<br>Telefone: (61) 2030-{phone:04d}"
-                f"<br>E-mail: imprensa@{esc(ag.key)}.gov.br</p>")
+    body.append(
+        f"<p>Assessoria de Comunicação Social - {esc(ag.name)}<br>Telefone: (61) 2030-{phone:04d}"
+        f"<br>E-mail: imprensa@{esc(ag.key)}.gov.br</p>"
+    )
     tags = " ".join(
         f'<span><a class="link-category" rel="tag" href="{esc(root)}/pt-br/search?origem=keyword&amp;'
-        f'Subject%3Alist={quote(t)}">{esc(t)}</a></span>' for t in a.tags)
-    content = "\n".join([
-        f'<p class="nitfSubtitle">{esc(a.category)}</p>' if a.category else "",
-        f'<h1 class="documentFirstHeading">{esc(a.title)}</h1>',
-        f'<div class="documentDescription">{esc(a.subtitle)}</div>' if a.subtitle else "",
-        byline,
-        _share(base, url),
-        '<div id="content-core"><div id="parent-fieldname-text" class="parent-fieldname-text">',
-        "\n".join(body),
-        "</div></div>",
-        f'<div id="category" class="keywords documentByLine"><span class="tags-label">Tags:</span> {tags}</div>'
-        if a.tags else "",
-    ])
-    return portal_page(base, ag, a.title, content, head="\n".join(head), canonical=url,
-                 breadcrumbs=[("Notícias", site.listing_url(base, ag)), (a.title, None)],
-                 body_class="template-view portaltype-collective-nitf-content")
+        f'Subject%3Alist={quote(t)}">{esc(t)}</a></span>'
+        for t in a.tags
+    )
+    content = "\n".join(
+        [
+            f'<p class="nitfSubtitle">{esc(a.category)}</p>' if a.category else "",
+            f'<h1 class="documentFirstHeading">{esc(a.title)}</h1>',
+            f'<div class="documentDescription">{esc(a.subtitle)}</div>' if a.subtitle else "",
+            byline,
+            _share(base, url),
+            '<div id="content-core"><div id="parent-fieldname-text" class="parent-fieldname-text">',
+            "\n".join(body),
+            "</div></div>",
+            f'<div id="category" class="keywords documentByLine"><span class="tags-label">Tags:</span> {tags}</div>'
+            if a.tags
+            else "",
+        ]
+    )
+    return portal_page(
+        base,
+        ag,
+        a.title,
+        content,
+        head="\n".join(head),
+        canonical=url,
+        breadcrumbs=[("Notícias", site.listing_url(base, ag)), (a.title, None)],
+        body_class="template-view portaltype-collective-nitf-content",
+    )
 
 
 # -- Plone 6 JSON ------------------------------------------------------------------------------------------
@@ -309,7 +389,7 @@ def plone_search(site: Site, base: str, ag: MirrorAgency, path: str, params: Map
     in_scope = ag.path == path or ag.path.startswith(path + "/") or path == ""
     ptype = params.get("portal_type", "News Item")
     items = site.articles(ag.key) if in_scope and ptype in ("News Item", "") else []
-    if params.get("Title"):   # Plone's Title index: every word of the query in the title
+    if params.get("Title"):  # Plone's Title index: every word of the query in the title
         words = [w for w in re.findall(r"\w+", params["Title"].lower()) if w]
         items = [a for a in items if all(w in re.findall(r"\w+", a.title.lower()) for w in words)]
     if params.get("sort_order", "descending") in ("ascending", "asc"):
@@ -332,29 +412,56 @@ def plone_search(site: Site, base: str, ag: MirrorAgency, path: str, params: Map
         if start > 0:
             batching["prev"] = link(max(0, start - size))
         out["batching"] = batching
-    out["items"] = [plone_item(site, base, a, full) for a in items[start:start + size]]
+    out["items"] = [plone_item(site, base, a, full) for a in items[start : start + size]]
     return out
 
 
 def plone_item(site: Site, base: str, a: Article, full: bool) -> dict:
     url = site.article_url(base, a)
-    item: dict[str, Any] = {"@id": url, "@type": "News Item", "title": a.title, "description": a.subtitle,
-                            "review_state": "published", "type_title": "Notícia"}
+    item: dict[str, Any] = {
+        "@id": url,
+        "@type": "News Item",
+        "title": a.title,
+        "description": a.subtitle,
+        "review_state": "published",
+        "type_title": "Notícia",
+    }
     if not full:
         return item
-    item.update({"UID": a.uid, "id": a.slug, "head_title": a.category, "language": "pt-br",
-                 "created": iso_utc(a.published_at), "effective": iso_utc(a.published_at),
-                 "modified": iso_utc(a.modified_at), "Subject": list(a.tags), "subjects": list(a.tags)})
+    item.update(
+        {
+            "UID": a.uid,
+            "id": a.slug,
+            "head_title": a.category,
+            "language": "pt-br",
+            "created": iso_utc(a.published_at),
+            "effective": iso_utc(a.published_at),
+            "modified": iso_utc(a.modified_at),
+            "Subject": list(a.tags),
+            "subjects": list(a.tags),
+        }
+    )
     if a.image_uid:
-        item["image"] = {"download": f"{url}/@@images/image-1200-{a.image_uid[:12]}.jpeg",
-                         "content-type": "image/jpeg", "filename": f"{a.slug}.jpg", "width": 1200,
-                         "height": 675, "scales": {"thumb": {
-                             "download": f"{url}/@@images/image-128-{a.image_uid[:12]}.jpeg",
-                             "width": 128, "height": 72}}}
+        item["image"] = {
+            "download": f"{url}/@@images/image-1200-{a.image_uid[:12]}.jpeg",
+            "content-type": "image/jpeg",
+            "filename": f"{a.slug}.jpg",
+            "width": 1200,
+            "height": 675,
+            "scales": {
+                "thumb": {
+                    "download": f"{url}/@@images/image-128-{a.image_uid[:12]}.jpeg",
+                    "width": 128,
+                    "height": 72,
+                }
+            },
+        }
     else:
         item["image"] = None
     blocks_src = parse_blocks(a.content)
-    ids = [str(uuid.UUID(hashlib.md5(f"{a.uid}/{i}".encode()).hexdigest())) for i in range(len(blocks_src) + 1)]
+    ids = [
+        str(uuid.UUID(hashlib.md5(f"{a.uid}/{i}".encode()).hexdigest())) for i in range(len(blocks_src) + 1)
+    ]
     blocks: dict[str, Any] = {ids[0]: {"@type": "title"}}
     body = article_variant(a).plone_body
     rich = "".join(block_html(b, base) for b in blocks_src)
@@ -367,8 +474,9 @@ def plone_item(site: Site, base: str, a: Article, full: bool) -> dict:
     elif body == "item_text_rich":  # no text blocks: the item's RichText field
         item["text"] = {"data": rich, "content-type": "text/html", "encoding": "utf-8"}
     elif body == "item_text_plain":  # no text blocks: the item's text field as a plain string
-        item["text"] = "\n\n".join("\n".join(plain(i) for i in b[1]) if b[0] in ("ul", "ol")
-                                   else plain(b[-1]) for b in blocks_src)
+        item["text"] = "\n\n".join(
+            "\n".join(plain(i) for i in b[1]) if b[0] in ("ul", "ol") else plain(b[-1]) for b in blocks_src
+        )
     else:
         for bid, b in zip(ids[1:], blocks_src):
             blocks[bid] = block_slate(b)
@@ -382,7 +490,7 @@ def plone_item(site: Site, base: str, a: Article, full: bool) -> dict:
 
 def ebc_listing(site: Site, base: str, ag: MirrorAgency, page: int) -> str:
     items = site.articles(ag.key)
-    chunk = items[page * EBC_PAGE_SIZE:(page + 1) * EBC_PAGE_SIZE]
+    chunk = items[page * EBC_PAGE_SIZE : (page + 1) * EBC_PAGE_SIZE]
     url = site.listing_url(base, ag)
     more = (page + 1) * EBC_PAGE_SIZE < len(items)
     if ag.host == TV_BRASIL:
@@ -391,10 +499,15 @@ def ebc_listing(site: Site, base: str, ag: MirrorAgency, page: int) -> str:
             img, href = site.image_src(base, a), esc(site.article_url(base, a))
             rows.append(
                 f'<div class="views-row views-row-{i} views-row-{"odd" if i % 2 else "even"}">'
-                + (f'<div class="views-field-field-imagem"><a href="{href}">'
-                   f'<img src="{esc(img)}" alt=""></a></div>' if img else "")
+                + (
+                    f'<div class="views-field-field-imagem"><a href="{href}">'
+                    f'<img src="{esc(img)}" alt=""></a></div>'
+                    if img
+                    else ""
+                )
                 + f'<h3 class="heading"><a href="{href}">{esc(a.title)}</a></h3>'
-                f'<span class="date-display-single">{_ebc_when(a.published_at)}</span></div>')
+                f'<span class="date-display-single">{_ebc_when(a.published_at)}</span></div>'
+            )
         prev_link, next_link = f"{esc(url)}?page={page - 1}", f"{esc(url)}?page={page + 1}"
         pager = ['<ul class="pager">']
         if page > 0:
@@ -404,8 +517,10 @@ def ebc_listing(site: Site, base: str, ag: MirrorAgency, page: int) -> str:
             pager.append(f'<li class="pager-next"><a href="{next_link}">próxima ›</a></li>')
         pager.append("</ul>")
         content = "".join(rows) or '<div class="view-empty">Nenhum conteúdo.</div>'
-        body = (f'<div class="view view-ultimas view-id-ultimas view-display-id-page">'
-                f'<div class="view-content">{content}</div>{"".join(pager)}</div>')
+        body = (
+            f'<div class="view view-ultimas view-id-ultimas view-display-id-page">'
+            f'<div class="view-content">{content}</div>{"".join(pager)}</div>'
+        )
         return _ebc_page(base, ag, "Últimas", body)
     cards = []
     placeholder = f"{base}/{ag.host}/themes/agenciabrasil/images/loading_v2.gif"
@@ -413,19 +528,23 @@ def ebc_listing(site: Site, base: str, ag: MirrorAgency, page: int) -> str:
         href, img = esc(site.article_url(base, a)), site.image_src(base, a)
         cards.append(
             f'<div class="post-item col-md-12"><a class="capa-noticia" href="{href}">'
-            + (f'<img class="img-fluid" data-echo="{esc(img)}" src="{placeholder}" alt="">'
-               if img else "")
+            + (f'<img class="img-fluid" data-echo="{esc(img)}" src="{placeholder}" alt="">' if img else "")
             + (f'<span class="chapeu">{esc(a.category)}</span>' if a.category else "")
             + f'<h4 class="titulo-capa">{esc(a.title)}</h4></a>'
             f'<div class="data">{_ebc_when(a.published_at)}</div>'
-            f'<a class="capa-noticia btn btn-link" href="{href}">Leia mais</a></div>')
+            f'<a class="capa-noticia btn btn-link" href="{href}">Leia mais</a></div>'
+        )
     item = '<li class="page-item"><a class="page-link" href="{}?page={}">{}</a></li>'
-    pages = [item.format(esc(url), page - 1, "Anterior") if page > 0 else "",
-             f'<li class="page-item active"><span class="page-link">{page + 1}</span></li>',
-             item.format(esc(url), page + 1, "Próxima") if more else ""]
-    body = (f'<div class="container"><h1 class="titulo-pagina">Últimas notícias</h1>'
-            f'<div class="row lista-noticias">{"".join(cards)}</div>'
-            f'<nav aria-label="Paginação"><ul class="pagination">{"".join(pages)}</ul></nav></div>')
+    pages = [
+        item.format(esc(url), page - 1, "Anterior") if page > 0 else "",
+        f'<li class="page-item active"><span class="page-link">{page + 1}</span></li>',
+        item.format(esc(url), page + 1, "Próxima") if more else "",
+    ]
+    body = (
+        f'<div class="container"><h1 class="titulo-pagina">Últimas notícias</h1>'
+        f'<div class="row lista-noticias">{"".join(cards)}</div>'
+        f'<nav aria-label="Paginação"><ul class="pagination">{"".join(pages)}</ul></nav></div>'
+    )
     return _ebc_page(base, ag, "Últimas notícias", body)
 
 
@@ -434,19 +553,32 @@ def ebc_article(site: Site, base: str, ag: MirrorAgency, a: Article, v: Variant)
     img, outlet = site.image_src(base, a), EBC_NAMES.get(ag.host, ag.name)
     head = f'<meta property="og:image" content="{esc(img)}">' if img else ""
     if v.jsonld != "absent":
-        news = {"@context": "https://schema.org", "@type": "NewsArticle", "headline": "__HEADLINE__",
-                "description": a.subtitle, "datePublished": iso_brt(pub), "dateModified": iso_brt(mod),
-                "articleSection": a.category, "image": [img] if img else [],
-                "author": {"@type": "Organization", "name": outlet},
-                "publisher": {"@type": "Organization", "name": "EBC - Empresa Brasil de Comunicação"}}
-        headline = (('"' + _with_raw_quotes(a.title) + '"') if v.jsonld == "malformed"
-                    else json.dumps(a.title, ensure_ascii=False))
+        news = {
+            "@context": "https://schema.org",
+            "@type": "NewsArticle",
+            "headline": "__HEADLINE__",
+            "description": a.subtitle,
+            "datePublished": iso_brt(pub),
+            "dateModified": iso_brt(mod),
+            "articleSection": a.category,
+            "image": [img] if img else [],
+            "author": {"@type": "Organization", "name": outlet},
+            "publisher": {"@type": "Organization", "name": "EBC - Empresa Brasil de Comunicação"},
+        }
+        headline = (
+            ('"' + _with_raw_quotes(a.title) + '"')
+            if v.jsonld == "malformed"
+            else json.dumps(a.title, ensure_ascii=False)
+        )
         head += _ldjson(news).replace('"__HEADLINE__"', headline.replace("</", "<\\/"))
     paras = [block_html(b, base) for b in parse_blocks(a.content)]
     tags = [f'<a href="{base}/{ag.host}/tags/{slugify(t)}">{esc(t)}</a>' for t in a.tags]
     if ag.host == TV_BRASIL:  # TV Brasil's text is paragraphs only
-        paras = [f"<p>{inline_html(text, base)}</p>" for b in parse_blocks(a.content)
-                 for text in (b[1] if b[0] in ("ul", "ol") else [b[-1]])]
+        paras = [
+            f"<p>{inline_html(text, base)}</p>"
+            for b in parse_blocks(a.content)
+            for text in (b[1] if b[0] in ("ul", "ol") else [b[-1]])
+        ]
         return _ebc_page(base, ag, a.title, _tvbrasil_body(site, base, ag, a, v, paras, tags), head=head)
     later = f'<span class="atualizado"> Atualizado em {_ebc_when(mod)}</span>' if mod > pub else ""
     if v.video:
@@ -461,42 +593,60 @@ def ebc_article(site: Site, base: str, ag: MirrorAgency, a: Article, v: Variant)
         if v.ebc_image == "data-echo":
             tag = f'<img class="img-fluid" data-echo="{esc(img)}" src="{placeholder}" alt="{alt}">'
         elif v.ebc_image == "noscript":
-            tag = (f'<img class="img-fluid lazy" src="{placeholder}" alt="{alt}">'
-                   f'<noscript><img src="{esc(img)}" alt="{alt}"></noscript>')
+            tag = (
+                f'<img class="img-fluid lazy" src="{placeholder}" alt="{alt}">'
+                f'<noscript><img src="{esc(img)}" alt="{alt}"></noscript>'
+            )
         else:
             tag = f'<img class="img-fluid" src="{esc(img)}" alt="{alt}">'
-        figure = (f'<figure class="figure">{tag}'
-                  f'<figcaption>Foto: Divulgação/{esc(outlet)}</figcaption></figure>')
+        figure = (
+            f'<figure class="figure">{tag}<figcaption>Foto: Divulgação/{esc(outlet)}</figcaption></figure>'
+        )
     u = quote(site.article_url(base, a), safe="")
-    share = (f'<div class="compartilhar">Compartilhe '
-             f'<a href="{base}/www.facebook.com/sharer/sharer.php?u={u}">Facebook</a> '
-             f'<a href="{base}/api.whatsapp.com/send?text={u}">WhatsApp</a></div>')
-    body = (f'<div class="container"><article class="materia">'
-            f'<h1 class="titulo-materia">{esc(a.title)}</h1>'
-            f'<div class="autor-noticia">Repórter da {esc(outlet)}*</div>'
-            f'<div class="data">Publicado em {_ebc_when(pub)}{later}</div>'
-            f'{figure}{share}<div class="conteudo-noticia">{"".join(paras)}</div>'
-            f'<div class="row-tags">{" ".join(tags)}</div></article></div>')
+    share = (
+        f'<div class="compartilhar">Compartilhe '
+        f'<a href="{base}/www.facebook.com/sharer/sharer.php?u={u}">Facebook</a> '
+        f'<a href="{base}/api.whatsapp.com/send?text={u}">WhatsApp</a></div>'
+    )
+    body = (
+        f'<div class="container"><article class="materia">'
+        f'<h1 class="titulo-materia">{esc(a.title)}</h1>'
+        f'<div class="autor-noticia">Repórter da {esc(outlet)}*</div>'
+        f'<div class="data">Publicado em {_ebc_when(pub)}{later}</div>'
+        f'{figure}{share}<div class="conteudo-noticia">{"".join(paras)}</div>'
+        f'<div class="row-tags">{" ".join(tags)}</div></article></div>'
+    )
     return _ebc_page(base, ag, a.title, body, head=head)
 
 
-def _tvbrasil_body(site: Site, base: str, ag: MirrorAgency, a: Article, v: Variant, paras: list[str],
-                   tags: list[str]) -> str:
+def _tvbrasil_body(
+    site: Site, base: str, ag: MirrorAgency, a: Article, v: Variant, paras: list[str], tags: list[str]
+) -> str:
     programme = a.category or "Repórter Brasil"
     when = _ebc_when(a.published_at)
-    aired = (f'<h5>No AR em <span class="date-display-single">{when}</span></h5>' if v.tv_date == "span"
-             else f"<h5>No AR em {when}</h5>")
+    aired = (
+        f'<h5>No AR em <span class="date-display-single">{when}</span></h5>'
+        if v.tv_date == "span"
+        else f"<h5>No AR em {when}</h5>"
+    )
     mp4 = f"{base}/{ag.host}/sites/default/files/videos/{a.slug}.mp4"
-    video = (f'<div class="player"><video controls><source src="{mp4}" type="video/mp4"></video></div>'
-             if v.video else "")
-    notices = ['<p>*Restrição de uso: imagens cedidas apenas para exibição nos canais da EBC.</p>',
-               '<p>Clique aqui para saber como sintonizar a TV Brasil na sua cidade.</p>']
-    tag_line = f'<p>Tags: {", ".join(tags)}</p>' if tags else ""
+    video = (
+        f'<div class="player"><video controls><source src="{mp4}" type="video/mp4"></video></div>'
+        if v.video
+        else ""
+    )
+    notices = [
+        "<p>*Restrição de uso: imagens cedidas apenas para exibição nos canais da EBC.</p>",
+        "<p>Clique aqui para saber como sintonizar a TV Brasil na sua cidade.</p>",
+    ]
+    tag_line = f"<p>Tags: {', '.join(tags)}</p>" if tags else ""
     programme_url = f"{base}/{ag.host}/{slugify(programme)}"
-    return (f'<div class="programa"><h4 class="txtNoticias">'
-            f'<a href="{programme_url}">{esc(programme)}</a></h4></div>'
-            f'<h1>{esc(a.title)}</h1>{aired}{video}'
-            f'<article>{"".join(paras)}{"".join(notices)}{tag_line}</article>')
+    return (
+        f'<div class="programa"><h4 class="txtNoticias">'
+        f'<a href="{programme_url}">{esc(programme)}</a></h4></div>'
+        f"<h1>{esc(a.title)}</h1>{aired}{video}"
+        f"<article>{''.join(paras)}{''.join(notices)}{tag_line}</article>"
+    )
 
 
 def _ebc_when(dt: datetime) -> str:
@@ -527,40 +677,62 @@ def _pager(url: str, start: int, total: int) -> str:
         return ""
     lis = []
     if start > 0:
-        lis.append(f'<li class="previous"><a class="anterior" href="{esc(url)}?b_start:int={max(0, start - PAGE_SIZE)}">'
-                   f"« Anterior</a></li>")
+        lis.append(
+            f'<li class="previous"><a class="anterior" href="{esc(url)}?b_start:int={max(0, start - PAGE_SIZE)}">'
+            f"« Anterior</a></li>"
+        )
     for n, off in enumerate(range(0, total, PAGE_SIZE), 1):
         if off == start:
             lis.append(f'<li class="active"><span>{n}</span></li>')
         else:
             lis.append(f'<li><a href="{esc(url)}?b_start:int={off}">{n}</a></li>')
     if start + PAGE_SIZE < total:
-        lis.append(f'<li class="next"><a class="proximo" href="{esc(url)}?b_start:int={start + PAGE_SIZE}">'
-                   f"Próximo »</a></li>")
+        lis.append(
+            f'<li class="next"><a class="proximo" href="{esc(url)}?b_start:int={start + PAGE_SIZE}">'
+            f"Próximo »</a></li>"
+        )
     return f'<div class="pagination"><ul class="paginacao listingBar">{"".join(lis)}</ul></div>'
 
 
 def _share(base: str, url: str) -> str:
     u = quote(url, safe="")
-    return (f'<div class="social-links documentActions"><span class="share-title">Compartilhe:</span> '
-            f'<a class="share-facebook" href="{base}/www.facebook.com/sharer/sharer.php?u={u}">Facebook</a> '
-            f'<a class="share-twitter" href="{base}/twitter.com/intent/tweet?url={u}">Twitter</a> '
-            f'<a class="share-linkedin" href="{base}/www.linkedin.com/shareArticle?url={u}">LinkedIn</a> '
-            f'<a class="share-whatsapp" href="{base}/api.whatsapp.com/send?text={u}">WhatsApp</a> '
-            f'<a class="link-copy" href="{esc(url)}">Copiar link</a></div>')
+    return (
+        f'<div class="social-links documentActions"><span class="share-title">Compartilhe:</span> '
+        f'<a class="share-facebook" href="{base}/www.facebook.com/sharer/sharer.php?u={u}">Facebook</a> '
+        f'<a class="share-twitter" href="{base}/twitter.com/intent/tweet?url={u}">Twitter</a> '
+        f'<a class="share-linkedin" href="{base}/www.linkedin.com/shareArticle?url={u}">LinkedIn</a> '
+        f'<a class="share-whatsapp" href="{base}/api.whatsapp.com/send?text={u}">WhatsApp</a> '
+        f'<a class="link-copy" href="{esc(url)}">Copiar link</a></div>'
+    )
 
 
-def portal_page(base: str, ag: MirrorAgency, title: str, content: str, *, head: str = "", canonical: str = "",
-          breadcrumbs: Iterable[tuple[str, str | None]] = (), body_class: str = "template-listing_view") -> str:
+def portal_page(
+    base: str,
+    ag: MirrorAgency,
+    title: str,
+    content: str,
+    *,
+    head: str = "",
+    canonical: str = "",
+    breadcrumbs: Iterable[tuple[str, str | None]] = (),
+    body_class: str = "template-listing_view",
+) -> str:
     root = f"{base}/{GOVBR}/{ag.key}"
-    menu = [("Assuntos", f"{root}/pt-br/assuntos"), ("Notícias", f"{root}/{ag.path}"),
-            ("Acesso à Informação", f"{root}/pt-br/acesso-a-informacao"), ("Composição", f"{root}/pt-br/composicao"),
-            ("Canais de Atendimento", f"{root}/pt-br/canais_atendimento")]
+    menu = [
+        ("Assuntos", f"{root}/pt-br/assuntos"),
+        ("Notícias", f"{root}/{ag.path}"),
+        ("Acesso à Informação", f"{root}/pt-br/acesso-a-informacao"),
+        ("Composição", f"{root}/pt-br/composicao"),
+        ("Canais de Atendimento", f"{root}/pt-br/canais_atendimento"),
+    ]
     menu_html = "".join(f'<li><a href="{esc(u)}">{esc(t)}</a></li>' for t, u in menu)
     crumbs = [f'<li><a href="{esc(root)}/pt-br">Página Inicial</a></li>']
     for text, href in breadcrumbs:
-        crumbs.append(f'<li><a href="{esc(href)}">{esc(text)}</a></li>' if href else
-                      f'<li class="active"><span>{esc(text)}</span></li>')
+        crumbs.append(
+            f'<li><a href="{esc(href)}">{esc(text)}</a></li>'
+            if href
+            else f'<li class="active"><span>{esc(text)}</span></li>'
+        )
     canon = f'<link rel="canonical" href="{esc(canonical)}">' if canonical else ""
     return f"""<!DOCTYPE html>
 <html lang="pt-br" xml:lang="pt-br">
@@ -618,7 +790,9 @@ def _ebc_page(base: str, ag: MirrorAgency, title: str, body: str, head: str = ""
 
 def error_page(base: str, status: int) -> str:
     title = "Este conteúdo foi removido" if status == 410 else "Página não encontrada"
-    return (f'<!DOCTYPE html><html lang="pt-br"><head><meta charset="utf-8"><title>{title} — gov.br</title></head>'
-            f'<body><div id="content"><h1 class="documentFirstHeading">{title}</h1>'
-            f'<p>Desculpe, não foi possível encontrar o conteúdo solicitado.</p>'
-            f'<p><a href="{base}/{GOVBR}">Ir para o gov.br</a></p></div></body></html>')
+    return (
+        f'<!DOCTYPE html><html lang="pt-br"><head><meta charset="utf-8"><title>{title} — gov.br</title></head>'
+        f'<body><div id="content"><h1 class="documentFirstHeading">{title}</h1>'
+        f"<p>Desculpe, não foi possível encontrar o conteúdo solicitado.</p>"
+        f'<p><a href="{base}/{GOVBR}">Ir para o gov.br</a></p></div></body></html>'
+    )

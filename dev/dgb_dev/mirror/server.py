@@ -45,10 +45,11 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from dgb_dev.mirror.content import http_date, query_params
@@ -56,8 +57,22 @@ from dgb_dev.mirror.site import Response, Site
 
 log = logging.getLogger("dgb_dev.mirror")
 
-FAULT_KINDS = frozenset({"404", "410", "429", "503", "anti_bot", "redirect_loop", "slow", "oversized",
-                         "broken_encoding", "malformed_jsonld", "head_405", "broken_image"})
+FAULT_KINDS = frozenset(
+    {
+        "404",
+        "410",
+        "429",
+        "503",
+        "anti_bot",
+        "redirect_loop",
+        "slow",
+        "oversized",
+        "broken_encoding",
+        "malformed_jsonld",
+        "head_405",
+        "broken_image",
+    }
+)
 CHUNK = 64 * 1024
 
 
@@ -87,7 +102,7 @@ class Faults:
         return rule
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "Faults":
+    def from_file(cls, path: str | Path) -> Faults:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         items = data.get("faults", []) if isinstance(data, dict) else data
         if not isinstance(items, list):
@@ -172,13 +187,13 @@ def _etag_matches(header: str, etag: str) -> bool:
 
 class MirrorHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "MirrorServer"
+    server: MirrorServer
     server_header = "Apache"
 
     def version_string(self) -> str:
         return self.server_header
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("mirror: %s " + format, self.address_string(), *args)
 
     def do_GET(self) -> None:
@@ -197,9 +212,11 @@ class MirrorHandler(BaseHTTPRequestHandler):
         path, query = unquote(parts.path) or "/", parts.query
         try:
             if path.startswith("/_control/"):
-                return self._send(self._control(method, path[len("/_control/"):]), method)
+                return self._send(self._control(method, path[len("/_control/") :]), method)
             if method == "POST":
-                return self._send(Response(405, b"Method Not Allowed", "text/plain", {"Allow": "GET, HEAD"}), method)
+                return self._send(
+                    Response(405, b"Method Not Allowed", "text/plain", {"Allow": "GET, HEAD"}), method
+                )
             if path == "/health":
                 return self._send(Response.json({"status": "ok", "service": "dgb-mirror"}), method)
             self._content(method, path, query)
@@ -233,8 +250,11 @@ class MirrorHandler(BaseHTTPRequestHandler):
             return self._send(resp, method)
         if f == "anti_bot":
             ray = hashlib.md5(path.encode()).hexdigest()[:16]
-            resp = Response(int(fault.get("status", 403)), (ANTI_BOT_PAGE % {"ray": ray}).encode(),
-                            headers={"cf-mitigated": "challenge", "CF-RAY": f"{ray}-GRU", "Cache-Control": "no-store"})
+            resp = Response(
+                int(fault.get("status", 403)),
+                (ANTI_BOT_PAGE % {"ray": ray}).encode(),
+                headers={"cf-mitigated": "challenge", "CF-RAY": f"{ray}-GRU", "Cache-Control": "no-store"},
+            )
             self.server_header = "cloudflare"
             return self._send(resp, method)
         if f == "redirect_loop":
@@ -248,11 +268,15 @@ class MirrorHandler(BaseHTTPRequestHandler):
         resp = site.render(route, base, query, malformed_jsonld=f == "malformed_jsonld")
         if f == "broken_encoding" and resp.body:
             text = resp.body.decode("utf-8")
-            resp.body = text.encode("cp1252", errors="replace").replace(b"<head>", b"<head><!-- \xff\xfe -->", 1)
+            resp.body = text.encode("cp1252", errors="replace").replace(
+                b"<head>", b"<head><!-- \xff\xfe -->", 1
+            )
         self._send(resp, method, conditional=True, slow=fault if f == "slow" else None)
 
     # -- writing -------------------------------------------------------------------------------
-    def _send(self, resp: Response, method: str, *, conditional: bool = False, slow: dict | None = None) -> None:
+    def _send(
+        self, resp: Response, method: str, *, conditional: bool = False, slow: dict | None = None
+    ) -> None:
         headers = dict(resp.headers)
         if resp.status == 200 and resp.body:
             etag = '"%s"' % hashlib.sha1(resp.body).hexdigest()[:20]
@@ -282,7 +306,7 @@ class MirrorHandler(BaseHTTPRequestHandler):
         for i in range(0, len(body), step):
             if i:
                 time.sleep(pause)
-            self.wfile.write(body[i:i + step])
+            self.wfile.write(body[i : i + step])
             self.wfile.flush()
 
     def _not_modified(self, etag: str, resp: Response) -> bool:
@@ -301,13 +325,13 @@ class MirrorHandler(BaseHTTPRequestHandler):
         size = int(float(fault.get("mb", 12)) * 1024 * 1024)
         head = b'<!DOCTYPE html><html lang="pt-br"><head><meta charset="utf-8"><title>Arquivo</title></head><body>'
         tail = b"</body></html>"
-        filler = (b"<p>" + b"Lorem ipsum gov.br " * 200 + b"</p>\n")
+        filler = b"<p>" + b"Lorem ipsum gov.br " * 200 + b"</p>\n"
 
         def body() -> Iterator[bytes]:
             yield head
             left = size - len(head) - len(tail)
             while left > 0:
-                block = (filler * (CHUNK // len(filler) + 1))[:min(CHUNK, left)]
+                block = (filler * (CHUNK // len(filler) + 1))[: min(CHUNK, left)]
                 left -= len(block)
                 yield block
             yield tail
@@ -340,18 +364,34 @@ class MirrorHandler(BaseHTTPRequestHandler):
             base = self._base()
             if name == "publish":
                 a = site.publish(data)
-                return Response.json({"agency": a.agency, "slug": a.slug, "url": site.article_url(base, a)}, 201)
+                return Response.json(
+                    {"agency": a.agency, "slug": a.slug, "url": site.article_url(base, a)}, 201
+                )
             if name == "edit":
                 kw = {k: data[k] for k in ("title", "content", "subtitle", "image_url") if k in data}
                 a = site.edit(data.get("agency", ""), data.get("slug") or data.get("url_slug", ""), **kw)
-                return Response.json({"agency": a.agency, "slug": a.slug, "url": site.article_url(base, a),
-                                      "modified_at": a.modified_at.isoformat()})
+                return Response.json(
+                    {
+                        "agency": a.agency,
+                        "slug": a.slug,
+                        "url": site.article_url(base, a),
+                        "modified_at": a.modified_at.isoformat(),
+                    }
+                )
             if name == "remove":
-                site.remove(data.get("agency", ""), data.get("slug") or data.get("url_slug", ""), data.get("status"))
-                return Response.json({"removed": f"{data.get('agency')}/{data.get('slug') or data.get('url_slug')}"})
+                site.remove(
+                    data.get("agency", ""), data.get("slug") or data.get("url_slug", ""), data.get("status")
+                )
+                return Response.json(
+                    {"removed": f"{data.get('agency')}/{data.get('slug') or data.get('url_slug')}"}
+                )
             if name == "move":
-                a = site.move(data.get("agency", ""), data.get("slug", ""), data.get("new_slug", ""),
-                              redirect=bool(data.get("redirect", True)))
+                a = site.move(
+                    data.get("agency", ""),
+                    data.get("slug", ""),
+                    data.get("new_slug", ""),
+                    redirect=bool(data.get("redirect", True)),
+                )
                 return Response.json({"agency": a.agency, "slug": a.slug, "url": site.article_url(base, a)})
             if name == "fault":
                 if data.get("clear"):
@@ -386,13 +426,16 @@ class MirrorServer(ThreadingHTTPServer):
         return f"http://{host}:{port}"
 
 
-def start_in_thread(site: Site, port: int = 0, *, host: str = "127.0.0.1",
-                    faults: Faults | None = None) -> tuple[MirrorServer, str]:
+def start_in_thread(
+    site: Site, port: int = 0, *, host: str = "127.0.0.1", faults: Faults | None = None
+) -> tuple[MirrorServer, str]:
     """Serve ``site`` from a daemon thread; stop with ``server.shutdown(); server.server_close()``."""
     if not _is_loopback(host):
         raise ValueError(f"the mirror serves on loopback only, not {host!r}")
     server = MirrorServer((host, port), site, faults)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="dgb-mirror", daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="dgb-mirror", daemon=True
+    ).start()
     return server, server.base_url
 
 
@@ -404,7 +447,12 @@ def start_ticker(site: Site, seconds: float) -> threading.Event:
         while not stop.wait(seconds):
             try:
                 result = site.tick()
-                log.info("mirror tick %s: published %s, edited %s", result["tick"], result["published"], result["edited"])
+                log.info(
+                    "mirror tick %s: published %s, edited %s",
+                    result["tick"],
+                    result["published"],
+                    result["edited"],
+                )
             except Exception:
                 log.exception("mirror: tick failed")
 

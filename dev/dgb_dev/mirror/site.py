@@ -34,17 +34,33 @@ import os
 import random
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from dgb_dev.mirror import pages
 from dgb_dev.mirror.content import (
-    BRT, DEFAULT_LISTING_PATH, EBC_DEFAULTS, EBC_NAMES, EBC_REUSED, EXTRA_ENV, GOVBR, Article,
-    MirrorAgency, article_from_dict, article_variant, int_param, is_image_path, md5_int, mirror_url,
-    query_params, read_articles, slugify,
+    BRT,
+    DEFAULT_LISTING_PATH,
+    EBC_DEFAULTS,
+    EBC_NAMES,
+    EBC_REUSED,
+    EXTRA_ENV,
+    GOVBR,
+    Article,
+    MirrorAgency,
+    article_from_dict,
+    article_variant,
+    int_param,
+    is_image_path,
+    md5_int,
+    mirror_url,
+    query_params,
+    read_articles,
+    slugify,
 )
 from dgb_dev.mirror.images import make_jpeg, make_png
 
@@ -60,13 +76,16 @@ class Response:
     last_modified: datetime | None = None
 
     @classmethod
-    def html(cls, text: str, status: int = 200, **kw: Any) -> "Response":
+    def html(cls, text: str, status: int = 200, **kw: Any) -> Response:
         return cls(status, text.encode("utf-8"), **kw)
 
     @classmethod
-    def json(cls, obj: Any, status: int = 200) -> "Response":
-        return cls(status, json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"),
-                   "application/json; charset=utf-8")
+    def json(cls, obj: Any, status: int = 200) -> Response:
+        return cls(
+            status,
+            json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8"),
+            "application/json; charset=utf-8",
+        )
 
 
 @dataclass(frozen=True)
@@ -75,7 +94,6 @@ class Route:
     agency: MirrorAgency | None = None
     slug: str = ""
     path: str = ""
-
 
 
 # -- the site ----------------------------------------------------------------------------------
@@ -90,15 +108,23 @@ class Site:
     snapshots.
     """
 
-    def __init__(self, corpus_path: str | Path | None = None, *, extra_dir: str | Path | None = _UNSET,
-                 registry: Mapping[str, Any] | None = None, removed_status: int = 404,
-                 hold_back: float = 0.0, seed: int = 0, clock: Any = None) -> None:
+    def __init__(
+        self,
+        corpus_path: str | Path | None = None,
+        *,
+        extra_dir: str | Path | None = _UNSET,
+        registry: Mapping[str, Any] | None = None,
+        removed_status: int = 404,
+        hold_back: float = 0.0,
+        seed: int = 0,
+        clock: Any = None,
+    ) -> None:
         self.corpus_path = Path(corpus_path) if corpus_path else None
         self._extra_dir_arg = extra_dir
         self.removed_status = removed_status
         self.hold_back = hold_back
         self.seed = seed
-        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self.clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
         self._registry = self._load_registry(registry)
         self._ebc_key_by_host = {a.host: k for k, a in self._registry.items() if a.is_ebc}
@@ -116,6 +142,7 @@ class Site:
         if registry is None:
             try:
                 from dgb.agencies import load_agencies
+
                 registry = load_agencies()
             except Exception as exc:  # missing module or bad catalogue: run without it
                 log.warning("mirror: agency catalogue unavailable (%s); default listing paths", exc)
@@ -135,17 +162,21 @@ class Site:
     def reset(self) -> None:
         """Back to the corpus as loaded: drop publishes, edits, removals; re-hold held-back."""
         with self._lock:
-            corpus = read_articles(self.corpus_path, "corpus") if self.corpus_path and self.corpus_path.exists() else []
+            corpus = (
+                read_articles(self.corpus_path, "corpus")
+                if self.corpus_path and self.corpus_path.exists()
+                else []
+            )
             if self.corpus_path and not self.corpus_path.exists():
                 log.warning("mirror: corpus %s not found; starting empty", self.corpus_path)
             corpus.sort(key=lambda a: (a.published_at, a.slug))
             n_held = round(len(corpus) * self.hold_back) if self.hold_back > 0 else 0
-            self._held = [replace(a, source="held") for a in corpus[len(corpus) - n_held:]] if n_held else []
-            visible = corpus[:len(corpus) - n_held]
+            self._held = [replace(a, source="held") for a in corpus[len(corpus) - n_held :]] if n_held else []
+            visible = corpus[: len(corpus) - n_held]
             self._base = {a.key: a for a in visible}
             self._add_ebc_reuse(visible)
             self._removed: dict[tuple[str, str], int] = {}
-            self._moved: dict[tuple[str, str], str | None] = {}   # old key -> new slug (None: no redirect)
+            self._moved: dict[tuple[str, str], str | None] = {}  # old key -> new slug (None: no redirect)
             self._rng = random.Random(self.seed)
             self._ticks = 0
             self._edited: set[tuple[str, str]] = set()
@@ -179,9 +210,13 @@ class Site:
         sig: tuple = ()
         if folder and folder.is_dir():
             try:
-                sig = (str(folder),) + tuple(sorted(
-                    (e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in os.scandir(folder)
-                    if e.is_file() and e.name.endswith((".json", ".jsonl"))))
+                sig = (str(folder),) + tuple(
+                    sorted(
+                        (e.name, e.stat().st_mtime_ns, e.stat().st_size)
+                        for e in os.scandir(folder)
+                        if e.is_file() and e.name.endswith((".json", ".jsonl"))
+                    )
+                )
             except OSError as exc:
                 log.warning("mirror: cannot scan %s: %s", folder, exc)
                 return
@@ -245,7 +280,7 @@ class Site:
 
     # -- changes -----------------------------------------------------------------------------
     def _now(self) -> datetime:
-        return self.clock().astimezone(timezone.utc).replace(microsecond=0)
+        return self.clock().astimezone(UTC).replace(microsecond=0)
 
     def publish(self, data: Mapping[str, Any]) -> Article:
         """Add an article (top of its agency's listing when newest); a taken slug gets ``-2``..."""
@@ -259,8 +294,16 @@ class Site:
             self._dirty = True
             return a
 
-    def edit(self, agency: str, slug: str, *, title: str | None = None, content: str | None = None,
-             image_url: Any = _UNSET, subtitle: str | None = None) -> Article:
+    def edit(
+        self,
+        agency: str,
+        slug: str,
+        *,
+        title: str | None = None,
+        content: str | None = None,
+        image_url: Any = _UNSET,
+        subtitle: str | None = None,
+    ) -> Article:
         """Change an article in place; ``modified_at`` moves forward at least one second."""
         with self._lock:
             a = self.get(agency, slug)
@@ -296,8 +339,12 @@ class Site:
             a = self.get(agency, slug)
             if a is None:
                 raise KeyError(f"no article {agency}/{slug}")
-            if not new_slug or "/" in new_slug or (agency, new_slug) in self._base \
-                    or (agency, new_slug) in self._extra:
+            if (
+                not new_slug
+                or "/" in new_slug
+                or (agency, new_slug) in self._base
+                or (agency, new_slug) in self._extra
+            ):
                 raise ValueError(f"cannot move {agency}/{slug} to {new_slug!r} (empty, nested or taken)")
             store = self._extra if a.key in self._extra else self._base
             del store[a.key]
@@ -330,7 +377,9 @@ class Site:
                 self._base[a.key] = a
                 self._dirty = True
                 out["published"] = f"{a.agency}/{a.slug}"
-            keys = sorted(k for k, a in self._base.items() if k not in self._removed and a.source != "ebc-reuse")
+            keys = sorted(
+                k for k, a in self._base.items() if k not in self._removed and a.source != "ebc-reuse"
+            )
             if keys:
                 agency, slug = self._rng.choice(keys)
                 a = self._base[(agency, slug)]
@@ -351,7 +400,9 @@ class Site:
                 "agencies": {k: len(v) for k, v in sorted(self._index.items())},
                 "held_back": len(self._held),
                 "ticks": self._ticks,
-                "published": sorted(f"{a.agency}/{a.slug}" for a in self._base.values() if a.source == "control"),
+                "published": sorted(
+                    f"{a.agency}/{a.slug}" for a in self._base.values() if a.source == "control"
+                ),
                 "edited": sorted(f"{k[0]}/{k[1]}" for k in self._edited),
                 "removed": {f"{k[0]}/{k[1]}": s for k, s in sorted(self._removed.items())},
                 "moved": {f"{k[0]}/{k[1]}": s for k, s in sorted(self._moved.items())},
@@ -428,14 +479,14 @@ class Site:
             rest = rest[1:]
             if rest and rest[-1] == "@search":
                 return Route("api_search", ag, path="/".join(rest[:-1]))
-            if rest[:len(listing)] == listing and len(rest) == len(listing) + 1:
+            if rest[: len(listing)] == listing and len(rest) == len(listing) + 1:
                 return Route("api_item", ag, rest[-1])
             return Route("missing", ag)
         if is_image_path("/".join(rest)):
             return Route("image", ag, path="/".join(rest))
         if rest == listing:
             return Route("listing", ag)
-        if rest[:len(listing)] == listing and len(rest) == len(listing) + 1:
+        if rest[: len(listing)] == listing and len(rest) == len(listing) + 1:
             return Route("article", ag, rest[-1])
         return Route("missing", ag)
 
@@ -510,4 +561,3 @@ class Site:
         if segs[-1].lower().endswith(".png"):
             return Response(200, make_png((seed % 256, (seed >> 8) % 256, (seed >> 16) % 256)), "image/png")
         return Response(200, make_jpeg(40 + seed % 180), "image/jpeg")
-

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 CHUNK = 256  # texts embedded per round trip by `dgb embed`
 
@@ -17,23 +17,40 @@ def register(subparsers) -> None:
     model.set_defaults(func=lambda args: (model.print_help(sys.stderr), 2)[1])
 
     serve = model_sub.add_parser(
-        "serve", help="load the embedding model once and serve it over HTTP (GET /health, POST /embed)")
+        "serve", help="load the embedding model once and serve it over HTTP (GET /health, POST /embed)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default DGB_MODEL_PORT, 8091)")
-    serve.add_argument("--model", default=None,
-                       help="model name or local folder (default DGB_EMBEDDING_MODEL, use-multilingual-v3)")
-    serve.add_argument("--dim", type=int, default=None,
-                       help="expected dimension, checked at load (default DGB_EMBEDDING_DIM, 512)")
-    serve.add_argument("--allow-remote", action="store_true",
-                       help="allow a non-loopback address such as 0.0.0.0 (no authentication: private networks only)")
+    serve.add_argument(
+        "--model",
+        default=None,
+        help="model name or local folder (default DGB_EMBEDDING_MODEL, use-multilingual-v3)",
+    )
+    serve.add_argument(
+        "--dim",
+        type=int,
+        default=None,
+        help="expected dimension, checked at load (default DGB_EMBEDDING_DIM, 512)",
+    )
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback address such as 0.0.0.0 (no authentication: private networks only)",
+    )
     serve.set_defaults(func=_serve)
 
     embed = subparsers.add_parser(
-        "embed", help="embed texts from stdin (one per line) and print one JSON vector per line")
-    embed.add_argument("--json", action="store_true",
-                       help='read JSON lines with a "text" field instead of plain lines')
-    embed.add_argument("--embedder", choices=("auto", "service", "local"), default=None,
-                       help="where the model runs (default DGB_EMBEDDER or auto: the service if it answers)")
+        "embed", help="embed texts from stdin (one per line) and print one JSON vector per line"
+    )
+    embed.add_argument(
+        "--json", action="store_true", help='read JSON lines with a "text" field instead of plain lines'
+    )
+    embed.add_argument(
+        "--embedder",
+        choices=("auto", "service", "local"),
+        default=None,
+        help="where the model runs (default DGB_EMBEDDER or auto: the service if it answers)",
+    )
     embed.add_argument("--batch-size", type=int, default=32)
     embed.set_defaults(func=_embed)
 
@@ -44,9 +61,13 @@ def _serve(args: argparse.Namespace) -> int:
 
     s = Settings.from_env()
     try:
-        return serve(args.host, args.port if args.port is not None else s.model_port,
-                     args.model or s.embedding_model, args.dim if args.dim is not None else s.embedding_dim,
-                     allow_remote=args.allow_remote)
+        return serve(
+            args.host,
+            args.port if args.port is not None else s.model_port,
+            args.model or s.embedding_model,
+            args.dim if args.dim is not None else s.embedding_dim,
+            allow_remote=args.allow_remote,
+        )
     except ServiceConfigError as exc:
         print(f"dgb model serve: {exc}", file=sys.stderr)
         return 2

@@ -10,11 +10,11 @@ anything else (a 4xx, a malformed answer, a read timeout on a long encode) raise
 from __future__ import annotations
 
 import base64
-
 import random
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 import numpy as np
@@ -35,8 +35,15 @@ class _Transient(Exception):
 class ServiceEmbedder:
     """:class:`~dgb.embed.Embedder` over the model service at ``base_url``."""
 
-    def __init__(self, base_url: str, timeout: float = 60.0, *, attempts: int = 4,
-                 backoff: float = 0.25, max_backoff: float = 4.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float = 60.0,
+        *,
+        attempts: int = 4,
+        backoff: float = 0.25,
+        max_backoff: float = 4.0,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.attempts = max(1, attempts)
@@ -62,7 +69,7 @@ class ServiceEmbedder:
                 self._client.close()
                 self._client = None
 
-    def __enter__(self) -> "ServiceEmbedder":
+    def __enter__(self) -> ServiceEmbedder:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -112,8 +119,10 @@ class ServiceEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = []
         for start in range(0, len(items), MAX_TEXTS_PER_REQUEST):
-            chunk = items[start:start + MAX_TEXTS_PER_REQUEST]
-            answer = self._call("POST", "/embed", {"texts": chunk, "batch_size": batch_size, "encoding": "base64"})
+            chunk = items[start : start + MAX_TEXTS_PER_REQUEST]
+            answer = self._call(
+                "POST", "/embed", {"texts": chunk, "batch_size": batch_size, "encoding": "base64"}
+            )
             parts.append(self._vectors(answer, len(chunk)))
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
@@ -126,7 +135,9 @@ class ServiceEmbedder:
             else:
                 vectors = np.asarray(answer["vectors"], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as exc:
-            raise ModelServiceError(f"model service at {self.base_url} sent malformed vectors: {exc}") from exc
+            raise ModelServiceError(
+                f"model service at {self.base_url} sent malformed vectors: {exc}"
+            ) from exc
         if vectors.shape != (n, self._dim):
             raise ModelServiceError(
                 f"model service at {self.base_url} returned vectors of shape {vectors.shape}, expected ({n}, {self._dim})"
@@ -151,8 +162,14 @@ class ServiceEmbedder:
     def _once(self, method: str, path: str, payload: dict[str, Any] | None) -> dict[str, Any]:
         try:
             resp = self.client.request(method, path, json=payload)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
-                httpx.WriteError, httpx.PoolTimeout) as exc:
+        except (
+            httpx.ConnectError,
+            httpx.ConnectTimeout,
+            httpx.RemoteProtocolError,
+            httpx.ReadError,
+            httpx.WriteError,
+            httpx.PoolTimeout,
+        ) as exc:
             raise _Transient(f"{type(exc).__name__}: {exc}") from exc
         except httpx.TimeoutException as exc:
             raise ModelServiceError(
@@ -169,9 +186,13 @@ class ServiceEmbedder:
         try:
             answer = resp.json()
         except ValueError as exc:
-            raise ModelServiceError(f"model service at {self.base_url} sent non-JSON: {resp.text[:200]!r}") from exc
+            raise ModelServiceError(
+                f"model service at {self.base_url} sent non-JSON: {resp.text[:200]!r}"
+            ) from exc
         if not isinstance(answer, dict):
-            raise ModelServiceError(f"model service at {self.base_url} sent {type(answer).__name__}, not an object")
+            raise ModelServiceError(
+                f"model service at {self.base_url} sent {type(answer).__name__}, not an object"
+            )
         return answer
 
 

@@ -6,14 +6,15 @@ factory that picks one (:func:`dgb.embed.get_embedder`) never import each other.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 
 @runtime_checkable
 class Embedder(Protocol):
-    name: str   # model name, stored next to each vector
+    name: str  # model name, stored next to each vector
     dim: int
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:

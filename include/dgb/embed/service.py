@@ -94,7 +94,11 @@ def parse_embed_request(body: bytes) -> tuple[list[str], int, str]:
         if len(text) > MAX_TEXT_CHARS:
             raise BadRequest(f'"texts"[{i}] has {len(text)} characters; at most {MAX_TEXT_CHARS}')
     batch_size = payload.get("batch_size", 32)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or not 1 <= batch_size <= MAX_BATCH_SIZE
+    ):
         raise BadRequest(f'"batch_size" must be an integer from 1 to {MAX_BATCH_SIZE}')
     encoding = payload.get("encoding", "json")
     if encoding not in ("json", "base64"):
@@ -132,13 +136,21 @@ class Handler(BaseHTTPRequestHandler):
     state: ModelState  # set on the subclass made by make_server()
 
     # -- plumbing ---------------------------------------------------------------------
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # one line per request is written by _log()
 
     def _log(self, status: int, count: int | str, t0: float, level: int = logging.INFO) -> None:
         ms = (time.perf_counter() - t0) * 1000
-        log.log(level, "%s %s %d count=%s ms=%.1f client=%s", self.command, self.path, status, count,
-                ms, self.client_address[0])
+        log.log(
+            level,
+            "%s %s %d count=%s ms=%.1f client=%s",
+            self.command,
+            self.path,
+            status,
+            count,
+            ms,
+            self.client_address[0],
+        )
 
     def _send(self, status: int, payload: dict[str, Any] | bytes) -> None:
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
@@ -167,7 +179,7 @@ class Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length)
 
     # -- routes -------------------------------------------------------------------------
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         t0 = time.perf_counter()
         route = self.path.split("?", 1)[0]
         if route == "/health":
@@ -178,7 +190,7 @@ class Handler(BaseHTTPRequestHandler):
         # health polls (every 0.3 s while the stack waits for start-up) go to DEBUG
         self._log(status, "-", t0, level=logging.DEBUG if route == "/health" else logging.INFO)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         t0 = time.perf_counter()
         count: int | str = "-"
         try:
@@ -197,8 +209,10 @@ class Handler(BaseHTTPRequestHandler):
                     answer = {"model": embedder.name, "dim": embedder.dim}
                     if encoding == "base64":
                         matrix = np.ascontiguousarray(vectors, dtype="<f4")
-                        answer.update(vectors_b64=base64.b64encode(matrix.tobytes()).decode("ascii"),
-                                      shape=list(matrix.shape))
+                        answer.update(
+                            vectors_b64=base64.b64encode(matrix.tobytes()).decode("ascii"),
+                            shape=list(matrix.shape),
+                        )
                     else:
                         answer["vectors"] = vectors.tolist()
                     body = json.dumps(answer).encode("utf-8")
@@ -214,11 +228,11 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         self._log(status, count, t0)
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self.close_connection = True
         self._send(405, {"error": "method not allowed"})
 
-    do_DELETE = do_PATCH = do_PUT  # noqa: N815
+    do_DELETE = do_PATCH = do_PUT
 
 
 class ModelHTTPServer(ThreadingHTTPServer):
@@ -232,9 +246,16 @@ def make_server(host: str, port: int, state: ModelState) -> ModelHTTPServer:
     return ModelHTTPServer((host, port), handler)
 
 
-def serve(host: str, port: int, model_name: str, dim: int | None = None, *,
-          allow_remote: bool = False, ready: threading.Event | None = None,
-          stop: threading.Event | None = None) -> int:
+def serve(
+    host: str,
+    port: int,
+    model_name: str,
+    dim: int | None = None,
+    *,
+    allow_remote: bool = False,
+    ready: threading.Event | None = None,
+    stop: threading.Event | None = None,
+) -> int:
     """Run the service until SIGTERM/SIGINT (or ``stop`` is set); returns an exit code.
 
     The port is bound first (health answers 503 "loading"), then the model is loaded once.
@@ -246,13 +267,15 @@ def serve(host: str, port: int, model_name: str, dim: int | None = None, *,
         )
     if not logging.getLogger().handlers:
         # ours at INFO; libraries (torch, transformers) only from WARNING up
-        logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(
+            level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
     log.setLevel(logging.INFO)
     state = ModelState(model_name, dim)
     server = make_server(host, port, state)
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
+
         def _on_signal(signum: int, _frame: Any) -> None:
             stop.set()
             if state.embedder is None:  # still loading: do not make `make down` wait for it
@@ -260,8 +283,9 @@ def serve(host: str, port: int, model_name: str, dim: int | None = None, *,
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, _on_signal)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
-                              name="model-http", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="model-http", daemon=True
+    )
     thread.start()
     log.info("listening on http://%s:%d; loading model %s", host, server.server_address[1], model_name)
     try:
@@ -271,8 +295,12 @@ def serve(host: str, port: int, model_name: str, dim: int | None = None, *,
         except Exception as exc:
             log.error("model %s could not be loaded: %s: %s", model_name, type(exc).__name__, exc)
             return 1
-        log.info("model %s (%d-d) loaded in %.1fs; ready", state.embedder.name, state.embedder.dim,
-                 time.perf_counter() - t0)
+        log.info(
+            "model %s (%d-d) loaded in %.1fs; ready",
+            state.embedder.name,
+            state.embedder.dim,
+            time.perf_counter() - t0,
+        )
         if ready is not None:
             ready.set()
         stop.wait()

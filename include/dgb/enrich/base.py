@@ -27,7 +27,7 @@ No Airflow import here: the DAG, the CLI (``dgb classify``) and the tests share 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from dgb.enrich.contract import (
     ArticleText,
@@ -39,14 +39,22 @@ from dgb.enrich.contract import (
 )
 
 # The contract's names stay importable from here (dgb.enrich.base is where callers look for them).
-__all__ = ["BACKENDS", "ArticleText", "Classification", "ClassificationFailure", "ClassificationResult",
-           "Classifier", "classify_all", "get_classifier", "now_utc"]
+__all__ = [
+    "BACKENDS",
+    "ArticleText",
+    "Classification",
+    "ClassificationFailure",
+    "ClassificationResult",
+    "Classifier",
+    "classify_all",
+    "get_classifier",
+    "now_utc",
+]
 
 BACKENDS = ("local", "bedrock", "hybrid")
 
 
-def get_classifier(settings=None, embedder=None, *, backend: str | None = None,
-                   taxonomy=None) -> Classifier:
+def get_classifier(settings=None, embedder=None, *, backend: str | None = None, taxonomy=None) -> Classifier:
     """The configured classifier (``settings.classifier_backend`` unless ``backend`` is given).
 
     ``embedder`` (any :class:`dgb.embed.Embedder`) is used by the local and hybrid backends; when omitted it
@@ -81,11 +89,12 @@ def get_classifier(settings=None, embedder=None, *, backend: str | None = None,
     return HybridClassifier(local, BedrockClassifier(taxonomy), settings.hybrid_threshold)
 
 
-def classify_all(classifier: Classifier, items: Sequence[ArticleText],
-                 batch_size: int = 64) -> list[ClassificationResult]:
+def classify_all(
+    classifier: Classifier, items: Sequence[ArticleText], batch_size: int = 64
+) -> list[ClassificationResult]:
     """``classify_batch`` over ``items`` in chunks of ``batch_size``."""
     out: list[ClassificationResult] = []
     items = list(items)
     for start in range(0, len(items), batch_size):
-        out.extend(classifier.classify_batch(items[start:start + batch_size]))
+        out.extend(classifier.classify_batch(items[start : start + batch_size]))
     return out

@@ -58,8 +58,9 @@ def _emit(out: IO[str], line_no: int, result, as_json: bool) -> None:
         out.write(f"{line_no}\t{result.most_specific}\t{conf}\t{result.summary or ''}\n")
 
 
-def run(args, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
-        stderr: IO[str] | None = None) -> int:
+def run(
+    args, stdin: IO[str] | None = None, stdout: IO[str] | None = None, stderr: IO[str] | None = None
+) -> int:
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -86,8 +87,9 @@ def run(args, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
             if isinstance(result, ClassificationFailure):
                 errors += 1
                 retry = "retryable" if result.retryable else "not retryable"
-                stderr.write(f"line {line_no}: classification failed: {result.reason} ({retry}): "
-                             f"{result.detail}\n")
+                stderr.write(
+                    f"line {line_no}: classification failed: {result.reason} ({retry}): {result.detail}\n"
+                )
             else:
                 _emit(stdout, line_no, result, args.json)
         stdout.flush()
@@ -108,8 +110,10 @@ def run(args, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
         flush()
     except Exception as exc:  # the classifier itself failed (no model, no credentials, ...)
         first = pending[0][0] if pending else "?"
-        stderr.write(f"dgb classify: the {backend} classifier failed at the batch starting on line "
-                     f"{first}: {type(exc).__name__}: {exc}\n")
+        stderr.write(
+            f"dgb classify: the {backend} classifier failed at the batch starting on line "
+            f"{first}: {type(exc).__name__}: {exc}\n"
+        )
         return 2
     if errors:
         stderr.write(f"dgb classify: {errors} line(s) failed\n")
@@ -134,14 +138,18 @@ def register(subparsers) -> None:
         "classify",
         help="classify articles (JSON lines on stdin) into the theme taxonomy",
         description="Read one JSON object per line on stdin (title, optional subtitle, "
-                    "editorial_lead, content) and print each article's themes and summary, using "
-                    "the configured classifier (DGB_CLASSIFIER=local|bedrock|hybrid). The local "
-                    "classifier's summary is extractive (copied sentences).",
+        "editorial_lead, content) and print each article's themes and summary, using "
+        "the configured classifier (DGB_CLASSIFIER=local|bedrock|hybrid). The local "
+        "classifier's summary is extractive (copied sentences).",
     )
-    p.add_argument("--json", action="store_true",
-                   help='print one JSON object per line: {"line", "l1", "l2", "l3", "most_specific", '
-                        '"summary", "confidence"} (default: tab-separated text)')
-    p.add_argument("--batch-size", type=_positive_int, default=64, help="articles per classify call (default 64)")
-    p.add_argument("--backend", choices=BACKENDS, default=None,
-                   help="override DGB_CLASSIFIER for this run")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON object per line: {"line", "l1", "l2", "l3", "most_specific", '
+        '"summary", "confidence"} (default: tab-separated text)',
+    )
+    p.add_argument(
+        "--batch-size", type=_positive_int, default=64, help="articles per classify call (default 64)"
+    )
+    p.add_argument("--backend", choices=BACKENDS, default=None, help="override DGB_CLASSIFIER for this run")
     p.set_defaults(func=run)

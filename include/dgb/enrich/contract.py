@@ -8,7 +8,7 @@ factory that picks one (:func:`dgb.enrich.base.get_classifier`) never import eac
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -24,7 +24,7 @@ class ArticleText:
     agency: str | None = None  # the publishing agency's key (news.agency_key): a prior, never a rule
 
     @classmethod
-    def from_mapping(cls, data: dict[str, Any]) -> "ArticleText":
+    def from_mapping(cls, data: dict[str, Any]) -> ArticleText:
         return cls(
             unique_id=data.get("unique_id"),
             title=data.get("title") or "",
@@ -50,7 +50,7 @@ class Classification:
     most_specific: str
     summary: str | None
     confidence: float | None
-    classifier: str          # "local" | "bedrock" (hybrid mode: whichever answered)
+    classifier: str  # "local" | "bedrock" (hybrid mode: whichever answered)
     classifier_version: str  # e.g. "local-emb-2 (head; extractive summary; use-multilingual-v3)"
     enriched_at: datetime
     usage: dict | None = None  # bedrock (and hybrid): tokens, calls, throttles (see dgb.enrich.bedrock)
@@ -90,4 +90,4 @@ class Classifier(Protocol):
 
 
 def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

@@ -61,8 +61,11 @@ class HybridClassifier:
 
     def routes(self, result: ClassificationResult) -> bool:
         """True when a local result should go to Bedrock."""
-        return (isinstance(result, Classification) and result.confidence is not None
-                and result.confidence < self.threshold)
+        return (
+            isinstance(result, Classification)
+            and result.confidence is not None
+            and result.confidence < self.threshold
+        )
 
     def classify_batch(self, items: list[ArticleText]) -> list[ClassificationResult]:
         results = list(self.local.classify_batch(items))
@@ -81,9 +84,21 @@ class HybridClassifier:
                 kept += 1
                 usage = dict(answer.usage or {}, routed_from_local=note, bedrock_failure=answer.reason)
                 mine.usage = usage
-                log.warning("hybrid: Bedrock could not classify %s (%s: %s); keeping the local answer %s "
-                            "(confidence %.2f)", items[n].unique_id, answer.reason, answer.detail,
-                            mine.theme_l1, mine.confidence)
-        log.info("hybrid: %d of %d articles routed to Bedrock (threshold %.2f), %d kept local after a "
-                 "Bedrock failure", len(routed), len(items), self.threshold, kept)
+                log.warning(
+                    "hybrid: Bedrock could not classify %s (%s: %s); keeping the local answer %s "
+                    "(confidence %.2f)",
+                    items[n].unique_id,
+                    answer.reason,
+                    answer.detail,
+                    mine.theme_l1,
+                    mine.confidence,
+                )
+        log.info(
+            "hybrid: %d of %d articles routed to Bedrock (threshold %.2f), %d kept local after a "
+            "Bedrock failure",
+            len(routed),
+            len(items),
+            self.threshold,
+            kept,
+        )
         return results

@@ -8,7 +8,7 @@ connection (the DAG's ``PostgresHook`` connection, or :func:`dgb.db.connect`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 COUNTERS = ("calls", "input_tokens", "output_tokens", "throttled", "failures")
@@ -28,9 +28,9 @@ UPSERT_SQL = (
 
 def _day(value: Any) -> date:
     if value is None:
-        return datetime.now(timezone.utc).date()
+        return datetime.now(UTC).date()
     if isinstance(value, datetime):
-        return value.astimezone(timezone.utc).date() if value.tzinfo else value.date()
+        return value.astimezone(UTC).date() if value.tzinfo else value.date()
     if isinstance(value, date):
         return value
     return date.fromisoformat(str(value)[:10])
@@ -62,9 +62,7 @@ def record_usage(conn, model_id: str, usage_rows: Iterable[Any], *, commit: bool
     totals = aggregate(model_id, usage_rows)
     if not totals:
         return 0
-    params = [
-        (day, model, *(acc[name] for name in COUNTERS)) for (day, model), acc in sorted(totals.items())
-    ]
+    params = [(day, model, *(acc[name] for name in COUNTERS)) for (day, model), acc in sorted(totals.items())]
     try:
         with conn.cursor() as cur:
             cur.executemany(UPSERT_SQL, params)

@@ -58,9 +58,10 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -74,18 +75,18 @@ VERSION = "local-emb-2"
 PROTOTYPE_VERSION = "proto-1"  # bump when prototype construction changes (invalidates caches)
 
 KEYWORD_CHUNK = 5
-TOP_K = {1: 10, 2: 4, 3: 3}     # top-k mean per level
-BODY_CHARS = 1200               # text embedded per article after the title (subtitle, lead, content)
-LEAD_CHARS = 300                # the first characters of it: the "lead" view of the head
-HEAD_WEIGHT = 0.3               # weight of the title vector in the article vector
-UNIT_MAX_CHARS = 500            # longer sentences are embedded in pieces
+TOP_K = {1: 10, 2: 4, 3: 3}  # top-k mean per level
+BODY_CHARS = 1200  # text embedded per article after the title (subtitle, lead, content)
+LEAD_CHARS = 300  # the first characters of it: the "lead" view of the head
+HEAD_WEIGHT = 0.3  # weight of the title vector in the article vector
+UNIT_MAX_CHARS = 500  # longer sentences are embedded in pieces
 SUMMARY_MAX_CHARS = 500
 SUMMARY_MAX_SENTENCES = 3
-SUMMARY_MIN_CHARS = 40          # shorter candidates (captions, datelines) are not summaries
-SUMMARY_CANDIDATES = 6          # first sentences (subtitle, lead, content) eligible for the summary
-SUMMARY_REDUNDANCY = 0.85       # a sentence this similar to one already taken adds nothing
-CONFIDENCE_TEMPERATURE = 0.03   # prototype-only mode (no head): softmax temperature
-L2_PROTO_TEMPERATURE = 0.05     # level-2 prototype scores are divided by this (next to log-probabilities)
+SUMMARY_MIN_CHARS = 40  # shorter candidates (captions, datelines) are not summaries
+SUMMARY_CANDIDATES = 6  # first sentences (subtitle, lead, content) eligible for the summary
+SUMMARY_REDUNDANCY = 0.85  # a sentence this similar to one already taken adds nothing
+CONFIDENCE_TEMPERATURE = 0.03  # prototype-only mode (no head): softmax temperature
+L2_PROTO_TEMPERATURE = 0.05  # level-2 prototype scores are divided by this (next to log-probabilities)
 L2_UNSEEN_LOGPROB = float(np.log(1e-3))
 HEAD_FILE = Path(__file__).resolve().parents[1] / "data" / "classifier" / "head.npz"
 ENCODE_BATCH = 512
@@ -96,8 +97,49 @@ _WS = re.compile(r"\s+")
 _BOUNDARY = re.compile(r"[.!?…]+[\"”’)]?\s+(?=[\"“‘(]?[A-ZÀ-ÖØ-Þ0-9])")
 _LAST_WORD = re.compile(r"(\S+)$")
 _ABBREVIATIONS = frozenset(
-    "sr sra srs sras dr dra drs dras prof profa profs exmo exma av art arts inc cap min gov dep "
-    "sen ver pres vol fls nº n no núm num tel cia ltda s.a jr gen cel maj ten sgto".split()
+    [
+        "sr",
+        "sra",
+        "srs",
+        "sras",
+        "dr",
+        "dra",
+        "drs",
+        "dras",
+        "prof",
+        "profa",
+        "profs",
+        "exmo",
+        "exma",
+        "av",
+        "art",
+        "arts",
+        "inc",
+        "cap",
+        "min",
+        "gov",
+        "dep",
+        "sen",
+        "ver",
+        "pres",
+        "vol",
+        "fls",
+        "nº",
+        "n",
+        "no",
+        "núm",
+        "num",
+        "tel",
+        "cia",
+        "ltda",
+        "s.a",
+        "jr",
+        "gen",
+        "cel",
+        "maj",
+        "ten",
+        "sgto",
+    ]
 )
 
 
@@ -116,10 +158,10 @@ def split_sentences(text: str) -> list[str]:
         if text[m.start()] == ".":
             word = _LAST_WORD.search(text, start, m.start())
             if word:
-                w = word.group(1).lower().strip("(\"“")
+                w = word.group(1).lower().strip('("“')
                 if w in _ABBREVIATIONS or (len(w) == 1 and w.isalpha()):
                     continue
-        sentence = text[start:m.end()].strip()
+        sentence = text[start : m.end()].strip()
         if sentence:
             out.append(sentence)
         start = m.end()
@@ -138,12 +180,15 @@ _EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(?=\S)|(?<=\S)(\*{1,3}|_{2,3})")
 _INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff\u3164\u00ad]")
 _CREDIT = re.compile(
     r"^(fotos?|foto e texto|imagens?|crédito|créditos|texto|textos|edição|edição de texto|reportagem|"
-    r"fonte|com informações d[aoe]s?|por|vídeo|arte|ilustração|legenda)\b\s*[:|–-]", re.I)
+    r"fonte|com informações d[aoe]s?|por|vídeo|arte|ilustração|legenda)\b\s*[:|–-]",
+    re.I,
+)
 _BYLINE = re.compile(r"^por [A-ZÀ-Ý][\w.]+( [\w.]+){0,5}$")
 _STOP_BLOCK = re.compile(
     r"^(conteúdo relacionado|outras notícias|leia (também|mais)|veja também|confira também|"
     r"notícias relacionadas|compartilh(ar|e)( essa notícia| esta notícia)?|tags?|categorias?)\s*:?\s*$",
-    re.I)
+    re.I,
+)
 _RULE = re.compile(r"^[\s\-_*=|.>#ㅤ]*$")
 
 
@@ -176,8 +221,13 @@ def paragraphs(content: str) -> list[tuple[str, str]]:
             raw = raw.strip()
             if raw.startswith("|"):
                 continue  # a table row: figures without sentences
-            kind = ("bullet" if raw.startswith(("- ", "* ", "• ", "+ "))
-                    else "heading" if raw.startswith("#") else "prose")
+            kind = (
+                "bullet"
+                if raw.startswith(("- ", "* ", "• ", "+ "))
+                else "heading"
+                if raw.startswith("#")
+                else "prose"
+            )
             line = clean_line(raw[2:] if kind == "bullet" else raw.lstrip("#"))
             if not line or is_furniture(line):
                 continue
@@ -239,8 +289,8 @@ class _Layout:
     """Where one article's units sit in the batch's encode call."""
 
     title: int | None
-    body: list[int]                    # subtitle, lead and content sentences up to BODY_CHARS
-    head: list[int]                    # the body units that start within the first LEAD_CHARS
+    body: list[int]  # subtitle, lead and content sentences up to BODY_CHARS
+    head: list[int]  # the body units that start within the first LEAD_CHARS
     candidates: list[tuple[int, str]]  # summary candidates: (unit index, sentence), document order
 
 
@@ -287,7 +337,7 @@ def _layout(item: ArticleText, texts: list[str]) -> _Layout:
 @dataclass
 class _Prototypes:
     texts: list[str]
-    owner: list[str]            # taxonomy code each prototype belongs to
+    owner: list[str]  # taxonomy code each prototype belongs to
     digest: str
 
 
@@ -305,7 +355,7 @@ def build_prototypes(taxonomy: Taxonomy) -> _Prototypes:
         add(theme.code, f"{theme.label}. {theme.description}")
         kws = list(theme.keywords)
         for i in range(0, len(kws), KEYWORD_CHUNK):
-            add(theme.code, ", ".join(kws[i:i + KEYWORD_CHUNK]))
+            add(theme.code, ", ".join(kws[i : i + KEYWORD_CHUNK]))
         for example in theme.examples:
             add(theme.code, example)
     payload = json.dumps([PROTOTYPE_VERSION, owner, texts], ensure_ascii=False)
@@ -357,7 +407,7 @@ def _topk_mean(sims: np.ndarray, k: int) -> np.ndarray:
     n = sims.shape[-1]
     if n <= k:
         return sims.mean(axis=-1)
-    return np.partition(sims, n - k, axis=-1)[..., n - k:].mean(axis=-1)
+    return np.partition(sims, n - k, axis=-1)[..., n - k :].mean(axis=-1)
 
 
 def _normalise(v: np.ndarray) -> np.ndarray:
@@ -466,7 +516,10 @@ class Head:
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
             np.savez_compressed(
-                fh, codes=np.array(self.codes), W=self.W.astype(np.float16), b=self.b.astype(np.float32),
+                fh,
+                codes=np.array(self.codes),
+                W=self.W.astype(np.float16),
+                b=self.b.astype(np.float32),
                 params=np.array([self.alpha, self.proto_temperature, self.scale], dtype=np.float64),
                 agencies=np.array(self.agencies, dtype=str),
                 Wa=(self.Wa if self.Wa is not None else np.zeros((len(self.codes), 0))).astype(np.float32),
@@ -474,31 +527,49 @@ class Head:
                 W2=(self.W2 if self.W2 is not None else np.zeros((0, self.W.shape[1]))).astype(np.float16),
                 b2=(self.b2 if self.b2 is not None else np.zeros(0)).astype(np.float32),
                 l2_weight=np.array(self.l2_weight),
-                embedder=np.array(self.embedder), dim=np.array(self.dim),
-                meta=np.array(json.dumps(self.meta, ensure_ascii=False, sort_keys=True)))
+                embedder=np.array(self.embedder),
+                dim=np.array(self.dim),
+                meta=np.array(json.dumps(self.meta, ensure_ascii=False, sort_keys=True)),
+            )
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: Path) -> "Head":
+    def load(cls, path: Path) -> Head:
         """The head written by :meth:`save`; ValueError when its arrays do not fit together."""
         with np.load(Path(path), allow_pickle=False) as z:
             alpha, proto_temperature, scale = (float(v) for v in z["params"])
             head = cls(
-                codes=tuple(str(c) for c in z["codes"]), W=z["W"].astype(np.float32),
-                b=z["b"].astype(np.float32), alpha=alpha, proto_temperature=proto_temperature, scale=scale,
-                embedder=str(z["embedder"]), dim=int(z["dim"]), meta=json.loads(str(z["meta"])),
-                agencies=tuple(str(a) for a in z["agencies"]), Wa=z["Wa"].astype(np.float32),
-                l2_codes=tuple(str(c) for c in z["l2_codes"]), W2=z["W2"].astype(np.float32),
-                b2=z["b2"].astype(np.float32), l2_weight=float(z["l2_weight"]))
+                codes=tuple(str(c) for c in z["codes"]),
+                W=z["W"].astype(np.float32),
+                b=z["b"].astype(np.float32),
+                alpha=alpha,
+                proto_temperature=proto_temperature,
+                scale=scale,
+                embedder=str(z["embedder"]),
+                dim=int(z["dim"]),
+                meta=json.loads(str(z["meta"])),
+                agencies=tuple(str(a) for a in z["agencies"]),
+                Wa=z["Wa"].astype(np.float32),
+                l2_codes=tuple(str(c) for c in z["l2_codes"]),
+                W2=z["W2"].astype(np.float32),
+                b2=z["b2"].astype(np.float32),
+                l2_weight=float(z["l2_weight"]),
+            )
         if head.W2.shape != (len(head.l2_codes), head.W.shape[1]) or head.b2.shape != (len(head.l2_codes),):
-            raise ValueError(f"{path}: level-2 shapes W2{head.W2.shape} b2{head.b2.shape} do not match "
-                             f"{len(head.l2_codes)} codes")
+            raise ValueError(
+                f"{path}: level-2 shapes W2{head.W2.shape} b2{head.b2.shape} do not match "
+                f"{len(head.l2_codes)} codes"
+            )
         if head.Wa.shape != (len(head.codes), len(head.agencies)):
-            raise ValueError(f"{path}: agency prior shape {head.Wa.shape} does not match "
-                             f"{len(head.codes)} codes x {len(head.agencies)} agencies")
+            raise ValueError(
+                f"{path}: agency prior shape {head.Wa.shape} does not match "
+                f"{len(head.codes)} codes x {len(head.agencies)} agencies"
+            )
         if head.W.shape != (len(head.codes), 3 * head.dim) or head.b.shape != (len(head.codes),):
-            raise ValueError(f"{path}: head shapes W{head.W.shape} b{head.b.shape} do not match "
-                             f"{len(head.codes)} codes x 3 x {head.dim}")
+            raise ValueError(
+                f"{path}: head shapes W{head.W.shape} b{head.b.shape} do not match "
+                f"{len(head.codes)} codes x 3 x {head.dim}"
+            )
         return head
 
 
@@ -529,8 +600,14 @@ class LocalClassifier:
 
     name = NAME
 
-    def __init__(self, embedder, taxonomy: Taxonomy | None = None, *, cache_dir: Path | None = None,
-                 head: "Head | None | Literal[False]" = None):
+    def __init__(
+        self,
+        embedder,
+        taxonomy: Taxonomy | None = None,
+        *,
+        cache_dir: Path | None = None,
+        head: Head | Literal[False] | None = None,
+    ):
         if taxonomy is None:
             from dgb.taxonomy import load_taxonomy
 
@@ -551,8 +628,13 @@ class LocalClassifier:
         if head is None:
             head = load_default_head()
             if head is not None and (head.embedder != embedder.name or head.dim != int(embedder.dim)):
-                log.info("shipped classifier head was trained with %s/%d, not %s/%d: prototypes only",
-                         head.embedder, head.dim, embedder.name, embedder.dim)
+                log.info(
+                    "shipped classifier head was trained with %s/%d, not %s/%d: prototypes only",
+                    head.embedder,
+                    head.dim,
+                    embedder.name,
+                    embedder.dim,
+                )
                 head = None
         self.head: Head | None = head or None
         self._head_cols = None
@@ -563,14 +645,17 @@ class LocalClassifier:
             self._head_cols = np.array([self.level1_codes.index(c) for c in self.head.codes])
             trained_with = (self.head.meta or {}).get("taxonomy_prototypes")
             if trained_with and trained_with != self._protos.digest[:16]:
-                log.warning("the classifier head was trained with other taxonomy prototypes (%s, now %s): "
-                            "it still works, but retrain it (scripts/train_classifier.py)",
-                            trained_with, self._protos.digest[:16])
+                log.warning(
+                    "the classifier head was trained with other taxonomy prototypes (%s, now %s): "
+                    "it still works, but retrain it (scripts/train_classifier.py)",
+                    trained_with,
+                    self._protos.digest[:16],
+                )
         mode = "head" if self.head is not None else "prototypes"
         self.version = f"{VERSION} ({mode}; extractive summary; {embedder.name})"
 
     # -- prototypes -----------------------------------------------------------------
-    def warm(self) -> "LocalClassifier":
+    def warm(self) -> LocalClassifier:
         """Compute (or load) the prototype vectors now."""
         self._prototype_matrix()
         return self
@@ -586,8 +671,9 @@ class LocalClassifier:
     def _encode(self, texts: list[str]) -> np.ndarray:
         vectors = np.asarray(self.embedder.encode(texts, batch_size=ENCODE_BATCH), dtype=np.float32)
         if vectors.shape != (len(texts), self._prototype_matrix().shape[1]):
-            raise RuntimeError(f"embedder {self.embedder.name} returned shape {vectors.shape} "
-                               f"for {len(texts)} texts")
+            raise RuntimeError(
+                f"embedder {self.embedder.name} returned shape {vectors.shape} for {len(texts)} texts"
+            )
         return vectors
 
     def _scores(self, sims: np.ndarray, codes: list[str], level: int) -> np.ndarray:
@@ -619,8 +705,9 @@ class LocalClassifier:
         punctuation (a subtitle, a heading: copied as is they would run into the next sentence),
         sentences that announce a list (ending in ":") and near-repeats of the title or of a
         sentence already taken (measured on real.jsonl: ROUGE-L 0.35 -> 0.37)."""
-        cands = [(i, s) for i, s in layout.candidates
-                 if len(s) >= SUMMARY_MIN_CHARS and _ENDS_SENTENCE.search(s)]
+        cands = [
+            (i, s) for i, s in layout.candidates if len(s) >= SUMMARY_MIN_CHARS and _ENDS_SENTENCE.search(s)
+        ]
         cands = cands or [(i, s) for i, s in layout.candidates if s.strip()]
         if not cands:
             return None
@@ -665,8 +752,13 @@ class LocalClassifier:
             results[n] = result
         return results  # type: ignore[return-value]
 
-    def decide(self, items: Sequence[ArticleText], feats: Features, probs: np.ndarray,
-               level2: tuple[tuple[str, ...], np.ndarray] | None = None) -> list[Classification]:
+    def decide(
+        self,
+        items: Sequence[ArticleText],
+        feats: Features,
+        probs: np.ndarray,
+        level2: tuple[tuple[str, ...], np.ndarray] | None = None,
+    ) -> list[Classification]:
         """The classifications of ``items`` given their features and level-1 probabilities: level 1
         is the most probable theme (``confidence`` its probability); level 2 is chosen among the
         children of level 1 by prototype similarity plus, when the head has one, its level-2 part
@@ -690,23 +782,26 @@ class LocalClassifier:
                 if level2 is not None:
                     lp = level2[1][row]
                     score = score + l2_weight * np.array(
-                        [lp[l2_index[c]] if c in l2_index else L2_UNSEEN_LOGPROB for c in kids])
+                        [lp[l2_index[c]] if c in l2_index else L2_UNSEEN_LOGPROB for c in kids]
+                    )
                 l2 = kids[int(score.argmax())]
                 kids = [t.code for t in self.taxonomy.children(l2) if t.code in self._subtree]
                 if kids:
                     l3 = kids[int(self._scores(sims, kids, 3).argmax())]
-            out.append(Classification(
-                theme_l1=l1,
-                theme_l2=l2,
-                theme_l3=l3,
-                most_specific=l3 or l2 or l1,
-                summary=self._summary(feats.layouts[row], feats.vectors, normalize_ws(item.title)),
-                confidence=round(float(probs[row, best]), 4),
-                classifier=NAME,
-                classifier_version=self.version,
-                enriched_at=enriched_at,
-                usage=None,
-            ))
+            out.append(
+                Classification(
+                    theme_l1=l1,
+                    theme_l2=l2,
+                    theme_l3=l3,
+                    most_specific=l3 or l2 or l1,
+                    summary=self._summary(feats.layouts[row], feats.vectors, normalize_ws(item.title)),
+                    confidence=round(float(probs[row, best]), 4),
+                    classifier=NAME,
+                    classifier_version=self.version,
+                    enriched_at=enriched_at,
+                    usage=None,
+                )
+            )
         return out
 
     def level1_scores(self, items: Sequence[ArticleText]) -> tuple[list[str], np.ndarray]:

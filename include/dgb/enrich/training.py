@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -38,27 +38,27 @@ CORPUS = REPO_ROOT / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 SOURCES = ("real", "labelled", "weak")
 #: training weight per source: weak labels are a coarse 10-way category mapped to level 1
 SOURCE_WEIGHTS = {"real": 1.0, "labelled": 1.0, "weak": 0.5, "corpus": 1.0}
-REGULARISATION_C = 10.0     # inverse L2 strength of the logistic regression (vectors are unit-norm)
-PROTO_ALPHA = 1.0           # weight of the prototype scores in the logits
-PROTO_TEMPERATURE = 0.05    # prototype scores (cosines) are divided by this before adding
+REGULARISATION_C = 10.0  # inverse L2 strength of the logistic regression (vectors are unit-norm)
+PROTO_ALPHA = 1.0  # weight of the prototype scores in the logits
+PROTO_TEMPERATURE = 0.05  # prototype scores (cosines) are divided by this before adding
 FOLDS = 5
-AGENCY_WEIGHT = 1.0         # value of an agency indicator feature (its prior's regularisation)
-AGENCY_MIN_ARTICLES = 2     # agencies with fewer distinct training articles get no prior
-CLASS_BALANCE = 0.0         # rows of theme c weighted by (mean theme weight / weight of c) ** this
-                            # (measured 0.3-1.0: no gain on real.jsonl, only on our corpus)
-LEVEL2_C = 1.0              # level-2 part: inverse L2 strength (~290 real articles, ~70 codes)
-LEVEL2_WEIGHT = 1.0         # weight of its log-probabilities next to the level-2 prototype scores
+AGENCY_WEIGHT = 1.0  # value of an agency indicator feature (its prior's regularisation)
+AGENCY_MIN_ARTICLES = 2  # agencies with fewer distinct training articles get no prior
+CLASS_BALANCE = 0.0  # rows of theme c weighted by (mean theme weight / weight of c) ** this
+# (measured 0.3-1.0: no gain on real.jsonl, only on our corpus)
+LEVEL2_C = 1.0  # level-2 part: inverse L2 strength (~290 real articles, ~70 codes)
+LEVEL2_WEIGHT = 1.0  # weight of its log-probabilities next to the level-2 prototype scores
 
 
 @dataclass
 class DevArticle:
     """One labelled development article. ``l1`` is None when the label is outside our tree."""
 
-    source: str                    # real | labelled | weak | corpus
+    source: str  # real | labelled | weak | corpus
     item: ArticleText
     l1: str | None
-    l2_label: str | None = None    # real.jsonl: production's level-2 label
-    l2: str | None = None          # labelled.jsonl: level-2 code (an OLDER production taxonomy)
+    l2_label: str | None = None  # real.jsonl: production's level-2 label
+    l2: str | None = None  # labelled.jsonl: level-2 code (an OLDER production taxonomy)
     reference_summary: str | None = None
 
     @property
@@ -81,15 +81,30 @@ def load_dev_data(folder: Path | None = None, *, corpus: bool = True) -> list[De
         if not path.is_file():
             raise FileNotFoundError(f"development data file not found: {path}")
         for r in _rows(path):
-            item = ArticleText(r.get("id"), r.get("title") or "", None, None, r.get("content") or "",
-                               r.get("agency"))
+            item = ArticleText(
+                r.get("id"), r.get("title") or "", None, None, r.get("content") or "", r.get("agency")
+            )
             label = r.get("l1_from_category") if source == "weak" else r.get("l1")
-            out.append(DevArticle(source, item, label or None, l2_label=r.get("l2_label"),
-                                  reference_summary=r.get("reference_summary"), l2=r.get("l2") or None))
+            out.append(
+                DevArticle(
+                    source,
+                    item,
+                    label or None,
+                    l2_label=r.get("l2_label"),
+                    reference_summary=r.get("reference_summary"),
+                    l2=r.get("l2") or None,
+                )
+            )
     if corpus:
         for a in _rows(CORPUS):
-            item = ArticleText(a["url_slug"], a["title"], a.get("subtitle"), a.get("editorial_lead"),
-                               a["content"], a.get("agency"))
+            item = ArticleText(
+                a["url_slug"],
+                a["title"],
+                a.get("subtitle"),
+                a.get("editorial_lead"),
+                a["content"],
+                a.get("agency"),
+            )
             out.append(DevArticle("corpus", item, a["theme_l1"]))
     return out
 
@@ -134,9 +149,16 @@ def agency_vocabulary(agencies: Sequence[str | None], groups: np.ndarray) -> tup
     return tuple(sorted(a for a, g in seen.items() if len(g) >= AGENCY_MIN_ARTICLES))
 
 
-def fit_head(X: np.ndarray, labels: Sequence[str | None], weights: np.ndarray, codes: Sequence[str],
-             agencies: Sequence[str | None] | None = None, groups: np.ndarray | None = None,
-             *, C: float = REGULARISATION_C) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray]:
+def fit_head(
+    X: np.ndarray,
+    labels: Sequence[str | None],
+    weights: np.ndarray,
+    codes: Sequence[str],
+    agencies: Sequence[str | None] | None = None,
+    groups: np.ndarray | None = None,
+    *,
+    C: float = REGULARISATION_C,
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], np.ndarray]:
     """(W, b, agency vocabulary, Wa) of a multinomial logistic regression, one row per code of
     ``codes`` (a code with no training row gets W = 0 and the lowest bias, so only its prototype
     score can choose it). With ``agencies`` (and ``groups``), agency indicators are features
@@ -165,16 +187,39 @@ def fit_head(X: np.ndarray, labels: Sequence[str | None], weights: np.ndarray, c
     for row, code in enumerate(model.classes_):
         full[list(codes).index(code)] = model.coef_[row]
         b[list(codes).index(code)] = model.intercept_[row]
-    W, Wa = full[:, :X.shape[1]], full[:, X.shape[1]:] * AGENCY_WEIGHT
+    W, Wa = full[:, : X.shape[1]], full[:, X.shape[1] :] * AGENCY_WEIGHT
     return W.astype(np.float32), b.astype(np.float32), vocab, Wa.astype(np.float32)
 
 
-def make_head(fitted: tuple, codes: Sequence[str], dim: int, *, scale: float = 1.0, embedder: str = "",
-              meta: dict | None = None, level2: tuple | None = None) -> Head:
+def make_head(
+    fitted: tuple,
+    codes: Sequence[str],
+    dim: int,
+    *,
+    scale: float = 1.0,
+    embedder: str = "",
+    meta: dict | None = None,
+    level2: tuple | None = None,
+) -> Head:
     W, b, vocab, Wa = fitted
     l2_codes, W2, b2 = level2 if level2 is not None else ((), None, None)
-    return Head(tuple(codes), W, b, PROTO_ALPHA, PROTO_TEMPERATURE, scale, embedder, dim, meta or {},
-                vocab, Wa, tuple(l2_codes), W2, b2, LEVEL2_WEIGHT)
+    return Head(
+        tuple(codes),
+        W,
+        b,
+        PROTO_ALPHA,
+        PROTO_TEMPERATURE,
+        scale,
+        embedder,
+        dim,
+        meta or {},
+        vocab,
+        Wa,
+        tuple(l2_codes),
+        W2,
+        b2,
+        LEVEL2_WEIGHT,
+    )
 
 
 def level2_targets(articles: Sequence[DevArticle], taxonomy) -> list[str | None]:
@@ -185,8 +230,9 @@ def level2_targets(articles: Sequence[DevArticle], taxonomy) -> list[str | None]
     return [codes.get((a.l1, title_key(a.l2_label))) if a.l1 and a.l2_label else None for a in articles]
 
 
-def fit_level2(X: np.ndarray, targets: Sequence[str | None], *,
-               C: float = LEVEL2_C) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
+def fit_level2(
+    X: np.ndarray, targets: Sequence[str | None], *, C: float = LEVEL2_C
+) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
     """(codes, W2, b2) of a logistic regression over the level-2 codes seen in ``targets``, or
     None with fewer than two of them."""
     from sklearn.linear_model import LogisticRegression
@@ -196,12 +242,16 @@ def fit_level2(X: np.ndarray, targets: Sequence[str | None], *,
         return None
     model = LogisticRegression(C=C, max_iter=3000)
     model.fit(X[rows], [targets[i] for i in rows])
-    return (tuple(str(c) for c in model.classes_), model.coef_.astype(np.float32),
-            model.intercept_.astype(np.float32))
+    return (
+        tuple(str(c) for c in model.classes_),
+        model.coef_.astype(np.float32),
+        model.intercept_.astype(np.float32),
+    )
 
 
-def out_of_fold_level2(X: np.ndarray, articles: Sequence[DevArticle], taxonomy, *,
-                       folds: int = FOLDS) -> tuple[tuple[str, ...], np.ndarray] | None:
+def out_of_fold_level2(
+    X: np.ndarray, articles: Sequence[DevArticle], taxonomy, *, folds: int = FOLDS
+) -> tuple[tuple[str, ...], np.ndarray] | None:
     """(level-2 codes, log-probabilities of every article from a level-2 part trained on the
     OTHER folds); codes a fold never saw get :data:`~dgb.enrich.local.L2_UNSEEN_LOGPROB`."""
     targets = level2_targets(articles, taxonomy)
@@ -214,15 +264,34 @@ def out_of_fold_level2(X: np.ndarray, articles: Sequence[DevArticle], taxonomy, 
         fitted = fit_level2(X[train], [targets[i] for i in train])
         if fitted is None:
             continue
-        head = Head((), np.zeros((0, X.shape[1])), np.zeros(0), 0.0, 1.0, 1.0, "", X.shape[1] // 3, {},
-                    l2_codes=fitted[0], W2=fitted[1], b2=fitted[2])
+        head = Head(
+            (),
+            np.zeros((0, X.shape[1])),
+            np.zeros(0),
+            0.0,
+            1.0,
+            1.0,
+            "",
+            X.shape[1] // 3,
+            {},
+            l2_codes=fitted[0],
+            W2=fitted[1],
+            b2=fitted[2],
+        )
         cols = [codes.index(c) for c in fitted[0]]
         out[np.ix_(test, cols)] = head.level2_logprobs(X[test])
     return codes, out
 
 
-def out_of_fold_logits(X: np.ndarray, proto: np.ndarray, articles: Sequence[DevArticle], codes: Sequence[str],
-                       *, folds: int = FOLDS, C: float = REGULARISATION_C) -> np.ndarray:
+def out_of_fold_logits(
+    X: np.ndarray,
+    proto: np.ndarray,
+    articles: Sequence[DevArticle],
+    codes: Sequence[str],
+    *,
+    folds: int = FOLDS,
+    C: float = REGULARISATION_C,
+) -> np.ndarray:
     """Logits of every article from a head trained on the OTHER folds (grouped by title)."""
     groups = group_ids(articles)
     labels = [a.l1 for a in articles]
@@ -231,8 +300,15 @@ def out_of_fold_logits(X: np.ndarray, proto: np.ndarray, articles: Sequence[DevA
     out = np.zeros((len(articles), len(codes)), dtype=np.float64)
     for test in grouped_folds(groups, folds):
         train = np.setdiff1d(np.arange(len(articles)), test)
-        fitted = fit_head(X[train], [labels[i] for i in train], weights[train], codes,
-                          [agencies[i] for i in train], groups[train], C=C)
+        fitted = fit_head(
+            X[train],
+            [labels[i] for i in train],
+            weights[train],
+            codes,
+            [agencies[i] for i in train],
+            groups[train],
+            C=C,
+        )
         head = make_head(fitted, codes, X.shape[1] // 3)
         out[test] = head.logits(X[test], proto[test], [agencies[i] for i in test])
     return out
@@ -286,8 +362,9 @@ def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins
     return float(total / max(1, len(confidence)))
 
 
-def routing_table(confidence: np.ndarray, correct: np.ndarray,
-                  thresholds: Sequence[float]) -> list[tuple[float, float, float]]:
+def routing_table(
+    confidence: np.ndarray, correct: np.ndarray, thresholds: Sequence[float]
+) -> list[tuple[float, float, float]]:
     """Hybrid mode simulated: for each threshold, (threshold, share routed to Bedrock, overall
     agreement) when routed articles take the reference label (production's answer stands in
     for Bedrock's) and the others keep the local answer."""

@@ -65,8 +65,11 @@ def wire_bytes(resp: Response | None) -> int:
 
 def _is_timeout(exc: BaseException) -> bool:
     cause = exc.__cause__
-    return isinstance(cause, httpx.TimeoutException) or "timeout" in str(exc).lower() \
+    return (
+        isinstance(cause, httpx.TimeoutException)
+        or "timeout" in str(exc).lower()
         or "not complete after" in str(exc)
+    )
 
 
 # -- image ---------------------------------------------------------------------------------------
@@ -93,9 +96,17 @@ class ImageResult:
         return self.status in ("timeout", "error")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "http_status": self.http_status, "content_type": self.content_type,
-                "url": self.url, "final_url": self.final_url, "method": self.method,
-                "redirects": list(self.redirects), "bytes_fetched": self.bytes_fetched, "error": self.error}
+        return {
+            "status": self.status,
+            "http_status": self.http_status,
+            "content_type": self.content_type,
+            "url": self.url,
+            "final_url": self.final_url,
+            "method": self.method,
+            "redirects": list(self.redirects),
+            "bytes_fetched": self.bytes_fetched,
+            "error": self.error,
+        }
 
 
 def check_image(fetcher: Fetcher, url: str | None) -> ImageResult:
@@ -108,28 +119,44 @@ def check_image(fetcher: Fetcher, url: str | None) -> ImageResult:
     try:
         resp = fetcher.get(url, method="HEAD", raise_for_status=False)
         head_untyped = 200 <= resp.status < 300 and not resp.headers.get("content-type")
-        if resp.status in HEAD_REFUSED or head_untyped:   # refused, or a HEAD that says too little
+        if resp.status in HEAD_REFUSED or head_untyped:  # refused, or a HEAD that says too little
             method = "GET"
             resp = fetcher.get(url, method="GET", headers=dict(RANGE_HEADER), raise_for_status=False)
     except UrlRefused as exc:
-        return ImageResult("broken", url=url, method=method, error=str(exc),
-                           bytes_fetched=fetcher.stats.bytes - before)
+        return ImageResult(
+            "broken", url=url, method=method, error=str(exc), bytes_fetched=fetcher.stats.bytes - before
+        )
     except NetworkError as exc:
         status = "timeout" if _is_timeout(exc) else "error"
-        return ImageResult(status, url=url, method=method, error=str(exc), bytes_fetched=fetcher.stats.bytes - before)
-    except UrlBrokenError as exc:   # too many redirects / redirect loop; robots disallow
+        return ImageResult(
+            status, url=url, method=method, error=str(exc), bytes_fetched=fetcher.stats.bytes - before
+        )
+    except UrlBrokenError as exc:  # too many redirects / redirect loop; robots disallow
         status = "error" if "robots" in str(exc) else "broken"
-        return ImageResult(status, url=url, method=method, error=str(exc), bytes_fetched=fetcher.stats.bytes - before)
-    except ScrapeError as exc:      # anti-bot page, response over the size cap...
-        return ImageResult("error", url=url, method=method, error=str(exc), bytes_fetched=fetcher.stats.bytes - before)
+        return ImageResult(
+            status, url=url, method=method, error=str(exc), bytes_fetched=fetcher.stats.bytes - before
+        )
+    except ScrapeError as exc:  # anti-bot page, response over the size cap...
+        return ImageResult(
+            "error", url=url, method=method, error=str(exc), bytes_fetched=fetcher.stats.bytes - before
+        )
     ctype = (resp.headers.get("content-type") or "").split(";")[0].strip().lower() or None
     nbytes = fetcher.stats.bytes - before + wire_bytes(resp) - len(resp.content)
-    common = dict(http_status=resp.status, content_type=ctype, url=url, final_url=resp.url, method=method,
-                  redirects=list(resp.redirects), bytes_fetched=nbytes)
+    common = dict(
+        http_status=resp.status,
+        content_type=ctype,
+        url=url,
+        final_url=resp.url,
+        method=method,
+        redirects=list(resp.redirects),
+        bytes_fetched=nbytes,
+    )
     if 200 <= resp.status < 300:
         if ctype and ctype.startswith("image/"):
             return ImageResult("redirect" if resp.redirects else "ok", **common)
-        return ImageResult("broken", error=f"HTTP {resp.status} but content type {ctype or 'missing'}", **common)
+        return ImageResult(
+            "broken", error=f"HTTP {resp.status} but content type {ctype or 'missing'}", **common
+        )
     if resp.status == 429 or resp.status >= 500 or resp.status == 408:
         return ImageResult("error", error=f"HTTP {resp.status}", **common)
     return ImageResult("broken", error=f"HTTP {resp.status}", **common)
@@ -147,28 +174,38 @@ class ContentResult:
     etag: str | None = None
     last_modified: str | None = None
     page_updated_at: datetime | None = None
-    date_moved: bool = False          # the page's own "updated" date moved since we stored it
-    not_modified: bool = False        # answered 304
+    date_moved: bool = False  # the page's own "updated" date moved since we stored it
+    not_modified: bool = False  # answered 304
     final_url: str | None = None
     fetched_url: str | None = None
     article: Article | None = None
     error: str | None = None
     error_category: str | None = None
-    moved_to: str | None = None       # the article answers at this other URL now (redirect / Plone 6)
-    found_via: str | None = None      # "redirect" or "plone6_search" when moved_to is set
+    moved_to: str | None = None  # the article answers at this other URL now (redirect / Plone 6)
+    found_via: str | None = None  # "redirect" or "plone6_search" when moved_to is set
 
     @property
     def transient(self) -> bool:
         return self.status == "error"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "changed_fields": list(self.changed_fields),
-                "bytes_fetched": self.bytes_fetched, "http_status": self.http_status, "etag": self.etag,
-                "last_modified": self.last_modified,
-                "page_updated_at": self.page_updated_at.isoformat() if self.page_updated_at else None,
-                "date_moved": self.date_moved, "not_modified": self.not_modified, "final_url": self.final_url,
-                "fetched_url": self.fetched_url, "error": self.error, "error_category": self.error_category,
-                "moved_to": self.moved_to, "found_via": self.found_via}
+        return {
+            "status": self.status,
+            "changed_fields": list(self.changed_fields),
+            "bytes_fetched": self.bytes_fetched,
+            "http_status": self.http_status,
+            "etag": self.etag,
+            "last_modified": self.last_modified,
+            "page_updated_at": self.page_updated_at.isoformat() if self.page_updated_at else None,
+            "date_moved": self.date_moved,
+            "not_modified": self.not_modified,
+            "final_url": self.final_url,
+            "fetched_url": self.fetched_url,
+            "error": self.error,
+            "error_category": self.error_category,
+            "moved_to": self.moved_to,
+            "found_via": self.found_via,
+        }
 
 
 def _get(row: Any, key: str, default=None):
@@ -189,7 +226,7 @@ def site_kind(conn, agency_key: str, url: str) -> str:
                 row = cur.fetchone()
             if row and row[0]:
                 return row[0]
-        except Exception:  # noqa: BLE001 - a lookup problem must not stop the check
+        except Exception:
             conn.rollback()
     kind = _catalogue_kinds().get(agency_key)
     if kind:
@@ -209,7 +246,7 @@ def _catalogue_kinds() -> dict[str, str]:
         from dgb.agencies import load_agencies
 
         return {key: a.site_kind for key, a in load_agencies().items()}
-    except Exception:  # noqa: BLE001 - no catalogue: fall back to the URL
+    except Exception:
         return {}
 
 
@@ -220,7 +257,7 @@ def plone6_api_url(url: str, agency_key: str) -> str | None:
     if agency_key not in segments:
         return None
     at = segments.index(agency_key)
-    path = "/" + "/".join(segments[: at + 1] + ["++api++"] + segments[at + 1:])
+    path = "/" + "/".join(segments[: at + 1] + ["++api++"] + segments[at + 1 :])
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
@@ -296,7 +333,9 @@ def find_plone6_page(fetcher: Fetcher, news_row: Any) -> tuple[str | None, int]:
     return None, nbytes
 
 
-def parse_page(kind: str, resp: Response, url: str, agency_key: str, published_fallback: datetime | None) -> Article:
+def parse_page(
+    kind: str, resp: Response, url: str, agency_key: str, published_fallback: datetime | None
+) -> Article:
     """The scraper's parser for this site kind, on the fetched bytes, as the stored URL."""
     from dgb.scraper.markup import decode_bytes
 
@@ -307,13 +346,15 @@ def parse_page(kind: str, resp: Response, url: str, agency_key: str, published_f
     elif kind == "ebc":
         from dgb.scraper.ebc import parse_ebc_article
 
-        art = parse_ebc_article(decode_bytes(resp.content, resp.charset), url, agency_key,
-                                published_fallback=published_fallback)
+        art = parse_ebc_article(
+            decode_bytes(resp.content, resp.charset), url, agency_key, published_fallback=published_fallback
+        )
     else:
         from dgb.scraper.article import parse_article_bytes
 
-        art = parse_article_bytes(resp.content, url, agency_key, charset=resp.charset,
-                                  published_fallback=published_fallback)
+        art = parse_article_bytes(
+            resp.content, url, agency_key, charset=resp.charset, published_fallback=published_fallback
+        )
     art.url = url
     if art.published_at is None and published_fallback is not None:
         art.with_published_at(published_fallback)
@@ -333,7 +374,7 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
     url = _get(news_row, "url")
     agency_key = _get(news_row, "agency_key")
     published = _get(news_row, "published_at")
-    if isinstance(news_row, dict) and "site_kind" in news_row:   # the caller already joined agencies
+    if isinstance(news_row, dict) and "site_kind" in news_row:  # the caller already joined agencies
         kind = news_row["site_kind"] or site_kind(None, agency_key, url)
     else:
         kind = site_kind(conn, agency_key, url)
@@ -350,17 +391,28 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
     try:
         resp = fetcher.get(fetch_url, headers=headers, raise_for_status=False)
     except ScrapeError as exc:
-        return ContentResult("error", bytes_fetched=fetcher.stats.bytes - before, etag=etag,
-                             last_modified=last_modified, fetched_url=fetch_url, error=str(exc),
-                             error_category="url_refused" if isinstance(exc, UrlRefused) else exc.category)
+        return ContentResult(
+            "error",
+            bytes_fetched=fetcher.stats.bytes - before,
+            etag=etag,
+            last_modified=last_modified,
+            fetched_url=fetch_url,
+            error=str(exc),
+            error_category="url_refused" if isinstance(exc, UrlRefused) else exc.category,
+        )
     nbytes = fetcher.stats.bytes - before + wire_bytes(resp) - len(resp.content)
     new_etag = resp.headers.get("etag")
     new_lm = resp.headers.get("last-modified")
     common = dict(bytes_fetched=nbytes, http_status=resp.status, final_url=resp.url, fetched_url=fetch_url)
     if resp.status == 304:
-        return ContentResult("unchanged", not_modified=True, etag=new_etag or etag,
-                             last_modified=new_lm or last_modified,
-                             page_updated_at=_get(state_row, "page_updated_at"), **common)
+        return ContentResult(
+            "unchanged",
+            not_modified=True,
+            etag=new_etag or etag,
+            last_modified=new_lm or last_modified,
+            page_updated_at=_get(state_row, "page_updated_at"),
+            **common,
+        )
     if resp.status in (404, 410):
         gone = ContentResult("removed", etag=etag, last_modified=last_modified, **common)
         if kind == "ebc" or not _lookups_allowed(news_row):
@@ -378,16 +430,34 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
         return moved
     if not (200 <= resp.status < 300):
         category = "network_error" if resp.status in (408, 429) or resp.status >= 500 else "url_broken"
-        return ContentResult("error", etag=etag, last_modified=last_modified, error=f"HTTP {resp.status}",
-                             error_category=category, **common)
+        return ContentResult(
+            "error",
+            etag=etag,
+            last_modified=last_modified,
+            error=f"HTTP {resp.status}",
+            error_category=category,
+            **common,
+        )
     try:
         art = parse_page(kind, resp, url, agency_key, published)
     except ScrapeError as exc:
-        return ContentResult("error", etag=etag, last_modified=last_modified, error=str(exc),
-                             error_category=exc.category, **common)
-    except Exception as exc:  # noqa: BLE001 - a parser bug on one page is this article's error
-        return ContentResult("error", etag=etag, last_modified=last_modified, error=f"parser failed: {exc!r}",
-                             error_category="unknown", **common)
+        return ContentResult(
+            "error",
+            etag=etag,
+            last_modified=last_modified,
+            error=str(exc),
+            error_category=exc.category,
+            **common,
+        )
+    except Exception as exc:
+        return ContentResult(
+            "error",
+            etag=etag,
+            last_modified=last_modified,
+            error=f"parser failed: {exc!r}",
+            error_category="unknown",
+            **common,
+        )
     changed = store.changed_fields(stored_fields(news_row), article_fields(art))
     page_updated = art.updated_at
     known_updated = _get(state_row, "page_updated_at") or _get(news_row, "updated_datetime")
@@ -396,20 +466,46 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
     if moved_to == url:
         moved_to = None
     if moved_to is not None and not same_article(changed):
-        return ContentResult("error", etag=etag, last_modified=last_modified,
-                             error=f"redirected to {moved_to}, which is not the same article",
-                             error_category="url_broken", **common)
-    return ContentResult("modified" if changed else "unchanged", changed_fields=changed, etag=new_etag,
-                         last_modified=new_lm, page_updated_at=page_updated, date_moved=date_moved,
-                         article=art, moved_to=moved_to, found_via="redirect" if moved_to else None,
-                         **common)
+        return ContentResult(
+            "error",
+            etag=etag,
+            last_modified=last_modified,
+            error=f"redirected to {moved_to}, which is not the same article",
+            error_category="url_broken",
+            **common,
+        )
+    return ContentResult(
+        "modified" if changed else "unchanged",
+        changed_fields=changed,
+        etag=new_etag,
+        last_modified=new_lm,
+        page_updated_at=page_updated,
+        date_moved=date_moved,
+        article=art,
+        moved_to=moved_to,
+        found_via="redirect" if moved_to else None,
+        **common,
+    )
 
 
 def _as_dict(row: Any) -> dict:
     if isinstance(row, dict):
         return dict(row)
-    return {k: _get(row, k) for k in ("url", "agency_key", "agency_name", "title", "subtitle", "content",
-                                      "image_url", "published_at", "updated_datetime", "site_kind")}
+    return {
+        k: _get(row, k)
+        for k in (
+            "url",
+            "agency_key",
+            "agency_name",
+            "title",
+            "subtitle",
+            "content",
+            "image_url",
+            "published_at",
+            "updated_datetime",
+            "site_kind",
+        )
+    }
 
 
 def _lookups_allowed(row: Any) -> bool:

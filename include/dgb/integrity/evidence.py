@@ -78,17 +78,17 @@ def _ratio_env(name: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class RemovalPolicy:
-    confirm_checks: int = 2             # 404 answers in a row before an article is hidden
-    delay_s: int = 6 * 3600             # ... the last at least this long after the first
-    gone_confirm_checks: int = 2        # the same for 410 Gone
+    confirm_checks: int = 2  # 404 answers in a row before an article is hidden
+    delay_s: int = 6 * 3600  # ... the last at least this long after the first
+    gone_confirm_checks: int = 2  # the same for 410 Gone
     gone_delay_s: int = 15 * 60
     breaker_window_s: int = 3600
     breaker_min_checks: int = 20
     breaker_ratio: float = 0.2
-    breaker_reset_ok: int = 5           # normal answers in a row that clear a tripped scope
+    breaker_reset_ok: int = 5  # normal answers in a row that clear a tripped scope
 
     @classmethod
-    def from_env(cls) -> "RemovalPolicy":
+    def from_env(cls) -> RemovalPolicy:
         return cls(
             confirm_checks=_int_env("DGB_INTEGRITY_REMOVAL_CONFIRM_CHECKS", cls.confirm_checks, 1),
             delay_s=_int_env("DGB_INTEGRITY_REMOVAL_DELAY_S", cls.delay_s, 0),
@@ -111,23 +111,34 @@ class RemovalPolicy:
 class Evidence:
     """The gone streak after this check, and what it allows."""
 
-    since: datetime             # first gone answer of the streak
-    checks: int                 # gone answers in the streak, this one included
-    confirmed: bool             # enough evidence, and removals are not paused: hide it
-    confirm_after: datetime     # when the delay is up (the service re-checks then)
+    since: datetime  # first gone answer of the streak
+    checks: int  # gone answers in the streak, this one included
+    confirmed: bool  # enough evidence, and removals are not paused: hide it
+    confirm_after: datetime  # when the delay is up (the service re-checks then)
     paused_by: tuple[str, ...]  # tripped scopes ("agency:mec", "host:www.gov.br") that paused it
 
 
-def weigh(since: datetime | None, checks: int | None, http_status: int | None, now: datetime,
-          policy: RemovalPolicy, paused_by: tuple[str, ...] = ()) -> Evidence:
+def weigh(
+    since: datetime | None,
+    checks: int | None,
+    http_status: int | None,
+    now: datetime,
+    policy: RemovalPolicy,
+    paused_by: tuple[str, ...] = (),
+) -> Evidence:
     """Add this gone answer to the article's streak (``since``/``checks`` as stored, None/0 when
     the last answer was normal) and decide whether the removal is confirmed."""
     first = since if since is not None and since <= now else now
     count = (checks or 0) + 1
     need, delay = policy.needs(http_status)
     enough = count >= need and now - first >= delay
-    return Evidence(since=first, checks=count, confirmed=enough and not paused_by,
-                    confirm_after=first + delay, paused_by=tuple(paused_by))
+    return Evidence(
+        since=first,
+        checks=count,
+        confirmed=enough and not paused_by,
+        confirm_after=first + delay,
+        paused_by=tuple(paused_by),
+    )
 
 
 def host_of(url: str | None) -> str | None:
@@ -141,17 +152,23 @@ def host_of(url: str | None) -> str | None:
 class BreakerChange:
     scope: str
     key: str
-    event: str                  # "tripped" or "cleared"
+    event: str  # "tripped" or "cleared"
     checks: int
     bad_checks: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {"scope": self.scope, "key": self.key, "event": self.event, "checks": self.checks,
-                "bad_checks": self.bad_checks}
+        return {
+            "scope": self.scope,
+            "key": self.key,
+            "event": self.event,
+            "checks": self.checks,
+            "bad_checks": self.bad_checks,
+        }
 
 
-def evaluate_breakers(cur, agency_key: str, host: str | None, http_status: int | None, now: datetime,
-                      policy: RemovalPolicy) -> tuple[tuple[str, ...], list[BreakerChange]]:
+def evaluate_breakers(
+    cur, agency_key: str, host: str | None, http_status: int | None, now: datetime, policy: RemovalPolicy
+) -> tuple[tuple[str, ...], list[BreakerChange]]:
     """Update the agency's and the host's breaker with this check's answer (not inserted yet:
     it is counted here) inside the caller's transaction. Returns the scopes tripped after it
     (``"agency:<key>"``, ``"host:<host>"``) and the trips/clearings it caused."""
@@ -161,36 +178,51 @@ def evaluate_breakers(cur, agency_key: str, host: str | None, http_status: int |
     for scope, key in (("agency", agency_key), ("host", host)):
         if not key:
             continue
-        cur.execute("SELECT tripped, cleared_at FROM integrity_breakers WHERE scope = %s AND key = %s"
-                    " FOR UPDATE", (scope, key))
+        cur.execute(
+            "SELECT tripped, cleared_at FROM integrity_breakers WHERE scope = %s AND key = %s FOR UPDATE",
+            (scope, key),
+        )
         row = cur.fetchone()
         is_tripped, cleared_at = (row[0], row[1]) if row else (False, None)
         if is_tripped:
             need = policy.breaker_reset_ok
-            cur.execute(f"SELECT http_status FROM integrity_checks WHERE {column[scope]} = %s"
-                        " AND checked_at <= %s ORDER BY checked_at DESC, id DESC LIMIT %s", (key, now, need - 1))
+            cur.execute(
+                f"SELECT http_status FROM integrity_checks WHERE {column[scope]} = %s"
+                " AND checked_at <= %s ORDER BY checked_at DESC, id DESC LIMIT %s",
+                (key, now, need - 1),
+            )
             recent = [http_status] + [r[0] for r in cur.fetchall()]
             if len(recent) >= need and all(is_normal(s) for s in recent):
-                cur.execute("UPDATE integrity_breakers SET tripped = false, cleared_at = %s, updated_at = %s,"
-                            " reason = %s WHERE scope = %s AND key = %s",
-                            (now, now, f"cleared: {need} normal answers in a row", scope, key))
+                cur.execute(
+                    "UPDATE integrity_breakers SET tripped = false, cleared_at = %s, updated_at = %s,"
+                    " reason = %s WHERE scope = %s AND key = %s",
+                    (now, now, f"cleared: {need} normal answers in a row", scope, key),
+                )
                 changes.append(BreakerChange(scope, key, "cleared", len(recent), 0))
-                log.warning("integrity breaker cleared scope=%s key=%s: %d normal answers in a row; removals"
-                            " resume", scope, key, need)
+                log.warning(
+                    "integrity breaker cleared scope=%s key=%s: %d normal answers in a row; removals resume",
+                    scope,
+                    key,
+                    need,
+                )
             else:
                 tripped.append(f"{scope}:{key}")
             continue
         start = now - timedelta(seconds=policy.breaker_window_s)
         if cleared_at is not None and cleared_at > start:
             start = cleared_at
-        cur.execute(f"SELECT count(*), count(*) FILTER (WHERE {BAD_SQL}) FROM integrity_checks"
-                    f" WHERE {column[scope]} = %s AND checked_at > %s AND checked_at <= %s",
-                    (key, start, now))
+        cur.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE {BAD_SQL}) FROM integrity_checks"
+            f" WHERE {column[scope]} = %s AND checked_at > %s AND checked_at <= %s",
+            (key, start, now),
+        )
         n, bad = cur.fetchone()
         n, bad = n + 1, bad + (1 if is_bad(http_status) else 0)
         if n >= policy.breaker_min_checks and bad >= policy.breaker_ratio * n:
-            reason = (f"{bad} of {n} checks since {start.isoformat(timespec='seconds')} answered 404/410/5xx"
-                      f" (>= {policy.breaker_ratio:.0%} of >= {policy.breaker_min_checks})")
+            reason = (
+                f"{bad} of {n} checks since {start.isoformat(timespec='seconds')} answered 404/410/5xx"
+                f" (>= {policy.breaker_ratio:.0%} of >= {policy.breaker_min_checks})"
+            )
             cur.execute(
                 "INSERT INTO integrity_breakers (scope, key, tripped, tripped_at, checks, bad_checks, reason,"
                 " updated_at) VALUES (%s, %s, true, %s, %s, %s, %s, %s)"
@@ -198,21 +230,35 @@ def evaluate_breakers(cur, agency_key: str, host: str | None, http_status: int |
                 " checks = EXCLUDED.checks, bad_checks = EXCLUDED.bad_checks, reason = EXCLUDED.reason,"
                 " updated_at = EXCLUDED.updated_at, trips = integrity_breakers.trips + 1"
                 " WHERE NOT integrity_breakers.tripped RETURNING 1",
-                (scope, key, now, n, bad, reason, now))
+                (scope, key, now, n, bad, reason, now),
+            )
             tripped.append(f"{scope}:{key}")
-            if cur.fetchone() is not None:   # this check tripped it (not a concurrent run first)
+            if cur.fetchone() is not None:  # this check tripped it (not a concurrent run first)
                 changes.append(BreakerChange(scope, key, "tripped", n, bad))
-                log.warning("integrity breaker tripped scope=%s key=%s: %s; removals paused",
-                            scope, key, reason)
+                log.warning(
+                    "integrity breaker tripped scope=%s key=%s: %s; removals paused", scope, key, reason
+                )
     return tuple(tripped), changes
 
 
 def tripped_breakers(conn) -> list[dict[str, Any]]:
     """The scopes whose removals are paused now (for ``dgb status``, the report and the UI)."""
     with conn.cursor() as cur:
-        cur.execute("SELECT scope, key, tripped_at, checks, bad_checks, reason, trips FROM integrity_breakers"
-                    " WHERE tripped ORDER BY scope, key")
+        cur.execute(
+            "SELECT scope, key, tripped_at, checks, bad_checks, reason, trips FROM integrity_breakers"
+            " WHERE tripped ORDER BY scope, key"
+        )
         rows = cur.fetchall()
     conn.commit()
-    return [{"scope": s, "key": k, "tripped_at": t.isoformat() if t else None, "checks": n, "bad_checks": b,
-             "reason": r, "trips": trips} for s, k, t, n, b, r, trips in rows]
+    return [
+        {
+            "scope": s,
+            "key": k,
+            "tripped_at": t.isoformat() if t else None,
+            "checks": n,
+            "bad_checks": b,
+            "reason": r,
+            "trips": trips,
+        }
+        for s, k, t, n, b, r, trips in rows
+    ]

@@ -32,8 +32,8 @@ import ipaddress
 import logging
 import os
 import socket
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 from urllib.parse import urlsplit
 
 from dgb.scraper.errors import URL_BROKEN, ScrapeError
@@ -44,8 +44,9 @@ DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("gov.br", "*.gov.br", "ebc.com.br", "*
 ENV_ALLOWED_HOSTS = "DGB_INTEGRITY_ALLOWED_HOSTS"
 
 # the unique_id of the article being checked, so policy log lines name it (set by the service)
-current_unique_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("dgb_integrity_unique_id",
-                                                                               default=None)
+current_unique_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "dgb_integrity_unique_id", default=None
+)
 
 Resolver = Callable[..., list]
 
@@ -59,7 +60,7 @@ _LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 class UrlRefused(ScrapeError):
     """The URL policy refused a URL (category ``url_broken``: the checker must not fetch it)."""
 
-    def __init__(self, decision: "Decision") -> None:
+    def __init__(self, decision: Decision) -> None:
         self.decision = decision
         super().__init__(URL_BROKEN, f"refused by URL policy: {decision.reason} ({decision.url})")
 
@@ -79,7 +80,7 @@ class Decision:
 @dataclass(frozen=True)
 class _Pattern:
     raw: str
-    host: str           # "gov.br" or, for a wildcard, the suffix without "*."
+    host: str  # "gov.br" or, for a wildcard, the suffix without "*."
     wildcard: bool
     port: int | None
 
@@ -122,12 +123,12 @@ def _parse_pattern(raw: str) -> _Pattern:
     if not text:
         raise ValueError("empty host pattern")
     port = None
-    if text.startswith("["):                 # [::1]:8090
+    if text.startswith("["):  # [::1]:8090
         end = text.index("]")
-        host, rest = text[1:end], text[end + 1:]
+        host, rest = text[1:end], text[end + 1 :]
         if rest.startswith(":"):
             port = int(rest[1:])
-    elif text.count(":") == 1:               # host:port (a bare IPv6 has several colons)
+    elif text.count(":") == 1:  # host:port (a bare IPv6 has several colons)
         host, _, p = text.partition(":")
         port = int(p)
     else:
@@ -189,8 +190,13 @@ def classify(address: str) -> str | None:
 class UrlPolicy:
     """Allowlist + address checks. ``decide`` never makes a request (it may resolve DNS)."""
 
-    def __init__(self, allowed_hosts: Iterable[str] | None = None, *, allow_loopback: bool = False,
-                 resolver: Resolver | None = None) -> None:
+    def __init__(
+        self,
+        allowed_hosts: Iterable[str] | None = None,
+        *,
+        allow_loopback: bool = False,
+        resolver: Resolver | None = None,
+    ) -> None:
         hosts = list(DEFAULT_ALLOWED_HOSTS if allowed_hosts is None else allowed_hosts)
         self.patterns: tuple[_Pattern, ...] = tuple(_parse_pattern(h) for h in hosts if h.strip())
         self.allow_loopback = allow_loopback
@@ -198,14 +204,19 @@ class UrlPolicy:
 
     # -- construction from configuration ------------------------------------------------------
     @classmethod
-    def from_env(cls, extra_hosts: Sequence[str] = (), *, allow_loopback: bool = False,
-                 resolver: Resolver | None = None) -> "UrlPolicy":
+    def from_env(
+        cls,
+        extra_hosts: Sequence[str] = (),
+        *,
+        allow_loopback: bool = False,
+        resolver: Resolver | None = None,
+    ) -> UrlPolicy:
         raw = os.environ.get(ENV_ALLOWED_HOSTS, "").strip()
         hosts = [h.strip() for h in raw.split(",") if h.strip()] if raw else list(DEFAULT_ALLOWED_HOSTS)
         return cls(hosts + list(extra_hosts), allow_loopback=allow_loopback, resolver=resolver)
 
     @classmethod
-    def for_settings(cls, settings=None, *, resolver: Resolver | None = None) -> "UrlPolicy":
+    def for_settings(cls, settings=None, *, resolver: Resolver | None = None) -> UrlPolicy:
         """The service's policy: the configured allowlist and, in mirror mode (the offline
         default), the local mirror's exact ``host:port`` with loopback allowed for it alone."""
         if settings is None:
@@ -231,7 +242,9 @@ class UrlPolicy:
         if decision.allowed:
             log.debug("url_policy unique_id=%s decision=allowed url=%s reason=%s", uid, url, decision.reason)
         else:
-            log.warning("url_policy unique_id=%s decision=refused url=%s reason=%s", uid, url, decision.reason)
+            log.warning(
+                "url_policy unique_id=%s decision=refused url=%s reason=%s", uid, url, decision.reason
+            )
         return decision
 
     def guard(self, url: str) -> None:
@@ -289,15 +302,22 @@ class UrlPolicy:
         port = port or (443 if scheme == "https" else 80)
         pattern = self.match(host, port)
         literal = _ip_or_none(host)
-        if literal is not None:   # name the address problem first: it is the more telling reason
+        if literal is not None:  # name the address problem first: it is the more telling reason
             why = classify(str(literal))
-            excepted = (why == "loopback address" and pattern is not None and self.allow_loopback
-                        and pattern.names_loopback)
+            excepted = (
+                why == "loopback address"
+                and pattern is not None
+                and self.allow_loopback
+                and pattern.names_loopback
+            )
             if why and not excepted:
                 return Decision(url, False, f"{literal}: {why}", (str(literal),))
         if pattern is None:
-            return Decision(url, False, f"host {host}:{port} is not in the allowlist "
-                                        f"({', '.join(self.allowed_hosts) or 'empty'})")
+            return Decision(
+                url,
+                False,
+                f"host {host}:{port} is not in the allowlist ({', '.join(self.allowed_hosts) or 'empty'})",
+            )
         try:
             addresses = self.resolve(host, port, resolver)
         except (OSError, UnicodeError) as exc:
@@ -305,11 +325,16 @@ class UrlPolicy:
         why = self.vet_addresses(pattern, addresses)
         if why:
             return Decision(url, False, why, tuple(addresses))
-        return Decision(url, True, f"host matches {pattern.raw!r} and resolves to allowed "
-                                   f"address(es) {', '.join(addresses)}", tuple(addresses))
+        return Decision(
+            url,
+            True,
+            f"host matches {pattern.raw!r} and resolves to allowed address(es) {', '.join(addresses)}",
+            tuple(addresses),
+        )
 
 
 # -- connection pinning ------------------------------------------------------------------------
+
 
 def guarded_transport(policy: UrlPolicy, **kwargs):
     """An ``httpx.HTTPTransport`` whose TCP connections go only to addresses the policy vetted
@@ -329,14 +354,24 @@ def guarded_transport(policy: UrlPolicy, **kwargs):
                 raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
             why = policy.vet_addresses(pattern, addresses)
             if why:
-                log.warning("url_policy unique_id=%s decision=refused connect=%s:%s reason=%s",
-                            current_unique_id.get(), host, port, why)
+                log.warning(
+                    "url_policy unique_id=%s decision=refused connect=%s:%s reason=%s",
+                    current_unique_id.get(),
+                    host,
+                    port,
+                    why,
+                )
                 raise httpcore.ConnectError(f"refused by URL policy at connect: {why}")
             last: Exception | None = None
             for address in addresses:
                 try:
-                    return super().connect_tcp(address, port, timeout=timeout, local_address=local_address,
-                                               socket_options=socket_options)
+                    return super().connect_tcp(
+                        address,
+                        port,
+                        timeout=timeout,
+                        local_address=local_address,
+                        socket_options=socket_options,
+                    )
                 except httpcore.ConnectError as exc:
                     last = exc
             raise last or httpcore.ConnectError(f"no address for {host}")

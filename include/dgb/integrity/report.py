@@ -10,7 +10,7 @@ hosts whose removals a breaker pauses now (``removals_paused``, see :mod:`dgb.in
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -39,17 +39,31 @@ def _rows(cur, sql: str, params=None) -> list[dict]:
 def integrity_report(conn, *, recent: int = 20, schedule: Schedule | None = None) -> dict[str, Any]:
     schedule = schedule or Schedule.from_env()
     with conn.cursor(row_factory=dict_row) as cur:
-        agencies = _rows(cur, "SELECT * FROM integrity_agency_metrics ORDER BY checked_articles DESC, agency_key")
-        tier_rows = _rows(cur, "SELECT tier, outcome, checks, checks_recent, bytes FROM integrity_tier_outcomes")
-        types = _rows(cur, "SELECT field_changed, source, sum(changes)::bigint AS changes"
-                           " FROM integrity_modification_types GROUP BY field_changed, source")
-        recent_rows = _rows(cur, "SELECT n.unique_id, n.agency_key, n.title, h.field_changed, h.source,"
-                                 " left(h.old_value, 200) AS old_value, left(h.new_value, 200) AS new_value,"
-                                 " h.detected_at FROM news_update_history h JOIN news n ON n.id = h.news_id"
-                                 " ORDER BY h.detected_at DESC, h.id DESC LIMIT %s", (recent,))
-        problems = _rows(cur, "SELECT coalesce(problem, CASE WHEN image_broken THEN 'image_broken'"
-                              " WHEN removed_at IS NOT NULL THEN 'removed' ELSE 'failing_checks' END) AS problem,"
-                              " count(*)::bigint AS articles FROM integrity_problems GROUP BY 1 ORDER BY 1")
+        agencies = _rows(
+            cur, "SELECT * FROM integrity_agency_metrics ORDER BY checked_articles DESC, agency_key"
+        )
+        tier_rows = _rows(
+            cur, "SELECT tier, outcome, checks, checks_recent, bytes FROM integrity_tier_outcomes"
+        )
+        types = _rows(
+            cur,
+            "SELECT field_changed, source, sum(changes)::bigint AS changes"
+            " FROM integrity_modification_types GROUP BY field_changed, source",
+        )
+        recent_rows = _rows(
+            cur,
+            "SELECT n.unique_id, n.agency_key, n.title, h.field_changed, h.source,"
+            " left(h.old_value, 200) AS old_value, left(h.new_value, 200) AS new_value,"
+            " h.detected_at FROM news_update_history h JOIN news n ON n.id = h.news_id"
+            " ORDER BY h.detected_at DESC, h.id DESC LIMIT %s",
+            (recent,),
+        )
+        problems = _rows(
+            cur,
+            "SELECT coalesce(problem, CASE WHEN image_broken THEN 'image_broken'"
+            " WHEN removed_at IS NOT NULL THEN 'removed' ELSE 'failing_checks' END) AS problem,"
+            " count(*)::bigint AS articles FROM integrity_problems GROUP BY 1 ORDER BY 1",
+        )
     conn.commit()
     paused = tripped_breakers(conn)
     tiers = []
@@ -59,8 +73,8 @@ def integrity_report(conn, *, recent: int = 20, schedule: Schedule | None = None
     known = [t.name for t in schedule.tiers]
     for name in known + sorted(set(by_tier) - set(known)):
         rows = by_tier.get(name, [])
-        outcomes = {o: 0 for o in OUTCOMES}
-        recent_outcomes = {o: 0 for o in OUTCOMES}
+        outcomes = dict.fromkeys(OUTCOMES, 0)
+        recent_outcomes = dict.fromkeys(OUTCOMES, 0)
         for r in rows:
             outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + int(r["checks"])
             recent_outcomes[r["outcome"]] = recent_outcomes.get(r["outcome"], 0) + int(r["checks_recent"])
@@ -70,10 +84,19 @@ def integrity_report(conn, *, recent: int = 20, schedule: Schedule | None = None
             every = schedule.dag_interval(t).total_seconds() / 60
         except KeyError:
             label, dag_id, every = name, None, None
-        tiers.append({"tier": name, "label": label, "dag_id": dag_id, "every_minutes": every,
-                      "checks": sum(outcomes.values()), "checks_recent": sum(recent_outcomes.values()),
-                      "bytes": sum(int(r["bytes"]) for r in rows), "outcomes": outcomes,
-                      "outcomes_recent": recent_outcomes})
+        tiers.append(
+            {
+                "tier": name,
+                "label": label,
+                "dag_id": dag_id,
+                "every_minutes": every,
+                "checks": sum(outcomes.values()),
+                "checks_recent": sum(recent_outcomes.values()),
+                "bytes": sum(int(r["bytes"]) for r in rows),
+                "outcomes": outcomes,
+                "outcomes_recent": recent_outcomes,
+            }
+        )
     mod_types: dict[str, int] = {}
     mod_types_integrity: dict[str, int] = {}
     for r in types:
@@ -98,11 +121,19 @@ def integrity_report(conn, *, recent: int = 20, schedule: Schedule | None = None
         "broken_link_rate": round(broken / checked, 4) if checked else None,
     }
     return {
-        "generated_at": datetime.now(timezone.utc).isoformat(),
-        "schedule": {"mode": schedule.mode,
-                     "tiers": [{"tier": t.name, "label": t.label, "dag_id": t.dag_id,
-                                "every_minutes": schedule.dag_interval(t).total_seconds() / 60}
-                               for t in schedule.tiers]},
+        "generated_at": datetime.now(UTC).isoformat(),
+        "schedule": {
+            "mode": schedule.mode,
+            "tiers": [
+                {
+                    "tier": t.name,
+                    "label": t.label,
+                    "dag_id": t.dag_id,
+                    "every_minutes": schedule.dag_interval(t).total_seconds() / 60,
+                }
+                for t in schedule.tiers
+            ],
+        },
         "totals": totals,
         "agencies": agencies,
         "modification_types": mod_types,
@@ -123,18 +154,24 @@ def format_table(report: dict[str, Any]) -> str:
     lines = []
     t = report["totals"]
     lines.append(f"Integrity report ({report['generated_at']}, schedule: {report['schedule']['mode']})")
-    lines.append(f"articles {t['articles']}  checked {t['checked_articles']}  modified {t['modified_articles']}"
-                 f" ({_pct(t['modification_rate'])})  broken {t['broken_articles']} ({_pct(t['broken_link_rate'])})"
-                 f"  checks {t['checks']}")
+    lines.append(
+        f"articles {t['articles']}  checked {t['checked_articles']}  modified {t['modified_articles']}"
+        f" ({_pct(t['modification_rate'])})  broken {t['broken_articles']} ({_pct(t['broken_link_rate'])})"
+        f"  checks {t['checks']}"
+    )
     for b in report.get("removals_paused") or []:
         lines.append(f"REMOVALS PAUSED for {b['scope']} {b['key']} since {b['tripped_at']}: {b['reason']}")
     if report.get("removals_paused"):
-        lines.append("(removals paused: gone answers there only mark articles suspect_removed until the"
-                     " breaker clears)")
+        lines.append(
+            "(removals paused: gone answers there only mark articles suspect_removed until the"
+            " breaker clears)"
+        )
     lines.append("")
-    head = f"{'agency':<28} {'checked':>8} {'modified':>8} {'mod.rate':>8} {'title':>6} {'content':>7} " \
-           f"{'image':>6} {'h->1st mod':>10} {'removed':>7} {'suspect':>7} {'moved':>6} {'img.brk':>7} " \
-           f"{'brk.rate':>8}"
+    head = (
+        f"{'agency':<28} {'checked':>8} {'modified':>8} {'mod.rate':>8} {'title':>6} {'content':>7} "
+        f"{'image':>6} {'h->1st mod':>10} {'removed':>7} {'suspect':>7} {'moved':>6} {'img.brk':>7} "
+        f"{'brk.rate':>8}"
+    )
     lines += [head, "-" * len(head)]
     for a in report["agencies"]:
         hours = a["mean_hours_to_first_modification"]
@@ -143,18 +180,23 @@ def format_table(report: dict[str, Any]) -> str:
             f"{_pct(a['modification_rate']):>8} {a['title_changes']:>6} {a['content_changes']:>7} "
             f"{a['image_changes']:>6} {('-' if hours is None else f'{hours:.1f}'):>10} {a['removed_articles']:>7} "
             f"{a['suspect_articles']:>7} {a['moved_articles']:>6} "
-            f"{a['image_broken_articles']:>7} {_pct(a['broken_link_rate']):>8}")
+            f"{a['image_broken_articles']:>7} {_pct(a['broken_link_rate']):>8}"
+        )
     lines.append("")
     head = f"{'tier':<8} {'label':<12} {'every':>8} {'checks':>8} " + " ".join(f"{o:>12}" for o in OUTCOMES)
     lines += [head, "-" * len(head)]
     for tier in report["tiers"]:
         every = tier["every_minutes"]
-        lines.append(f"{tier['tier']:<8} {tier['label']:<12} {('-' if every is None else f'{every:g}m'):>8} "
-                     f"{tier['checks']:>8} " + " ".join(f"{tier['outcomes'].get(o, 0):>12}" for o in OUTCOMES))
+        lines.append(
+            f"{tier['tier']:<8} {tier['label']:<12} {('-' if every is None else f'{every:g}m'):>8} "
+            f"{tier['checks']:>8} " + " ".join(f"{tier['outcomes'].get(o, 0):>12}" for o in OUTCOMES)
+        )
     if report["modification_types"]:
         lines.append("")
-        lines.append("modification types: " + ", ".join(f"{k} {v}" for k, v in
-                                                        sorted(report["modification_types"].items())))
+        lines.append(
+            "modification types: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(report["modification_types"].items()))
+        )
     if report["problems"]:
         lines.append("open problems: " + ", ".join(f"{k} {v}" for k, v in report["problems"].items()))
     return "\n".join(lines)

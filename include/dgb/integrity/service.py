@@ -37,9 +37,10 @@ import logging
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from psycopg.rows import dict_row
 
@@ -90,24 +91,37 @@ class CheckResult:
     bytes_fetched: int = 0
     duration_ms: int = 0
     error: str | None = None
-    evidence: Evidence | None = None                     # the gone streak, after a 404/410
-    paused_by: tuple[str, ...] = ()                      # tripped breakers ("agency:mec", "host:...")
+    evidence: Evidence | None = None  # the gone streak, after a 404/410
+    paused_by: tuple[str, ...] = ()  # tripped breakers ("agency:mec", "host:...")
     breaker_changes: list[BreakerChange] = field(default_factory=list)
     moved_from: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "unique_id": self.unique_id, "agency_key": self.agency_key, "tier": self.tier, "outcome": self.outcome,
-            "content": self.content.as_dict(), "image": self.image.as_dict() if self.image else None,
-            "flags": list(self.flags), "history_rows": self.history_rows, "event_enqueued": self.event_enqueued,
+            "unique_id": self.unique_id,
+            "agency_key": self.agency_key,
+            "tier": self.tier,
+            "outcome": self.outcome,
+            "content": self.content.as_dict(),
+            "image": self.image.as_dict() if self.image else None,
+            "flags": list(self.flags),
+            "history_rows": self.history_rows,
+            "event_enqueued": self.event_enqueued,
             "next_due_at": self.next_due_at.isoformat() if self.next_due_at else None,
-            "consecutive_failures": self.consecutive_failures, "bytes_fetched": self.bytes_fetched,
-            "duration_ms": self.duration_ms, "error": self.error,
-            "evidence": None if self.evidence is None else {
-                "since": self.evidence.since.isoformat(), "checks": self.evidence.checks,
+            "consecutive_failures": self.consecutive_failures,
+            "bytes_fetched": self.bytes_fetched,
+            "duration_ms": self.duration_ms,
+            "error": self.error,
+            "evidence": None
+            if self.evidence is None
+            else {
+                "since": self.evidence.since.isoformat(),
+                "checks": self.evidence.checks,
                 "confirmed": self.evidence.confirmed,
-                "confirm_after": self.evidence.confirm_after.isoformat()},
-            "paused_by": list(self.paused_by), "breaker_changes": [c.as_dict() for c in self.breaker_changes],
+                "confirm_after": self.evidence.confirm_after.isoformat(),
+            },
+            "paused_by": list(self.paused_by),
+            "breaker_changes": [c.as_dict() for c in self.breaker_changes],
             "moved_from": self.moved_from,
         }
 
@@ -116,7 +130,7 @@ def load_article(conn, unique_id: str) -> dict:
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(LOAD_SQL, (unique_id,))
         row = cur.fetchone()
-    conn.commit()   # no transaction left open while we wait on the network
+    conn.commit()  # no transaction left open while we wait on the network
     if row is None:
         raise ArticleNotFound(f"no article with unique_id {unique_id!r}")
     return row
@@ -137,8 +151,15 @@ def _outcome(content: ContentResult, image: ImageResult | None) -> str:
     return "unchanged"
 
 
-def check_article(conn, fetcher: Fetcher, unique_id: str, *, schedule: Schedule | None = None,
-                  now: datetime | None = None, policy: RemovalPolicy | None = None) -> CheckResult:
+def check_article(
+    conn,
+    fetcher: Fetcher,
+    unique_id: str,
+    *,
+    schedule: Schedule | None = None,
+    now: datetime | None = None,
+    policy: RemovalPolicy | None = None,
+) -> CheckResult:
     """Fully check one article now (content, then image) and record everything. ``now`` is the
     check's time as recorded (a controllable clock for tests and replays)."""
     schedule = schedule or Schedule.from_env()
@@ -148,7 +169,7 @@ def check_article(conn, fetcher: Fetcher, unique_id: str, *, schedule: Schedule 
     try:
         row = load_article(conn, unique_id)
         content = check_content(fetcher, conn, row, row if row["state_news_id"] is not None else None)
-        checked_at = now or datetime.now(timezone.utc)
+        checked_at = now or datetime.now(UTC)
         history_rows, event, save_error, moved_from = 0, False, None, None
         if content.moved_to and content.status in ("unchanged", "modified"):
             moved_from = _move_url(conn, row, content, checked_at)
@@ -156,24 +177,39 @@ def check_article(conn, fetcher: Fetcher, unique_id: str, *, schedule: Schedule 
         if content.status == "modified" and content.article is not None:
             try:
                 content.article.url = row["url"]
-                saved = store.save_articles(conn, row["agency_key"], row["agency_name"], [content.article],
-                                            source="integrity")
+                saved = store.save_articles(
+                    conn, row["agency_key"], row["agency_name"], [content.article], source="integrity"
+                )
                 history_rows, event = history_rows + saved.history_rows, bool(saved.updated)
-            except Exception as exc:  # noqa: BLE001 - recorded as this check's error, state kept
+            except Exception as exc:
                 conn.rollback()
                 save_error = f"saving the modified article failed: {exc!r}"
                 log.warning("integrity unique_id=%s outcome=error %s", unique_id, save_error)
-                content = ContentResult("error", bytes_fetched=content.bytes_fetched,
-                                        http_status=content.http_status, etag=row["etag"],
-                                        last_modified=row["last_modified"], error=save_error,
-                                        error_category="unknown")
+                content = ContentResult(
+                    "error",
+                    bytes_fetched=content.bytes_fetched,
+                    http_status=content.http_status,
+                    etag=row["etag"],
+                    last_modified=row["last_modified"],
+                    error=save_error,
+                    error_category="unknown",
+                )
         image = None
         if content.status != "removed":
             image_url = content.article.image_url if content.article is not None else row["image_url"]
             image = check_image(fetcher, image_url)
         outcome = _outcome(content, image)
-        result = _record(conn, row, content, image, outcome, schedule, checked_at,
-                         int((time.monotonic() - t0) * 1000), policy)
+        result = _record(
+            conn,
+            row,
+            content,
+            image,
+            outcome,
+            schedule,
+            checked_at,
+            int((time.monotonic() - t0) * 1000),
+            policy,
+        )
         result.history_rows, result.event_enqueued, result.moved_from = history_rows, event, moved_from
         if moved_from:
             result.flags.append("moved")
@@ -188,41 +224,69 @@ def _move_url(conn, row: dict, content: ContentResult, now: datetime) -> str | N
     (None when another article of the agency already has the new URL: nothing is changed)."""
     new_url, old_url = content.moved_to, row["url"]
     with transaction(conn) as cur:
-        cur.execute("SELECT unique_id FROM news WHERE agency_key = %s AND url = %s AND id <> %s",
-                    (row["agency_key"], new_url, row["id"]))
+        cur.execute(
+            "SELECT unique_id FROM news WHERE agency_key = %s AND url = %s AND id <> %s",
+            (row["agency_key"], new_url, row["id"]),
+        )
         taken = cur.fetchone()
         if taken is not None:
-            log.warning("integrity unique_id=%s moved to %s, but article %s already has that URL; URL kept",
-                        row["unique_id"], new_url, taken[0])
+            log.warning(
+                "integrity unique_id=%s moved to %s, but article %s already has that URL; URL kept",
+                row["unique_id"],
+                new_url,
+                taken[0],
+            )
             content.moved_to = None
             return None
-        cur.execute("UPDATE news SET url = %s, updated_at = %s, indexed_version = NULL WHERE id = %s",
-                    (new_url, now, row["id"]))
-        cur.execute("INSERT INTO news_update_history (news_id, field_changed, old_value, new_value, source,"
-                    " detected_at) VALUES (%s, 'url', %s, %s, 'integrity', %s)",
-                    (row["id"], old_url, new_url, now))
-    log.info("integrity unique_id=%s outcome=moved from=%s to=%s via=%s", row["unique_id"], old_url, new_url,
-             content.found_via)
+        cur.execute(
+            "UPDATE news SET url = %s, updated_at = %s, indexed_version = NULL WHERE id = %s",
+            (new_url, now, row["id"]),
+        )
+        cur.execute(
+            "INSERT INTO news_update_history (news_id, field_changed, old_value, new_value, source,"
+            " detected_at) VALUES (%s, 'url', %s, %s, 'integrity', %s)",
+            (row["id"], old_url, new_url, now),
+        )
+    log.info(
+        "integrity unique_id=%s outcome=moved from=%s to=%s via=%s",
+        row["unique_id"],
+        old_url,
+        new_url,
+        content.found_via,
+    )
     row["url"] = new_url
     return old_url
 
 
-RESTORE_SQL = ("removed_at = NULL, problem_at = %(now)s, problem = CASE WHEN problem IN ('removed',"
-               " 'suspect_removed') THEN (CASE WHEN image_broken THEN 'image_broken' END) ELSE problem END")
+RESTORE_SQL = (
+    "removed_at = NULL, problem_at = %(now)s, problem = CASE WHEN problem IN ('removed',"
+    " 'suspect_removed') THEN (CASE WHEN image_broken THEN 'image_broken' END) ELSE problem END"
+)
 
 
-def _flag_updates(row: dict, content: ContentResult, image: ImageResult | None,
-                  evidence: Evidence | None) -> list[tuple[str, str, bool]]:
+def _flag_updates(
+    row: dict, content: ContentResult, image: ImageResult | None, evidence: Evidence | None
+) -> list[tuple[str, str, bool]]:
     """(flag, SQL assignment list, whether the index must re-sync) for every flag change."""
     out = []
     if content.status == "removed" and evidence is not None:
         if evidence.confirmed and (row["removed_at"] is None or row["problem"] != "removed"):
-            out.append(("removed", "removed_at = coalesce(removed_at, %(now)s), problem = 'removed',"
-                                   " problem_at = %(now)s", True))
+            out.append(
+                (
+                    "removed",
+                    "removed_at = coalesce(removed_at, %(now)s), problem = 'removed', problem_at = %(now)s",
+                    True,
+                )
+            )
         elif not evidence.confirmed and row["removed_at"] is None and row["problem"] != "suspect_removed":
-            out.append(("suspect_removed", "problem_at = %(now)s, problem = CASE WHEN problem IS NULL OR"
-                                           " problem = 'image_broken' THEN 'suspect_removed' ELSE problem END",
-                        False))
+            out.append(
+                (
+                    "suspect_removed",
+                    "problem_at = %(now)s, problem = CASE WHEN problem IS NULL OR"
+                    " problem = 'image_broken' THEN 'suspect_removed' ELSE problem END",
+                    False,
+                )
+            )
     elif content.status in ("unchanged", "modified"):
         if row["removed_at"] is not None:
             out.append(("restored", RESTORE_SQL, True))
@@ -230,17 +294,37 @@ def _flag_updates(row: dict, content: ContentResult, image: ImageResult | None,
             out.append(("restored", RESTORE_SQL, False))
     if image is not None:
         if image.broken and not row["image_broken"]:
-            out.append(("image_broken", "image_broken = true, problem_at = CASE WHEN problem IS NULL THEN %(now)s"
-                                        " ELSE problem_at END, problem = coalesce(problem, 'image_broken')", True))
+            out.append(
+                (
+                    "image_broken",
+                    "image_broken = true, problem_at = CASE WHEN problem IS NULL THEN %(now)s"
+                    " ELSE problem_at END, problem = coalesce(problem, 'image_broken')",
+                    True,
+                )
+            )
         elif image.status in ("ok", "redirect", "no_image") and row["image_broken"]:
-            out.append(("image_ok", "image_broken = false, problem = CASE WHEN problem = 'image_broken' THEN NULL"
-                                    " ELSE problem END", True))
+            out.append(
+                (
+                    "image_ok",
+                    "image_broken = false, problem = CASE WHEN problem = 'image_broken' THEN NULL"
+                    " ELSE problem END",
+                    True,
+                )
+            )
     return out
 
 
-def _record(conn, row: dict, content: ContentResult, image: ImageResult | None, outcome: str,
-            schedule: Schedule, now: datetime, duration_ms: int,
-            policy: RemovalPolicy | None = None) -> CheckResult:
+def _record(
+    conn,
+    row: dict,
+    content: ContentResult,
+    image: ImageResult | None,
+    outcome: str,
+    schedule: Schedule,
+    now: datetime,
+    duration_ms: int,
+    policy: RemovalPolicy | None = None,
+) -> CheckResult:
     policy = policy or RemovalPolicy.from_env()
     failed = outcome == "error" or content.transient or (image is not None and image.transient)
     failures = (row["consecutive_failures"] or 0) + 1 if failed else 0
@@ -264,14 +348,17 @@ def _record(conn, row: dict, content: ContentResult, image: ImageResult | None, 
             gone_since, gone_checks, gone_status = evidence.since, evidence.checks, content.http_status
             if row["removed_at"] is None and not evidence.confirmed:
                 outcome = "suspect_removed"
-                if evidence.confirm_after > now:   # look again as soon as the evidence can be complete
+                if evidence.confirm_after > now:  # look again as soon as the evidence can be complete
                     next_due = min(next_due, evidence.confirm_after)
         elif content.status in ("unchanged", "modified"):
             gone_since, gone_checks, gone_status = None, 0, None
         flags = _flag_updates(row, content, image, evidence)
         for _, assignments, reindex in flags:
-            cur.execute(f"UPDATE news SET {assignments}{', indexed_version = NULL' if reindex else ''}"
-                        " WHERE id = %(id)s", {"now": now, "id": row["id"]})
+            cur.execute(
+                f"UPDATE news SET {assignments}{', indexed_version = NULL' if reindex else ''}"
+                " WHERE id = %(id)s",
+                {"now": now, "id": row["id"]},
+            )
         cur.execute(
             "INSERT INTO integrity_state (news_id, tier, last_checked_at, next_due_at, checks, etag, last_modified,"
             " page_updated_at, image_status, content_status, http_status, consecutive_failures, last_error,"
@@ -287,42 +374,91 @@ def _record(conn, row: dict, content: ContentResult, image: ImageResult | None, 
             " consecutive_failures = EXCLUDED.consecutive_failures, last_error = EXCLUDED.last_error,"
             " gone_since = EXCLUDED.gone_since, gone_checks = EXCLUDED.gone_checks,"
             " gone_status = EXCLUDED.gone_status",
-            {"id": row["id"], "tier": tier, "now": now, "due": next_due, "etag": etag, "lm": last_modified,
-             "pu": content.page_updated_at, "img": image.status if image is not None else None,
-             "cs": content.status, "http": content.http_status, "fails": failures, "err": last_error,
-             "gsince": gone_since, "gchecks": gone_checks, "gstatus": gone_status},
+            {
+                "id": row["id"],
+                "tier": tier,
+                "now": now,
+                "due": next_due,
+                "etag": etag,
+                "lm": last_modified,
+                "pu": content.page_updated_at,
+                "img": image.status if image is not None else None,
+                "cs": content.status,
+                "http": content.http_status,
+                "fails": failures,
+                "err": last_error,
+                "gsince": gone_since,
+                "gchecks": gone_checks,
+                "gstatus": gone_status,
+            },
         )
         cur.execute(
             "INSERT INTO integrity_checks (news_id, agency_key, tier, checked_at, outcome, content_status,"
             " image_status, http_status, bytes, changed_fields, duration_ms, error, host)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (row["id"], row["agency_key"], tier, now, outcome, content.status,
-             image.status if image is not None else None, content.http_status, nbytes,
-             list(content.changed_fields), duration_ms, last_error, host),
+            (
+                row["id"],
+                row["agency_key"],
+                tier,
+                now,
+                outcome,
+                content.status,
+                image.status if image is not None else None,
+                content.http_status,
+                nbytes,
+                list(content.changed_fields),
+                duration_ms,
+                last_error,
+                host,
+            ),
         )
         cur.execute(
             "INSERT INTO integrity_daily (day, tier, agency_key, outcome, checks, bytes)"
             " VALUES (%s, %s, %s, %s, 1, %s)"
             " ON CONFLICT (day, tier, agency_key, outcome) DO UPDATE SET checks = integrity_daily.checks + 1,"
             " bytes = integrity_daily.bytes + EXCLUDED.bytes",
-            (now.astimezone(timezone.utc).date(), tier, row["agency_key"], outcome, nbytes),
+            (now.astimezone(UTC).date(), tier, row["agency_key"], outcome, nbytes),
         )
     if outcome == "suspect_removed" and paused_by:
         log.info("integrity unique_id=%s removal paused by %s", row["unique_id"], ",".join(paused_by))
-    return CheckResult(unique_id=row["unique_id"], news_id=row["id"], agency_key=row["agency_key"], tier=tier,
-                       outcome=outcome, content=content, image=image, flags=[f for f, _, _ in flags],
-                       next_due_at=next_due, consecutive_failures=failures, bytes_fetched=nbytes,
-                       duration_ms=duration_ms, error=last_error, evidence=evidence, paused_by=paused_by,
-                       breaker_changes=changes)
+    return CheckResult(
+        unique_id=row["unique_id"],
+        news_id=row["id"],
+        agency_key=row["agency_key"],
+        tier=tier,
+        outcome=outcome,
+        content=content,
+        image=image,
+        flags=[f for f, _, _ in flags],
+        next_due_at=next_due,
+        consecutive_failures=failures,
+        bytes_fetched=nbytes,
+        duration_ms=duration_ms,
+        error=last_error,
+        evidence=evidence,
+        paused_by=paused_by,
+        breaker_changes=changes,
+    )
 
 
 def _log_result(r: CheckResult) -> None:
     img = r.image.status if r.image is not None else "skipped"
-    msg = ("integrity unique_id=%s outcome=%s tier=%s content=%s image=%s http=%s changed=%s flags=%s bytes=%d"
-           " failures=%d")
-    args = (r.unique_id, r.outcome, r.tier, r.content.status, img, r.content.http_status,
-            ",".join(r.content.changed_fields) or "-", ",".join(r.flags) or "-", r.bytes_fetched,
-            r.consecutive_failures)
+    msg = (
+        "integrity unique_id=%s outcome=%s tier=%s content=%s image=%s http=%s changed=%s flags=%s bytes=%d"
+        " failures=%d"
+    )
+    args = (
+        r.unique_id,
+        r.outcome,
+        r.tier,
+        r.content.status,
+        img,
+        r.content.http_status,
+        ",".join(r.content.changed_fields) or "-",
+        ",".join(r.flags) or "-",
+        r.bytes_fetched,
+        r.consecutive_failures,
+    )
     if r.outcome == "error":
         log.warning(msg + " error=%s", *args, r.error)
     else:
@@ -332,7 +468,7 @@ def _log_result(r: CheckResult) -> None:
 def record_failure(conn, news_id: int, unique_id: str, error: str, schedule: Schedule | None = None) -> None:
     """An unexpected exception while checking: push the article back, keep its state."""
     schedule = schedule or Schedule.from_env()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with transaction(conn) as cur:
         cur.execute("SELECT published_at, agency_key FROM news WHERE id = %s", (news_id,))
         found = cur.fetchone()
@@ -352,12 +488,17 @@ def record_failure(conn, news_id: int, unique_id: str, error: str, schedule: Sch
             " last_error = EXCLUDED.last_error",
             (news_id, tier, now, schedule.next_due(published, now, failures), failures, error[:2000]),
         )
-        cur.execute("INSERT INTO integrity_checks (news_id, agency_key, tier, checked_at, outcome, content_status,"
-                    " error) VALUES (%s, %s, %s, %s, 'error', 'error', %s)",
-                    (news_id, agency_key, tier, now, error[:2000]))
-        cur.execute("INSERT INTO integrity_daily (day, tier, agency_key, outcome, checks) VALUES (%s, %s, %s,"
-                    " 'error', 1) ON CONFLICT (day, tier, agency_key, outcome) DO UPDATE SET"
-                    " checks = integrity_daily.checks + 1", (now.date(), tier, agency_key))
+        cur.execute(
+            "INSERT INTO integrity_checks (news_id, agency_key, tier, checked_at, outcome, content_status,"
+            " error) VALUES (%s, %s, %s, %s, 'error', 'error', %s)",
+            (news_id, agency_key, tier, now, error[:2000]),
+        )
+        cur.execute(
+            "INSERT INTO integrity_daily (day, tier, agency_key, outcome, checks) VALUES (%s, %s, %s,"
+            " 'error', 1) ON CONFLICT (day, tier, agency_key, outcome) DO UPDATE SET"
+            " checks = integrity_daily.checks + 1",
+            (now.date(), tier, agency_key),
+        )
     log.error("integrity unique_id=%s outcome=error unexpected failure: %s", unique_id, error)
 
 
@@ -379,19 +520,28 @@ def backlog(conn, threshold: int | None = None, outbox_max_age_s: float | None =
     Both read partial indexes and stop early, so this is cheap at any table size.
     """
     threshold = _env_int("DGB_INTEGRITY_BACKLOG_MAX", 5000) if threshold is None else threshold
-    max_age = float(_env_int("DGB_INTEGRITY_OUTBOX_MAX_AGE_S", 60)) if outbox_max_age_s is None else outbox_max_age_s
+    max_age = (
+        float(_env_int("DGB_INTEGRITY_OUTBOX_MAX_AGE_S", 60))
+        if outbox_max_age_s is None
+        else outbox_max_age_s
+    )
     reason = None
     with conn.cursor() as cur:
         if max_age > 0:
-            cur.execute("SELECT min(created_at), count(*) FROM (SELECT created_at FROM outbox"
-                        " WHERE published_at IS NULL AND created_at < now() - make_interval(secs => %s)"
-                        " LIMIT 1000) old", (max_age,))
+            cur.execute(
+                "SELECT min(created_at), count(*) FROM (SELECT created_at FROM outbox"
+                " WHERE published_at IS NULL AND created_at < now() - make_interval(secs => %s)"
+                " LIMIT 1000) old",
+                (max_age,),
+            )
             oldest, stale = cur.fetchone()
             if stale:
                 reason = f"{stale}{'+' if stale >= 1000 else ''} outbox event(s) unpublished for over {max_age:.0f} s"
         if reason is None and threshold > 0:
-            cur.execute("SELECT count(*) FROM (SELECT 1 FROM news WHERE enriched_at IS NULL LIMIT %s) p",
-                        (threshold + 1,))
+            cur.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM news WHERE enriched_at IS NULL LIMIT %s) p",
+                (threshold + 1,),
+            )
             pending = cur.fetchone()[0]
             if pending > threshold:
                 reason = f"more than {threshold} articles pending enrichment"
@@ -406,8 +556,11 @@ def purge_old_checks(conn, days: int | None = None, batch: int = 10_000) -> int:
     if days <= 0:
         return 0
     with transaction(conn) as cur:
-        cur.execute("DELETE FROM integrity_checks WHERE id IN (SELECT id FROM integrity_checks"
-                    " WHERE checked_at < now() - make_interval(days => %s) LIMIT %s)", (days, batch))
+        cur.execute(
+            "DELETE FROM integrity_checks WHERE id IN (SELECT id FROM integrity_checks"
+            " WHERE checked_at < now() - make_interval(days => %s) LIMIT %s)",
+            (days, batch),
+        )
         return cur.rowcount
 
 
@@ -426,21 +579,39 @@ class TierRunSummary:
     skipped_backlog: bool = False
     note: str | None = None
     breaker_changes: list[BreakerChange] = field(default_factory=list)
-    paused: Counter = field(default_factory=Counter)     # suspect articles whose removal a breaker paused
+    paused: Counter = field(default_factory=Counter)  # suspect articles whose removal a breaker paused
 
     def as_dict(self) -> dict[str, Any]:
-        return {"tier": self.tier, "due": self.due, "checked": self.checked, "placed": self.placed,
-                "outcomes": {o: self.outcomes.get(o, 0) for o in OUTCOMES}, "bytes_fetched": self.bytes_fetched,
-                "seconds": round(self.seconds, 3), "skipped_backlog": self.skipped_backlog, "note": self.note,
-                "breaker_changes": [c.as_dict() for c in self.breaker_changes],
-                "removals_paused": dict(self.paused)}
+        return {
+            "tier": self.tier,
+            "due": self.due,
+            "checked": self.checked,
+            "placed": self.placed,
+            "outcomes": {o: self.outcomes.get(o, 0) for o in OUTCOMES},
+            "bytes_fetched": self.bytes_fetched,
+            "seconds": round(self.seconds, 3),
+            "skipped_backlog": self.skipped_backlog,
+            "note": self.note,
+            "breaker_changes": [c.as_dict() for c in self.breaker_changes],
+            "removals_paused": dict(self.paused),
+        }
 
 
-def run_tier(conn, fetcher: Fetcher, tier: str, limit: int | None = None, backlog_threshold: int | None = None,
-             *, schedule: Schedule | None = None, outbox_max_age_s: float | None = None,
-             max_seconds: float | None = None, on_result: Callable[[CheckResult], None] | None = None,
-             recheck_every: int = 50, policy: RemovalPolicy | None = None,
-             clock: Callable[[], datetime] | None = None) -> TierRunSummary:
+def run_tier(
+    conn,
+    fetcher: Fetcher,
+    tier: str,
+    limit: int | None = None,
+    backlog_threshold: int | None = None,
+    *,
+    schedule: Schedule | None = None,
+    outbox_max_age_s: float | None = None,
+    max_seconds: float | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+    recheck_every: int = 50,
+    policy: RemovalPolicy | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> TierRunSummary:
     """Check the tier's due articles (at most ``limit``), yielding when the pipeline is behind.
     ``clock`` (default: the wall clock) dates the due set and every check."""
     schedule = schedule or Schedule.from_env()
@@ -469,11 +640,17 @@ def run_tier(conn, fetcher: Fetcher, tier: str, limit: int | None = None, backlo
                 log.info("integrity tier=%s outcome=skipped_backlog %s after %d checks", tier, reason, i)
                 break
         try:
-            result = check_article(conn, fetcher, item.unique_id, schedule=schedule, policy=policy,
-                                   now=clock() if clock is not None else None)
+            result = check_article(
+                conn,
+                fetcher,
+                item.unique_id,
+                schedule=schedule,
+                policy=policy,
+                now=clock() if clock is not None else None,
+            )
         except ArticleNotFound:
             continue
-        except Exception as exc:  # noqa: BLE001 - one article's failure must not stop the tier
+        except Exception as exc:
             conn.rollback()
             record_failure(conn, item.news_id, item.unique_id, repr(exc), schedule)
             summary.checked += 1
@@ -488,11 +665,11 @@ def run_tier(conn, fetcher: Fetcher, tier: str, limit: int | None = None, backlo
         if on_result is not None:
             try:
                 on_result(result)
-            except Exception:  # noqa: BLE001 - metrics must never fail a run
+            except Exception:
                 log.debug("on_result callback failed", exc_info=True)
     try:
         purge_old_checks(conn)
-    except Exception:  # noqa: BLE001
+    except Exception:
         conn.rollback()
         log.warning("integrity: purging old check rows failed", exc_info=True)
     summary.seconds = time.monotonic() - t0

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 SCHEDULE_MODES = ("tiers", "exponential")
 DAG_PREFIX = "integrity_tier_"
@@ -50,8 +50,8 @@ DAG_PREFIX = "integrity_tier_"
 class Tier:
     name: str
     min_days: int
-    max_days: int | None        # inclusive; None = no upper bound
-    interval: timedelta         # check interval in "tiers" mode
+    max_days: int | None  # inclusive; None = no upper bound
+    interval: timedelta  # check interval in "tiers" mode
 
     @property
     def dag_id(self) -> str:
@@ -99,20 +99,22 @@ class Schedule:
     lam: float = 0.3
     max_minutes: float = 7 * 24 * 60
     tiers: tuple[Tier, ...] = field(default=DEFAULT_TIERS)
-    batch_size: int = 200           # articles per tier run
+    batch_size: int = 200  # articles per tier run
 
     def __post_init__(self) -> None:
         if self.mode not in SCHEDULE_MODES:
             raise ValueError(f"DGB_INTEGRITY_SCHEDULE must be one of {SCHEDULE_MODES}, got {self.mode!r}")
 
     @classmethod
-    def from_env(cls) -> "Schedule":
+    def from_env(cls) -> Schedule:
         mode = os.environ.get("DGB_INTEGRITY_SCHEDULE", "").strip().lower() or "tiers"
-        return cls(mode=mode,
-                   base_minutes=_num("DGB_INTEGRITY_BASE_MINUTES", cls.base_minutes),
-                   lam=_num("DGB_INTEGRITY_LAMBDA", cls.lam),
-                   max_minutes=_num("DGB_INTEGRITY_MAX_MINUTES", cls.max_minutes),
-                   batch_size=int(_num("DGB_INTEGRITY_BATCH", cls.batch_size)))
+        return cls(
+            mode=mode,
+            base_minutes=_num("DGB_INTEGRITY_BASE_MINUTES", cls.base_minutes),
+            lam=_num("DGB_INTEGRITY_LAMBDA", cls.lam),
+            max_minutes=_num("DGB_INTEGRITY_MAX_MINUTES", cls.max_minutes),
+            batch_size=int(_num("DGB_INTEGRITY_BATCH", cls.batch_size)),
+        )
 
     # -- tiers ----------------------------------------------------------------------------------
     def tier(self, name: str) -> Tier:
@@ -160,14 +162,15 @@ class Schedule:
             return timedelta(minutes=max(1, round(minutes)))
         return tier.interval
 
-    def with_mode(self, mode: str) -> "Schedule":
+    def with_mode(self, mode: str) -> Schedule:
         return replace(self, mode=mode)
 
 
-def next_due(published_at: datetime, now: datetime | None = None, failures: int = 0,
-             schedule: Schedule | None = None) -> datetime:
+def next_due(
+    published_at: datetime, now: datetime | None = None, failures: int = 0, schedule: Schedule | None = None
+) -> datetime:
     """When an article published at ``published_at`` is next due, checked at ``now``."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return (schedule or Schedule.from_env()).next_due(published_at, now, failures)
 
 
@@ -178,7 +181,7 @@ def next_due(published_at: datetime, now: datetime | None = None, failures: int 
 class DueArticle:
     news_id: int
     unique_id: str
-    next_due_at: datetime | None      # None: never checked (-infinity)
+    next_due_at: datetime | None  # None: never checked (-infinity)
     last_checked_at: datetime | None
 
 
@@ -194,7 +197,7 @@ DUE_SQL = (
 def due_articles(conn, tier: str, limit: int, now: datetime | None = None) -> list[DueArticle]:
     """The tier's due articles: never checked first, then the longest overdue; at most ``limit``.
     Read through the ``integrity_state_tier_due_idx`` index (no scan of the tier)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     with conn.cursor() as cur:
         cur.execute(DUE_SQL, {"tier": tier, "now": now, "limit": int(limit)})
         rows = cur.fetchall()
@@ -202,12 +205,13 @@ def due_articles(conn, tier: str, limit: int, now: datetime | None = None) -> li
     return [DueArticle(*r) for r in rows]
 
 
-def assign_tiers(conn, schedule: Schedule | None = None, now: datetime | None = None,
-                 limit: int = 50_000) -> int:
+def assign_tiers(
+    conn, schedule: Schedule | None = None, now: datetime | None = None, limit: int = 50_000
+) -> int:
     """Give never-placed state rows (``tier IS NULL``: new articles) their tier by age.
     Returns the number of rows placed (state rows themselves come from the news insert trigger)."""
     schedule = schedule or Schedule.from_env()
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     cases, params = [], []
     for t in schedule.tiers[:-1]:
         # whole age in days <= max_days  <=>  published_at > now - (max_days + 1) days

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def register(sub) -> None:
@@ -27,10 +27,10 @@ def _cmd_status(args) -> int:
             print(f"error: --since must be ISO 8601, got {args.since!r}", file=sys.stderr)
             return 2
         if since.tzinfo is None:
-            since = since.replace(tzinfo=timezone.utc)
+            since = since.replace(tzinfo=UTC)
     try:
         conn = db.connect(settings().pg_dsn(), connect_timeout=5)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         print(f"error: cannot reach PostgreSQL: {exc}".splitlines()[0], file=sys.stderr)
         return 2
     try:
@@ -40,14 +40,18 @@ def _cmd_status(args) -> int:
     if args.json:
         print(json.dumps(status))
         return 0
-    print(f"articles {status['articles']}  enriched {status['enriched']}  embedded {status['embedded']}  "
-          f"indexed {status['indexed']}  dead_letters {status['dead_letters']}  "
-          f"outbox_pending {status['outbox_pending']}")
+    print(
+        f"articles {status['articles']}  enriched {status['enriched']}  embedded {status['embedded']}  "
+        f"indexed {status['indexed']}  dead_letters {status['dead_letters']}  "
+        f"outbox_pending {status['outbox_pending']}"
+    )
     for stage, b in status["backlog"].items():
         age = "-" if b["oldest_age_s"] is None else f"{b['oldest_age_s']:.0f}s"
         print(f"  backlog {stage:7s} pending {b['pending']:6d}  oldest {age}")
     p50, p95 = status["latency_p50_s"], status["latency_p95_s"]
-    print(f"  commit->indexed since {status['since']}: p50 {p50}s  p95 {p95}s  (n={status['latency_sample']})")
+    print(
+        f"  commit->indexed since {status['since']}: p50 {p50}s  p95 {p95}s  (n={status['latency_sample']})"
+    )
     for b in status.get("removals_paused") or []:
         print(f"  REMOVALS PAUSED {b['scope']} {b['key']} since {b['tripped_at']}: {b['reason']}")
     return 0

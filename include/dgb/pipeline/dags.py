@@ -25,16 +25,28 @@ class StageDag:
 
 
 STAGE_DAGS = (
-    StageDag("enrich_news", "enrich", "* * * * *",
-             "Classifies each scraped article into the 3-level theme taxonomy and writes a summary "
-             "(DGB_CLASSIFIER: `local` offline classifier, `bedrock`, or `hybrid`: local first, Bedrock "
-             "when unsure), then emits `dgb.news.enriched`."),
-    StageDag("embed_news", "embed", "* * * * *",
-             "Embeds title + summary with the resident model service (DGB_EMBEDDING_MODEL), stores the "
-             "vector with its model name, then emits `dgb.news.embedded`."),
-    StageDag("index_news", "index", "* * * * *",
-             "Builds each article's Typesense document whole from PostgreSQL and upserts it (removed "
-             "articles are deleted from the index), recording the version it indexed."),
+    StageDag(
+        "enrich_news",
+        "enrich",
+        "* * * * *",
+        "Classifies each scraped article into the 3-level theme taxonomy and writes a summary "
+        "(DGB_CLASSIFIER: `local` offline classifier, `bedrock`, or `hybrid`: local first, Bedrock "
+        "when unsure), then emits `dgb.news.enriched`.",
+    ),
+    StageDag(
+        "embed_news",
+        "embed",
+        "* * * * *",
+        "Embeds title + summary with the resident model service (DGB_EMBEDDING_MODEL), stores the "
+        "vector with its model name, then emits `dgb.news.embedded`.",
+    ),
+    StageDag(
+        "index_news",
+        "index",
+        "* * * * *",
+        "Builds each article's Typesense document whole from PostgreSQL and upserts it (removed "
+        "articles are deleted from the index), recording the version it indexed.",
+    ),
 )
 
 

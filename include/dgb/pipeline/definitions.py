@@ -32,13 +32,13 @@ from dataclasses import dataclass
 
 from dgb import topology
 
-MODEL = "%(model)s::text"   # the current embedding model, a named query parameter (NULL = any)
+MODEL = "%(model)s::text"  # the current embedding model, a named query parameter (NULL = any)
 
 
 @dataclass(frozen=True)
 class StageDefinition:
     name: str
-    subscriptions: tuple[str, ...]      # input subscriptions (their topics give the message schema)
+    subscriptions: tuple[str, ...]  # input subscriptions (their topics give the message schema)
     start_topic: str
     next_topic: str | None
     since: str

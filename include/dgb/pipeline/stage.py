@@ -39,8 +39,9 @@ import json
 import logging
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -51,7 +52,7 @@ from dgb.pipeline.definitions import StageDefinition
 
 log = logging.getLogger("dgb.pipeline")
 
-DONE, READY = "stage_done", "stage_ready"   # the definition's rules, evaluated per loaded row
+DONE, READY = "stage_done", "stage_ready"  # the definition's rules, evaluated per loaded row
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class InMessage:
     attributes: dict[str, str]
 
     @classmethod
-    def from_payload(cls, subscription: str, payload: dict) -> "InMessage":
+    def from_payload(cls, subscription: str, payload: dict) -> InMessage:
         """From an asset event's payload (the :class:`dgb.events.AssetPayload` contract). A payload
         that breaks the contract still becomes a message, which the run then dead-letters."""
         try:
@@ -72,8 +73,10 @@ class InMessage:
         except ValidationError:
             attrs = payload.get("attributes")
             asset = events.AssetPayload(
-                message_id=str(payload.get("message_id") or ""), data=str(payload.get("data") or ""),
-                attributes={str(k): str(v) for k, v in attrs.items()} if isinstance(attrs, dict) else {})
+                message_id=str(payload.get("message_id") or ""),
+                data=str(payload.get("data") or ""),
+                attributes={str(k): str(v) for k, v in attrs.items()} if isinstance(attrs, dict) else {},
+            )
         return cls(subscription, asset.message_id, asset.raw_data(), dict(asset.attributes))
 
 
@@ -107,10 +110,16 @@ class StageReport:
     seconds: float = 0.0
 
     def summary(self) -> dict:
-        return {"stage": self.stage, "messages": self.messages, "swept": self.swept,
-                "processed": len(self.processed), "skipped": len(self.skipped),
-                "dead_lettered": len(self.dead_lettered), "retry": len(self.retry),
-                "seconds": round(self.seconds, 3)}
+        return {
+            "stage": self.stage,
+            "messages": self.messages,
+            "swept": self.swept,
+            "processed": len(self.processed),
+            "skipped": len(self.skipped),
+            "dead_lettered": len(self.dead_lettered),
+            "retry": len(self.retry),
+            "seconds": round(self.seconds, 3),
+        }
 
 
 class StageRetry(RuntimeError):
@@ -128,14 +137,18 @@ class Stage(ABC):
     next_topic: str | None = None
     sweep_order: str = "scraped_at"
     columns: tuple[str, ...] = ("unique_id", "version", "trace_id", "title")
-    model: str | None = None                 # the current embedding model (the current-model rule)
+    model: str | None = None  # the current embedding model (the current-model rule)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         d = cls.__dict__.get("definition")
         if d is not None:
             cls.name, cls.subscriptions, cls.next_topic, cls.sweep_order = (
-                d.name, d.subscriptions, d.next_topic, d.since)
+                d.name,
+                d.subscriptions,
+                d.next_topic,
+                d.since,
+            )
 
     def pending_condition(self) -> str:
         """SQL boolean over ``news`` selecting rows this stage still has to process (named
@@ -156,7 +169,7 @@ class Stage(ABC):
 
     @classmethod
     @abstractmethod
-    def from_settings(cls, conn, s, deps) -> "Stage":
+    def from_settings(cls, conn, s, deps) -> Stage:
         """Build the stage from settings ``s`` and ``deps`` (dgb.pipeline.stages.Dependencies)."""
 
     @abstractmethod
@@ -176,12 +189,19 @@ def topic_of(subscription: str) -> str:
 # ----------------------------------------------------------------------------- running
 
 
-def run_stage(stage: Stage, conn, messages: Iterable[InMessage], *, sweep_limit: int = 200,
-              final_attempt: bool = False, unique_ids: Iterable[str] = ()) -> StageReport:
+def run_stage(
+    stage: Stage,
+    conn,
+    messages: Iterable[InMessage],
+    *,
+    sweep_limit: int = 200,
+    final_attempt: bool = False,
+    unique_ids: Iterable[str] = (),
+) -> StageReport:
     t0 = time.monotonic()
     report = StageReport(stage.name)
     work: dict[str, Work] = {}
-    dead: list[tuple[Work | None, InMessage | None, str, str]] = []   # (work, msg, reason, detail)
+    dead: list[tuple[Work | None, InMessage | None, str, str]] = []  # (work, msg, reason, detail)
     default_sub = stage.subscriptions[0]
 
     for msg in messages:
@@ -198,9 +218,11 @@ def run_stage(stage: Stage, conn, messages: Iterable[InMessage], *, sweep_limit:
 
     if sweep_limit:
         with conn.cursor() as cur:
-            cur.execute(f"SELECT unique_id, trace_id FROM news WHERE {stage.pending_condition()}"
-                        f" ORDER BY {stage.sweep_order} LIMIT %(limit)s",
-                        {**stage.params(), "limit": sweep_limit})
+            cur.execute(
+                f"SELECT unique_id, trace_id FROM news WHERE {stage.pending_condition()}"
+                f" ORDER BY {stage.sweep_order} LIMIT %(limit)s",
+                {**stage.params(), "limit": sweep_limit},
+            )
             for uid, trace_id in cur.fetchall():
                 if uid not in work:
                     work[uid] = Work(uid, str(trace_id) if trace_id else None, default_sub)
@@ -224,8 +246,10 @@ def run_stage(stage: Stage, conn, messages: Iterable[InMessage], *, sweep_limit:
     if todo:
         try:
             results = stage.process([w.row for w in todo])
-        except Exception as exc:  # noqa: BLE001 - the whole batch failed: transient unless told otherwise
-            results = {w.unique_id: Failure("batch_failed", f"{type(exc).__name__}: {exc}", True) for w in todo}
+        except Exception as exc:
+            results = {
+                w.unique_id: Failure("batch_failed", f"{type(exc).__name__}: {exc}", True) for w in todo
+            }
 
     retry: list[tuple[Work, Failure]] = []
     with transaction(conn) as cur:
@@ -256,8 +280,10 @@ def run_stage(stage: Stage, conn, messages: Iterable[InMessage], *, sweep_limit:
     report.seconds = time.monotonic() - t0
     log.info(json.dumps({"stage": stage.name, "event": "stage_run", **report.summary()}))
     if retry:
-        raise StageRetry(f"{stage.name}: {len(retry)} article(s) failed transiently, e.g. "
-                         f"{retry[0][0].unique_id}: {retry[0][1].detail or retry[0][1].reason}")
+        raise StageRetry(
+            f"{stage.name}: {len(retry)} article(s) failed transiently, e.g. "
+            f"{retry[0][0].unique_id}: {retry[0][1].detail or retry[0][1].reason}"
+        )
     return report
 
 
@@ -267,8 +293,11 @@ def _load(conn, stage: Stage, uids: list[str]) -> dict[str, dict]:
     cols = ", ".join(dict.fromkeys(("unique_id", "version", "trace_id") + stage.columns))
     with conn.cursor() as cur:
         d = stage.definition
-        cur.execute(f"SELECT {cols}, ({d.done}) AS {DONE}, ({d.ready}) AS {READY}"
-                    " FROM news WHERE unique_id = ANY(%(ids)s)", {**stage.params(), "ids": uids})
+        cur.execute(
+            f"SELECT {cols}, ({d.done}) AS {DONE}, ({d.ready}) AS {READY}"
+            " FROM news WHERE unique_id = ANY(%(ids)s)",
+            {**stage.params(), "ids": uids},
+        )
         names = [d.name for d in cur.description]
         rows = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
     conn.commit()
@@ -276,13 +305,17 @@ def _load(conn, stage: Stage, uids: list[str]) -> dict[str, dict]:
 
 
 def _record_error(cur, stage: Stage, item: Work, failure: Failure) -> None:
-    cur.execute("UPDATE news SET last_error = %s, last_error_stage = %s, last_error_at = now(),"
-                " attempts = attempts + 1 WHERE unique_id = %s",
-                (f"{failure.reason}: {failure.detail}"[:2000], stage.name, item.unique_id))
+    cur.execute(
+        "UPDATE news SET last_error = %s, last_error_stage = %s, last_error_at = now(),"
+        " attempts = attempts + 1 WHERE unique_id = %s",
+        (f"{failure.reason}: {failure.detail}"[:2000], stage.name, item.unique_id),
+    )
     _log(stage, item, "retry", failure.detail or failure.reason)
 
 
-def _dead_letter(cur, stage: Stage, item: Work | None, msg: InMessage | None, reason: str, detail: str) -> None:
+def _dead_letter(
+    cur, stage: Stage, item: Work | None, msg: InMessage | None, reason: str, detail: str
+) -> None:
     subscription = msg.subscription if msg else (item.subscription if item else stage.subscriptions[0])
     message_id = msg.message_id if msg else (item.message_ids[0] if item and item.message_ids else None)
     unique_id = item.unique_id if item else None
@@ -295,23 +328,59 @@ def _dead_letter(cur, stage: Stage, item: Work | None, msg: InMessage | None, re
         " payload, attributes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
         " ON CONFLICT (subscription, message_key, reason) DO UPDATE SET last_seen = now(),"
         " attempts = dead_letters.attempts + 1, error = EXCLUDED.error, status = 'open'",
-        (subscription, key, message_id, unique_id, trace_id, reason, detail[:4000], payload_text,
-         json.dumps(attributes)),
+        (
+            subscription,
+            key,
+            message_id,
+            unique_id,
+            trace_id,
+            reason,
+            detail[:4000],
+            payload_text,
+            json.dumps(attributes),
+        ),
     )
     if unique_id:
-        cur.execute("UPDATE news SET last_error = %s, last_error_stage = %s, last_error_at = now(),"
-                    " problem = COALESCE(problem, 'dead_letter') WHERE unique_id = %s",
-                    (f"dead-lettered: {reason}: {detail}"[:2000], stage.name, unique_id))
-    dlq_attrs = {**attributes, "dgb_dead_letter_reason": reason, "dgb_source_subscription": subscription,
-                 "dgb_recorded": "1"}
+        cur.execute(
+            "UPDATE news SET last_error = %s, last_error_stage = %s, last_error_at = now(),"
+            " problem = COALESCE(problem, 'dead_letter') WHERE unique_id = %s",
+            (f"dead-lettered: {reason}: {detail}"[:2000], stage.name, unique_id),
+        )
+    dlq_attrs = {
+        **attributes,
+        "dgb_dead_letter_reason": reason,
+        "dgb_source_subscription": subscription,
+        "dgb_recorded": "1",
+    }
     if trace_id:
         dlq_attrs["trace_id"] = trace_id
-    outbox.enqueue_raw(cur, topology.subscription(subscription).dead_letter_topic, key,
-                       {"reason": reason, "error": detail[:4000], "unique_id": unique_id,
-                        "message_id": message_id, "original": payload_text}, dlq_attrs)
-    log.warning(json.dumps({"stage": stage.name, "unique_id": unique_id, "trace_id": trace_id,
-                            "message_id": message_id, "outcome": "dead_lettered", "reason": reason,
-                            "detail": detail[:300]}, ensure_ascii=False))
+    outbox.enqueue_raw(
+        cur,
+        topology.subscription(subscription).dead_letter_topic,
+        key,
+        {
+            "reason": reason,
+            "error": detail[:4000],
+            "unique_id": unique_id,
+            "message_id": message_id,
+            "original": payload_text,
+        },
+        dlq_attrs,
+    )
+    log.warning(
+        json.dumps(
+            {
+                "stage": stage.name,
+                "unique_id": unique_id,
+                "trace_id": trace_id,
+                "message_id": message_id,
+                "outcome": "dead_lettered",
+                "reason": reason,
+                "detail": detail[:300],
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 def _log(stage: Stage, item: Work, outcome: str, detail: str | None = None) -> None:

@@ -10,9 +10,10 @@ here add what to load, how to process and how to persist.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from dgb.pipeline import definitions
 from dgb.pipeline.stage import Failure, Stage
@@ -28,7 +29,7 @@ class EnrichStage(Stage):
         self._theme_ids: dict[str, int] | None = None
 
     @classmethod
-    def from_settings(cls, conn, s, deps: "Dependencies") -> "EnrichStage":
+    def from_settings(cls, conn, s, deps: Dependencies) -> EnrichStage:
         from dgb.enrich.base import get_classifier
 
         # the local classifier embeds (hybrid mode runs it first)
@@ -38,8 +39,17 @@ class EnrichStage(Stage):
     def process(self, rows: list[dict]) -> dict[str, Any]:
         from dgb.enrich.base import ArticleText, ClassificationFailure
 
-        items = [ArticleText(r["unique_id"], r["title"] or "", r["subtitle"], r["editorial_lead"],
-                             r["content"] or "", r.get("agency_key")) for r in rows]
+        items = [
+            ArticleText(
+                r["unique_id"],
+                r["title"] or "",
+                r["subtitle"],
+                r["editorial_lead"],
+                r["content"] or "",
+                r.get("agency_key"),
+            )
+            for r in rows
+        ]
         results = self.classifier.classify_batch(items)
         out: dict[str, Any] = {}
         for row, res in zip(rows, results):
@@ -56,7 +66,10 @@ class EnrichStage(Stage):
             return
         from dgb.enrich import ledger
 
-        model_id = next((u.get("model_id") for u in usage if u.get("model_id")), getattr(self.classifier, "model_id", "unknown"))
+        model_id = next(
+            (u.get("model_id") for u in usage if u.get("model_id")),
+            getattr(self.classifier, "model_id", "unknown"),
+        )
         ledger.record_usage(self.conn, model_id, usage)
 
     def _themes(self, cur) -> dict[str, int]:
@@ -72,14 +85,28 @@ class EnrichStage(Stage):
             " summary = %s, classifier = %s, classifier_version = %s, theme_confidence = %s,"
             " enriched_at = %s, version = version + 1, updated_at = now(), last_error = NULL,"
             " last_error_stage = NULL WHERE unique_id = %s AND version = %s",
-            (ids.get(result.theme_l1), ids.get(result.theme_l2), ids.get(result.theme_l3),
-             ids.get(result.most_specific), result.summary, result.classifier, result.classifier_version,
-             result.confidence, result.enriched_at, row["unique_id"], row["version"]),
+            (
+                ids.get(result.theme_l1),
+                ids.get(result.theme_l2),
+                ids.get(result.theme_l3),
+                ids.get(result.most_specific),
+                result.summary,
+                result.classifier,
+                result.classifier_version,
+                result.confidence,
+                result.enriched_at,
+                row["unique_id"],
+                row["version"],
+            ),
         )
         if cur.rowcount != 1:
             return None
-        return {"unique_id": row["unique_id"], "enriched_at": result.enriched_at,
-                "most_specific_theme_code": result.most_specific, "has_summary": bool(result.summary)}
+        return {
+            "unique_id": row["unique_id"],
+            "enriched_at": result.enriched_at,
+            "most_specific_theme_code": result.most_specific,
+            "has_summary": bool(result.summary),
+        }
 
 
 class EmbedStage(Stage):
@@ -91,10 +118,10 @@ class EmbedStage(Stage):
             raise ValueError("EmbedStage needs the current embedding model's name")
         self.embedder = embedder
         self.model_name = model_name
-        self.model = model_name      # the current-model rule: vectors of another model are pending
+        self.model = model_name  # the current-model rule: vectors of another model are pending
 
     @classmethod
-    def from_settings(cls, conn, s, deps: "Dependencies") -> "EmbedStage":
+    def from_settings(cls, conn, s, deps: Dependencies) -> EmbedStage:
         return cls(deps.embedder(), s.embedding_model)
 
     def process(self, rows: list[dict]) -> dict[str, Any]:
@@ -107,12 +134,20 @@ class EmbedStage(Stage):
         return {r["unique_id"]: vectors[i] for i, r in enumerate(rows)}
 
     def persist(self, cur, row: dict, vector) -> dict | None:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         cur.execute(
             "UPDATE news SET content_embedding = %s, embedding_model = %s, embedding_dim = %s,"
             " embedding_generated_at = %s, embedded_at = %s, version = version + 1, updated_at = now(),"
             " last_error = NULL, last_error_stage = NULL WHERE unique_id = %s AND version = %s",
-            ([float(x) for x in vector], self.model_name, len(vector), now, now, row["unique_id"], row["version"]),
+            (
+                [float(x) for x in vector],
+                self.model_name,
+                len(vector),
+                now,
+                now,
+                row["unique_id"],
+                row["version"],
+            ),
         )
         if cur.rowcount != 1:
             return None
@@ -134,7 +169,7 @@ class IndexStage(Stage):
         self.ts, self.alias, self.conn, self.dim = ts, alias, conn, dim
 
     @classmethod
-    def from_settings(cls, conn, s, deps: "Dependencies") -> "IndexStage":
+    def from_settings(cls, conn, s, deps: Dependencies) -> IndexStage:
         return cls(deps.typesense(), s.typesense_collection, conn, s.embedding_dim)
 
     def process(self, rows: list[dict]) -> dict[str, Any]:

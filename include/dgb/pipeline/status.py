@@ -6,17 +6,18 @@ dated by the oldest value of its ``since`` column: the same rule its sweep and r
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from dgb.pipeline.definitions import DEFINITIONS, params
 
 
-def pipeline_status(conn, since: datetime | None = None, now: datetime | None = None, *,
-                    model: str | None = None) -> dict:
+def pipeline_status(
+    conn, since: datetime | None = None, now: datetime | None = None, *, model: str | None = None
+) -> dict:
     """Counts, backlog per stage (and the outbox) and commit->indexed latency since ``since``
     (default: the last hour). ``model``: the current embedding model (``dgb status`` passes
     DGB_EMBEDDING_MODEL; ``None`` = a vector of any model counts as embedded)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     since = since or now - timedelta(hours=1)
     out: dict = {}
     with conn.cursor() as cur:
@@ -48,7 +49,7 @@ def pipeline_status(conn, since: datetime | None = None, now: datetime | None = 
     out["since"] = since.isoformat()
     from dgb.integrity.evidence import tripped_breakers
 
-    out["removals_paused"] = tripped_breakers(conn)   # issue 16: agencies/hosts whose removals pause
+    out["removals_paused"] = tripped_breakers(conn)  # issue 16: agencies/hosts whose removals pause
     return out
 
 

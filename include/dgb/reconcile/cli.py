@@ -19,36 +19,57 @@ from dgb import topology
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "reconcile", help="find articles stuck in a stage and Typesense drift; repair through the outbox",
+        "reconcile",
+        help="find articles stuck in a stage and Typesense drift; repair through the outbox",
         description="Find articles stuck beyond a threshold (scraped not enriched, enriched not embedded with "
-                    "the current model, not indexed at their version), unsent outbox events and Typesense drift "
-                    "(missing, extra, older documents); re-send the right event through the outbox (bounded "
-                    "attempts; past them the article is flagged problem='stuck'), delete extra documents, and "
-                    "record a reconcile_runs row. Default: the sweep's window of recent articles "
-                    "(DGB_RECONCILE_SWEEP_WINDOW_HOURS); --full: every article (the daily run).")
-    p.add_argument("--full", action="store_true", help="every article, full Typesense comparison (daily mode)")
+        "the current model, not indexed at their version), unsent outbox events and Typesense drift "
+        "(missing, extra, older documents); re-send the right event through the outbox (bounded "
+        "attempts; past them the article is flagged problem='stuck'), delete extra documents, and "
+        "record a reconcile_runs row. Default: the sweep's window of recent articles "
+        "(DGB_RECONCILE_SWEEP_WINDOW_HOURS); --full: every article (the daily run).",
+    )
+    p.add_argument(
+        "--full", action="store_true", help="every article, full Typesense comparison (daily mode)"
+    )
     p.add_argument("--dry-run", action="store_true", help="report what would be repaired; change nothing")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--older-than", type=float, metavar="SECONDS",
-                   help="age threshold for every stage and the outbox (default DGB_RECONCILE_STUCK_MINUTES)")
-    p.add_argument("--window-hours", type=float, help="window of the sweep (default DGB_RECONCILE_SWEEP_WINDOW_HOURS)")
+    p.add_argument(
+        "--older-than",
+        type=float,
+        metavar="SECONDS",
+        help="age threshold for every stage and the outbox (default DGB_RECONCILE_STUCK_MINUTES)",
+    )
+    p.add_argument(
+        "--window-hours", type=float, help="window of the sweep (default DGB_RECONCILE_SWEEP_WINDOW_HOURS)"
+    )
     p.add_argument("--max-attempts", type=int, help="re-sends per article before it is flagged (default 5)")
-    p.add_argument("--retry-after", type=float, metavar="SECONDS",
-                   help="minimum time between two re-sends of one article (default: the age threshold)")
+    p.add_argument(
+        "--retry-after",
+        type=float,
+        metavar="SECONDS",
+        help="minimum time between two re-sends of one article (default: the age threshold)",
+    )
     p.add_argument("--reset-stuck", action="store_true", help="re-arm articles flagged 'stuck' (after a fix)")
     p.add_argument("--no-drift", action="store_true", help="skip the Typesense comparison")
     _pubsub_args(p)
     p.set_defaults(func=cmd_reconcile)
 
     r = subparsers.add_parser(
-        "redrive", help="re-publish selected open dead letters (after a fix) and mark them redriven",
+        "redrive",
+        help="re-publish selected open dead letters (after a fix) and mark them redriven",
         description="Re-publish OPEN dead letters, oldest first: a fresh event of the article built from "
-                    "PostgreSQL, or the original payload when the dead letter has no known article; mark them "
-                    "'redriven' with resolved_at and a resolution. A letter that fails again is re-opened.")
+        "PostgreSQL, or the original payload when the dead letter has no known article; mark them "
+        "'redriven' with resolved_at and a resolution. A letter that fails again is re-opened.",
+    )
     r.add_argument("--reason", help="only dead letters with this reason (e.g. retries_exhausted)")
-    r.add_argument("--subscription", choices=[s.name for s in topology.SUBSCRIPTIONS],
-                   help="only dead letters of this subscription")
-    r.add_argument("--id", dest="ids", type=int, action="append", help="only this dead_letters.id (repeatable)")
+    r.add_argument(
+        "--subscription",
+        choices=[s.name for s in topology.SUBSCRIPTIONS],
+        help="only dead letters of this subscription",
+    )
+    r.add_argument(
+        "--id", dest="ids", type=int, action="append", help="only this dead_letters.id (repeatable)"
+    )
     r.add_argument("--limit", type=int, default=100, help="at most N dead letters (default 100)")
     r.add_argument("--dry-run", action="store_true")
     r.add_argument("--json", action="store_true")
@@ -56,11 +77,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.set_defaults(func=cmd_redrive)
 
     y = subparsers.add_parser(
-        "replay", help="re-process a time window (republish from PostgreSQL, or Pub/Sub snapshot + seek)",
+        "replay",
+        help="re-process a time window (republish from PostgreSQL, or Pub/Sub snapshot + seek)",
         description="republish: re-emit, from PostgreSQL, TOPIC's event of every article whose stage time "
-                    "(scraped_at / enriched_at / embedded_at) is in [START, END); idempotent (stages skip done "
-                    "work). seek: snapshot each subscription of TOPIC and seek it to START (Pub/Sub replay); "
-                    "falls back to republish, saying why, when the server or subscription cannot.")
+        "(scraped_at / enriched_at / embedded_at) is in [START, END); idempotent (stages skip done "
+        "work). seek: snapshot each subscription of TOPIC and seek it to START (Pub/Sub replay); "
+        "falls back to republish, saying why, when the server or subscription cannot.",
+    )
     y.add_argument("--start", required=True, help="ISO 8601 (UTC when no offset)")
     y.add_argument("--end", required=True, help="ISO 8601, exclusive")
     y.add_argument("--topic", default=topology.TOPIC_SCRAPED, choices=list(topology.TOPICS))
@@ -75,16 +98,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _pubsub_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-relay", action="store_true", help="leave publishing to the outbox_relay DAG")
-    p.add_argument("--gcp", action="store_true",
-                   help="real Pub/Sub (application default credentials) instead of the local emulator")
+    p.add_argument(
+        "--gcp",
+        action="store_true",
+        help="real Pub/Sub (application default credentials) instead of the local emulator",
+    )
 
 
 def _setup(args):
     from dgb import db
     from dgb.config import settings
 
-    logging.basicConfig(level=logging.INFO if not getattr(args, "json", False) else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO if not getattr(args, "json", False) else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     for noisy in ("httpx", "httpcore", "urllib3", "google"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     s = settings()
@@ -103,9 +132,11 @@ def _relay(args, conn, s) -> dict | None:
 
         result = outbox.relay(conn, pubsub_v1.PublisherClient(), s.gcp_project, timeout=15.0)
         return {"published": result.published, "failed": result.failed}
-    except Exception as exc:  # noqa: BLE001 - the events stay in the outbox; outbox_relay retries
-        print(f"warning: relay failed ({type(exc).__name__}: {exc}); the events stay in the outbox",
-              file=sys.stderr)
+    except Exception as exc:
+        print(
+            f"warning: relay failed ({type(exc).__name__}: {exc}); the events stay in the outbox",
+            file=sys.stderr,
+        )
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
@@ -123,8 +154,11 @@ def cmd_reconcile(args) -> int:
     s, conn = _setup(args)
     try:
         t = Thresholds.from_env(
-            window=not args.full, max_attempts=args.max_attempts, retry_after_s=args.retry_after,
-            window_s=args.window_hours * 3600 if args.window_hours and not args.full else None)
+            window=not args.full,
+            max_attempts=args.max_attempts,
+            retry_after_s=args.retry_after,
+            window_s=args.window_hours * 3600 if args.window_hours and not args.full else None,
+        )
         if args.older_than is not None:
             t = t.with_age(args.older_than)
         ts = None
@@ -132,8 +166,16 @@ def cmd_reconcile(args) -> int:
             from dgb.search import schema
 
             ts = schema.client(s)
-        rep = run(conn, mode="daily" if args.full else "manual", ts=ts, alias=s.typesense_collection,
-                  thresholds=t, model=s.embedding_model, dry_run=args.dry_run, reset_stuck=args.reset_stuck)
+        rep = run(
+            conn,
+            mode="daily" if args.full else "manual",
+            ts=ts,
+            alias=s.typesense_collection,
+            thresholds=t,
+            model=s.embedding_model,
+            dry_run=args.dry_run,
+            reset_stuck=args.reset_stuck,
+        )
         relayed = _relay(args, conn, s)
     finally:
         conn.close()
@@ -148,8 +190,16 @@ def cmd_redrive(args) -> int:
 
     s, conn = _setup(args)
     try:
-        rep = redrive(conn, reason=args.reason, limit=args.limit, subscription=args.subscription,
-                      ids=args.ids, model=s.embedding_model, dry_run=args.dry_run, actor="cli")
+        rep = redrive(
+            conn,
+            reason=args.reason,
+            limit=args.limit,
+            subscription=args.subscription,
+            ids=args.ids,
+            model=s.embedding_model,
+            dry_run=args.dry_run,
+            actor="cli",
+        )
         relayed = _relay(args, conn, s)
     finally:
         conn.close()
@@ -168,9 +218,18 @@ def cmd_replay(args) -> int:
 
             subscriber = pubsub_v1.SubscriberClient()
         try:
-            rep = replay(conn, args.start, args.end, args.topic, args.mode, project=s.gcp_project,
-                         subscriber=subscriber, subscription=args.subscription, limit=args.limit,
-                         dry_run=args.dry_run)
+            rep = replay(
+                conn,
+                args.start,
+                args.end,
+                args.topic,
+                args.mode,
+                project=s.gcp_project,
+                subscriber=subscriber,
+                subscription=args.subscription,
+                limit=args.limit,
+                dry_run=args.dry_run,
+            )
         except ValueError as exc:
             print(f"dgb replay: {exc}", file=sys.stderr)
             return 2

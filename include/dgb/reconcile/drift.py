@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 
 @dataclass
 class Drift:
-    missing: list[str] = field(default_factory=list)   # should be searchable, no document
-    extra: list[str] = field(default_factory=list)     # document without a live article
-    older: list[str] = field(default_factory=list)     # document.version < news.version
-    newer: list[str] = field(default_factory=list)     # document.version > news.version (should not happen)
+    missing: list[str] = field(default_factory=list)  # should be searchable, no document
+    extra: list[str] = field(default_factory=list)  # document without a live article
+    older: list[str] = field(default_factory=list)  # document.version < news.version
+    newer: list[str] = field(default_factory=list)  # document.version > news.version (should not happen)
     checked_articles: int = 0
     checked_documents: int = 0
     error: str | None = None
 
     def counts(self) -> dict[str, int]:
-        return {"ts_missing": len(self.missing), "ts_extra": len(self.extra), "ts_older": len(self.older),
-                "ts_newer": len(self.newer)}
+        return {
+            "ts_missing": len(self.missing),
+            "ts_extra": len(self.extra),
+            "ts_older": len(self.older),
+            "ts_newer": len(self.newer),
+        }
 
 
 def _ts_export(ts, alias: str, filter_by: str | None = None) -> dict[str, int | None]:
@@ -49,21 +53,29 @@ def _ts_versions(ts, alias: str, ids: list[str] | None, chunk: int = 100) -> dic
         return _ts_export(ts, alias)
     out: dict[str, int | None] = {}
     for i in range(0, len(ids), chunk):
-        part = [u for u in ids[i:i + chunk] if "`" not in u]
+        part = [u for u in ids[i : i + chunk] if "`" not in u]
         if part:
             out.update(_ts_export(ts, alias, "unique_id:=[" + ",".join(f"`{u}`" for u in part) + "]"))
     return out
 
 
-def typesense_drift(conn, ts, alias: str, *, now: datetime | None = None, min_age_s: float = 0.0,
-                    window_s: float | None = None, batch: int = 5000) -> Drift:
+def typesense_drift(
+    conn,
+    ts,
+    alias: str,
+    *,
+    now: datetime | None = None,
+    min_age_s: float = 0.0,
+    window_s: float | None = None,
+    batch: int = 5000,
+) -> Drift:
     """Compare PostgreSQL with the Typesense collection behind ``alias``.
 
     Full (``window_s`` None): every article against every document (one export of ids and
     versions). Windowed: only articles changed within ``window_s``, their documents fetched
     by filtered export (documents of articles not in PostgreSQL are only found by a full
     check). Articles changed less than ``min_age_s`` ago are in flight and not judged."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     cut = now - timedelta(seconds=min_age_s)
     drift = Drift()
     rows: dict[str, tuple] = {}
@@ -71,12 +83,17 @@ def typesense_drift(conn, ts, alias: str, *, now: datetime | None = None, min_ag
     while True:
         with conn.cursor() as cur:
             if window_s:
-                cur.execute("SELECT id, unique_id, version, enriched_at IS NOT NULL, removed_at IS NOT NULL,"
-                            " updated_at FROM news WHERE id > %s AND updated_at >= %s ORDER BY id LIMIT %s",
-                            (last, now - timedelta(seconds=window_s), batch))
+                cur.execute(
+                    "SELECT id, unique_id, version, enriched_at IS NOT NULL, removed_at IS NOT NULL,"
+                    " updated_at FROM news WHERE id > %s AND updated_at >= %s ORDER BY id LIMIT %s",
+                    (last, now - timedelta(seconds=window_s), batch),
+                )
             else:
-                cur.execute("SELECT id, unique_id, version, enriched_at IS NOT NULL, removed_at IS NOT NULL,"
-                            " updated_at FROM news WHERE id > %s ORDER BY id LIMIT %s", (last, batch))
+                cur.execute(
+                    "SELECT id, unique_id, version, enriched_at IS NOT NULL, removed_at IS NOT NULL,"
+                    " updated_at FROM news WHERE id > %s ORDER BY id LIMIT %s",
+                    (last, batch),
+                )
             page = cur.fetchall()
         conn.commit()
         if not page:
@@ -104,4 +121,3 @@ def typesense_drift(conn, ts, alias: str, *, now: datetime | None = None, min_ag
     if not window_s:
         drift.extra.extend(sorted(uid for uid in docs if uid not in rows))
     return drift
-

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from typing import Iterable
+from datetime import UTC, datetime
 
 from dgb import outbox, topology
 from dgb.db import transaction
@@ -26,8 +26,8 @@ log = logging.getLogger("dgb.reconcile")
 @dataclass
 class RedriveReport:
     selected: int = 0
-    redriven: list[dict] = field(default_factory=list)    # {id, unique_id, reason, topic, how}
-    skipped: list[dict] = field(default_factory=list)     # {id, reason, why}
+    redriven: list[dict] = field(default_factory=list)  # {id, unique_id, reason, topic, how}
+    skipped: list[dict] = field(default_factory=list)  # {id, reason, why}
     dry_run: bool = False
     run_id: int | None = None
 
@@ -38,13 +38,24 @@ class RedriveReport:
         topics: dict[str, int] = {}
         for r in self.redriven:
             topics[r["topic"]] = topics.get(r["topic"], 0) + 1
-        return (f"redrive{' (dry run)' if self.dry_run else ''}: selected={self.selected}"
-                f" redriven={len(self.redriven)} {json.dumps(topics)} skipped={len(self.skipped)}")
+        return (
+            f"redrive{' (dry run)' if self.dry_run else ''}: selected={self.selected}"
+            f" redriven={len(self.redriven)} {json.dumps(topics)} skipped={len(self.skipped)}"
+        )
 
 
-def redrive(conn, reason: str | None = None, limit: int = 100, subscription: str | None = None, *,
-            ids: Iterable[int] | None = None, model: str | None = None, dry_run: bool = False,
-            actor: str = "manual", now: datetime | None = None) -> RedriveReport:
+def redrive(
+    conn,
+    reason: str | None = None,
+    limit: int = 100,
+    subscription: str | None = None,
+    *,
+    ids: Iterable[int] | None = None,
+    model: str | None = None,
+    dry_run: bool = False,
+    actor: str = "manual",
+    now: datetime | None = None,
+) -> RedriveReport:
     """Re-publish selected OPEN dead letters through the outbox and mark them ``redriven``.
 
     Selection: ``reason`` (exact), ``subscription``, ``ids`` (dead_letters.id), oldest first,
@@ -53,13 +64,16 @@ def redrive(conn, reason: str | None = None, limit: int = 100, subscription: str
     reconcile counters are cleared. A dead letter with no known article is re-published with its
     original payload and attributes; one whose payload is not a JSON object cannot be re-sent and
     is not selected (it stays open for an operator to discard)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     if limit < 1:
         raise ValueError("limit must be >= 1")
     # only letters that can be re-published: an article we know, or a payload that looks like a
     # JSON object (so poison that can never be re-sent does not eat the limit every time)
-    conds = ["status = 'open'", "((d.unique_id IS NOT NULL AND EXISTS (SELECT 1 FROM news n"
-             " WHERE n.unique_id = d.unique_id)) OR left(ltrim(d.payload), 1) = '{')"]
+    conds = [
+        "status = 'open'",
+        "((d.unique_id IS NOT NULL AND EXISTS (SELECT 1 FROM news n"
+        " WHERE n.unique_id = d.unique_id)) OR left(ltrim(d.payload), 1) = '{')",
+    ]
     params: list = []
     if reason:
         conds.append("reason = %s")
@@ -75,9 +89,12 @@ def redrive(conn, reason: str | None = None, limit: int = 100, subscription: str
     by_reason: dict[str, int] = {}
     topics: dict[str, int] = {}
     with transaction(conn) as cur:
-        cur.execute("SELECT id, subscription, message_key, unique_id, trace_id, reason, payload, attributes"
-                    f" FROM dead_letters d WHERE {' AND '.join(conds)} ORDER BY first_seen, id LIMIT %s"
-                    " FOR UPDATE SKIP LOCKED", (*params, limit))
+        cur.execute(
+            "SELECT id, subscription, message_key, unique_id, trace_id, reason, payload, attributes"
+            f" FROM dead_letters d WHERE {' AND '.join(conds)} ORDER BY first_seen, id LIMIT %s"
+            " FOR UPDATE SKIP LOCKED",
+            (*params, limit),
+        )
         letters = cur.fetchall()
         rep.selected = len(letters)
         rows = load_rows(cur, [l[3] for l in letters if l[3]], model)
@@ -95,16 +112,24 @@ def redrive(conn, reason: str | None = None, limit: int = 100, subscription: str
                 how = "fresh event from PostgreSQL"
                 if not dry_run:
                     enqueue(cur, event)
-                    cur.execute("UPDATE news SET problem = CASE WHEN problem = 'dead_letter' THEN NULL ELSE problem END,"
-                                " reconcile_attempts = 0, reconciled_at = NULL WHERE unique_id = %s", (uid,))
+                    cur.execute(
+                        "UPDATE news SET problem = CASE WHEN problem = 'dead_letter' THEN NULL ELSE problem END,"
+                        " reconcile_attempts = 0, reconciled_at = NULL WHERE unique_id = %s",
+                        (uid,),
+                    )
             else:
                 try:
                     original = json.loads(payload) if payload is not None else None
                 except ValueError:
                     original = None
                 if not isinstance(original, dict):
-                    rep.skipped.append({"id": dl_id, "reason": why,
-                                        "why": "no article and the original payload is not a JSON object"})
+                    rep.skipped.append(
+                        {
+                            "id": dl_id,
+                            "reason": why,
+                            "why": "no article and the original payload is not a JSON object",
+                        }
+                    )
                     continue
                 topic = sub_topic
                 attrs = {k: str(v) for k, v in (attributes or {}).items() if not k.startswith("dgb_")}
@@ -113,18 +138,30 @@ def redrive(conn, reason: str | None = None, limit: int = 100, subscription: str
                 if not dry_run:
                     outbox.enqueue_raw(cur, topic, key, original, attrs)
             if not dry_run:
-                cur.execute("UPDATE dead_letters SET status = 'redriven', resolved_at = %s, resolution = %s"
-                            " WHERE id = %s",
-                            (now, f"redriven by {actor}: {how} on {topic}", dl_id))
+                cur.execute(
+                    "UPDATE dead_letters SET status = 'redriven', resolved_at = %s, resolution = %s"
+                    " WHERE id = %s",
+                    (now, f"redriven by {actor}: {how} on {topic}", dl_id),
+                )
             rep.redriven.append({"id": dl_id, "unique_id": uid, "reason": why, "topic": topic, "how": how})
             topics[topic] = topics.get(topic, 0) + 1
         if dry_run:
             conn.rollback()
     if not dry_run:
-        rep.run_id = record(conn, "redrive", found={"selected": rep.selected, **by_reason}, repaired=topics,
-                            flagged=0, seconds=0.0,
-                            detail={"reason": reason, "limit": limit, "subscription": subscription,
-                                    "actor": actor, "skipped": rep.skipped[:50]})
+        rep.run_id = record(
+            conn,
+            "redrive",
+            found={"selected": rep.selected, **by_reason},
+            repaired=topics,
+            flagged=0,
+            seconds=0.0,
+            detail={
+                "reason": reason,
+                "limit": limit,
+                "subscription": subscription,
+                "actor": actor,
+                "skipped": rep.skipped[:50],
+            },
+        )
     log.info(rep.line())
     return rep
-

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from dgb import topology
 from dgb.db import transaction
@@ -28,8 +28,11 @@ from dgb.reconcile.runs import record
 log = logging.getLogger("dgb.reconcile")
 
 # topic -> the stage timestamp that dates its event (the window a republish selects on)
-STAGE_COLUMN = {topology.TOPIC_SCRAPED: "scraped_at", topology.TOPIC_ENRICHED: "enriched_at",
-                topology.TOPIC_EMBEDDED: "embedded_at"}
+STAGE_COLUMN = {
+    topology.TOPIC_SCRAPED: "scraped_at",
+    topology.TOPIC_ENRICHED: "enriched_at",
+    topology.TOPIC_EMBEDDED: "embedded_at",
+}
 
 
 @dataclass
@@ -40,7 +43,7 @@ class ReplayReport:
     mode_requested: str
     mode_used: str = ""
     enqueued: int = 0
-    seek: list[dict] = field(default_factory=list)       # {subscription, snapshot, time}
+    seek: list[dict] = field(default_factory=list)  # {subscription, snapshot, time}
     fallback_reason: str | None = None
     dry_run: bool = False
     run_id: int | None = None
@@ -50,15 +53,18 @@ class ReplayReport:
 
     def line(self) -> str:
         extra = f" (fallback: {self.fallback_reason})" if self.fallback_reason else ""
-        what = (f"{self.enqueued} {self.topic} event(s) republished" if self.mode_used == "republish"
-                else f"seeked {', '.join(s['subscription'] for s in self.seek)}")
+        what = (
+            f"{self.enqueued} {self.topic} event(s) republished"
+            if self.mode_used == "republish"
+            else f"seeked {', '.join(s['subscription'] for s in self.seek)}"
+        )
         return f"replay {self.start}..{self.end} {self.mode_requested}->{self.mode_used}: {what}{extra}"
 
 
 def _aware(value: datetime | str) -> datetime:
     if isinstance(value, str):
         value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _snapshot_name(sub: str, at: datetime) -> str:
@@ -84,24 +90,45 @@ def _seek(subscriber, project: str, subscriptions: list[str], start: datetime, n
         except exceptions.GoogleAPICallError as exc:
             raise SeekUnavailable(f"cannot read {sub}: {type(exc).__name__}: {exc}") from exc
         if not getattr(info, "retain_acked_messages", False):
-            raise SeekUnavailable(f"{sub} does not retain acknowledged messages (retain_acked_messages=false): "
-                                  "seeking to a time would bring back nothing already processed")
+            raise SeekUnavailable(
+                f"{sub} does not retain acknowledged messages (retain_acked_messages=false): "
+                "seeking to a time would bring back nothing already processed"
+            )
         snap = f"projects/{project}/snapshots/{_snapshot_name(sub, now)}"
         ts = timestamp_pb2.Timestamp()
-        ts.FromDatetime(start.astimezone(timezone.utc).replace(tzinfo=None))
+        ts.FromDatetime(start.astimezone(UTC).replace(tzinfo=None))
         try:
             subscriber.create_snapshot(request={"name": snap, "subscription": path})
             subscriber.seek(request={"subscription": path, "time": ts})
-        except (exceptions.MethodNotImplemented, exceptions.FailedPrecondition, exceptions.InvalidArgument,
-                exceptions.NotFound, exceptions.PermissionDenied, exceptions.Unknown) as exc:
-            raise SeekUnavailable(f"snapshot/seek of {sub} not supported here: {type(exc).__name__}: {exc}") from exc
+        except (
+            exceptions.MethodNotImplemented,
+            exceptions.FailedPrecondition,
+            exceptions.InvalidArgument,
+            exceptions.NotFound,
+            exceptions.PermissionDenied,
+            exceptions.Unknown,
+        ) as exc:
+            raise SeekUnavailable(
+                f"snapshot/seek of {sub} not supported here: {type(exc).__name__}: {exc}"
+            ) from exc
         done.append({"subscription": sub, "snapshot": snap, "time": start.isoformat()})
     return done
 
 
-def replay(conn, start: datetime | str, end: datetime | str, topic: str | None = None, mode: str = "republish", *,
-           project: str | None = None, subscriber=None, subscription: str | None = None,
-           limit: int = 50_000, dry_run: bool = False, now: datetime | None = None) -> ReplayReport:
+def replay(
+    conn,
+    start: datetime | str,
+    end: datetime | str,
+    topic: str | None = None,
+    mode: str = "republish",
+    *,
+    project: str | None = None,
+    subscriber=None,
+    subscription: str | None = None,
+    limit: int = 50_000,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> ReplayReport:
     """Re-process the window ``[start, end)`` of ``topic`` (default ``dgb.news.scraped``); see
     the module doc. ``mode="seek"`` needs ``project`` and ``subscriber`` (a Pub/Sub
     SubscriberClient); ``subscription`` limits the seek to one subscription of the topic."""
@@ -113,7 +140,7 @@ def replay(conn, start: datetime | str, end: datetime | str, topic: str | None =
     start_dt, end_dt = _aware(start), _aware(end)
     if end_dt <= start_dt:
         raise ValueError(f"end {end_dt.isoformat()} is not after start {start_dt.isoformat()}")
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     rep = ReplayReport(topic, start_dt.isoformat(), end_dt.isoformat(), mode, dry_run=dry_run)
     if mode == "seek":
         subs = [s.name for s in topology.SUBSCRIPTIONS if s.topic == topic]
@@ -129,20 +156,30 @@ def replay(conn, start: datetime | str, end: datetime | str, topic: str | None =
             try:
                 rep.seek = _seek(subscriber, project, subs, start_dt, now)
                 rep.mode_used = "seek"
-                log.info("replay: seeked %s to %s (snapshots %s, a restore point); messages after %s are "
-                         "redelivered too (seek has no end bound): the stages skip work already done",
-                         subs, start_dt.isoformat(), [s["snapshot"] for s in rep.seek], end_dt.isoformat())
+                log.info(
+                    "replay: seeked %s to %s (snapshots %s, a restore point); messages after %s are "
+                    "redelivered too (seek has no end bound): the stages skip work already done",
+                    subs,
+                    start_dt.isoformat(),
+                    [s["snapshot"] for s in rep.seek],
+                    end_dt.isoformat(),
+                )
             except SeekUnavailable as exc:
                 rep.fallback_reason = str(exc)
         if rep.fallback_reason:
-            log.warning("replay: seek mode unavailable (%s); falling back to republish from PostgreSQL",
-                        rep.fallback_reason)
+            log.warning(
+                "replay: seek mode unavailable (%s); falling back to republish from PostgreSQL",
+                rep.fallback_reason,
+            )
     if not rep.mode_used:
         rep.mode_used = "republish"
         column = STAGE_COLUMN[topic]
         with transaction(conn) as cur:
-            cur.execute(f"SELECT unique_id FROM news WHERE {column} >= %s AND {column} < %s"
-                        f" ORDER BY {column} LIMIT %s", (start_dt, end_dt, limit))
+            cur.execute(
+                f"SELECT unique_id FROM news WHERE {column} >= %s AND {column} < %s"
+                f" ORDER BY {column} LIMIT %s",
+                (start_dt, end_dt, limit),
+            )
             uids = [r[0] for r in cur.fetchall()]
             rows = load_rows(cur, uids)
             for uid in uids:
@@ -151,15 +188,31 @@ def replay(conn, start: datetime | str, end: datetime | str, topic: str | None =
                 rep.enqueued += 1
             if dry_run:
                 conn.rollback()
-        log.info("replay: %d %s event(s) of %s..%s %s the outbox (idempotent: the stages skip work "
-                 "already done)", rep.enqueued, topic, start_dt.isoformat(), end_dt.isoformat(),
-                 "would go to" if dry_run else "written to")
+        log.info(
+            "replay: %d %s event(s) of %s..%s %s the outbox (idempotent: the stages skip work already done)",
+            rep.enqueued,
+            topic,
+            start_dt.isoformat(),
+            end_dt.isoformat(),
+            "would go to" if dry_run else "written to",
+        )
     if not dry_run:
-        rep.run_id = record(conn, "replay", found={"articles": rep.enqueued},
-                            repaired={topic: rep.enqueued} if rep.mode_used == "republish" else
-                            {"seeked": len(rep.seek)}, flagged=0, seconds=0.0,
-                            detail={"start": rep.start, "end": rep.end, "topic": topic, "mode": mode,
-                                    "mode_used": rep.mode_used, "fallback_reason": rep.fallback_reason,
-                                    "seek": rep.seek})
+        rep.run_id = record(
+            conn,
+            "replay",
+            found={"articles": rep.enqueued},
+            repaired={topic: rep.enqueued} if rep.mode_used == "republish" else {"seeked": len(rep.seek)},
+            flagged=0,
+            seconds=0.0,
+            detail={
+                "start": rep.start,
+                "end": rep.end,
+                "topic": topic,
+                "mode": mode,
+                "mode_used": rep.mode_used,
+                "fallback_reason": rep.fallback_reason,
+                "seek": rep.seek,
+            },
+        )
     log.info(rep.line())
     return rep

@@ -7,12 +7,12 @@ Every re-sent event keeps the article's ``trace_id`` and carries the attribute
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from dgb import events, outbox, topology
 from dgb.pipeline import definitions
 
-SOURCE_ATTR = "dgb_source"          # attribute of every event re-sent from here
+SOURCE_ATTR = "dgb_source"  # attribute of every event re-sent from here
 
 
 _ROW = f"""
@@ -40,13 +40,21 @@ def event_for(row: dict, topic: str, source: str) -> events.Event:
     """The ``topic`` event of an article, rebuilt from its row (trace_id kept)."""
     uid = row["unique_id"]
     if topic == topology.TOPIC_SCRAPED:
-        payload = {"unique_id": uid, "agency_key": row["agency_key"], "published_at": row["published_at"],
-                   "scraped_at": row["scraped_at"]}
+        payload = {
+            "unique_id": uid,
+            "agency_key": row["agency_key"],
+            "published_at": row["published_at"],
+            "scraped_at": row["scraped_at"],
+        }
     elif topic == topology.TOPIC_ENRICHED:
         if row["enriched_at"] is None:
             raise ValueError(f"{uid} is not enriched: no {topic} event")
-        payload = {"unique_id": uid, "enriched_at": row["enriched_at"],
-                   "most_specific_theme_code": row["most_specific_theme_code"], "has_summary": bool(row["summary"])}
+        payload = {
+            "unique_id": uid,
+            "enriched_at": row["enriched_at"],
+            "most_specific_theme_code": row["most_specific_theme_code"],
+            "has_summary": bool(row["summary"]),
+        }
     elif topic == topology.TOPIC_EMBEDDED:
         if row["embedded_at"] is None:
             raise ValueError(f"{uid} is not embedded: no {topic} event")
@@ -73,4 +81,3 @@ def topic_for(row: dict, wanted: str) -> str:
 def enqueue(cur, event: events.Event) -> None:
     """Write a rebuilt event to the outbox (the caller's transaction)."""
     outbox.enqueue_raw(cur, event.topic, event.unique_id, event.payload, event.attributes)
-

@@ -30,17 +30,50 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from dgb.scraper.dates import labelled_datetime, parse_br_datetime, production_text_date
 from dgb.scraper.errors import AntiBotError, EmptyContentError, detect_anti_bot
-from dgb.scraper.jsonld import extract_jsonld_article, production_date_published
-from dgb.scraper.markup import (absolute_url, absolutise_links, decode_bytes, drop_nodes, first_path_segment,
-                                first_text, meta_content, parse_html, text_of, to_markdown)
 from dgb.scraper.identity import BRASILIA, brasilia_wall_clock
+from dgb.scraper.jsonld import extract_jsonld_article, production_date_published
+from dgb.scraper.markup import (
+    absolute_url,
+    absolutise_links,
+    decode_bytes,
+    drop_nodes,
+    first_path_segment,
+    first_text,
+    meta_content,
+    parse_html,
+    text_of,
+    to_markdown,
+)
 from dgb.scraper.models import Article
 
 _BODY = ("#parent-fieldname-text", "#content-core", '[itemprop="articleBody"]')
-_NOISE = ("script", "style", "noscript", "template", "form", "button", "nav", "iframe", "video", "object",
-          "embed", ".portal-breadcrumbs", "#portal-breadcrumbs", ".documentByLine", "#plone-document-byline",
-          ".keywords", "#category", ".social-links", "#social-share", ".compartilhar", ".share", ".sharing",
-          "#viewlet-social-like", ".documentActions", ".visualClear")
+_NOISE = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "form",
+    "button",
+    "nav",
+    "iframe",
+    "video",
+    "object",
+    "embed",
+    ".portal-breadcrumbs",
+    "#portal-breadcrumbs",
+    ".documentByLine",
+    "#plone-document-byline",
+    ".keywords",
+    "#category",
+    ".social-links",
+    "#social-share",
+    ".compartilhar",
+    ".share",
+    ".sharing",
+    "#viewlet-social-like",
+    ".documentActions",
+    ".visualClear",
+)
 _VIDEO_HOSTS = re.compile(r"(?i)youtube(-nocookie)?\.com|youtu\.be|vimeo\.com|/embed/")
 _SHARE = re.compile(r"(?i)^compartilh[ea]")
 _FOOTER_START = re.compile(
@@ -50,8 +83,10 @@ _FOOTER_START = re.compile(
 )
 _FOOTER_MAX_CHARS = 600
 # Plone marks folder/collection views on <body class="portaltype-folder template-listing_view ...">.
-_LISTING_BODY = re.compile(r"\b(portaltype-(folder|collection)|template-(summary_view|listing_view|folder_listing|"
-                           r"tabular_view|album_view))\b")
+_LISTING_BODY = re.compile(
+    r"\b(portaltype-(folder|collection)|template-(summary_view|listing_view|folder_listing|"
+    r"tabular_view|album_view))\b"
+)
 _BYLINE_TEXT = re.compile(r"(?i)^(publicado em|atualizado em)\s*:?\s*\d{1,2}/\d{1,2}/\d{4}")
 
 
@@ -66,8 +101,9 @@ def _video_url(tree: LexborHTMLParser, url: str) -> str | None:
     return meta_content(tree, "og:video:url", "og:video")
 
 
-def _image_url(tree: LexborHTMLParser, body: LexborNode | None, url: str, agency: str | None,
-               jsonld_image: str | None) -> str | None:
+def _image_url(
+    tree: LexborHTMLParser, body: LexborNode | None, url: str, agency: str | None, jsonld_image: str | None
+) -> str | None:
     for selector in (".newsImageContainer img[src]", "#media img[src]", "figure.image-principal img[src]"):
         if (node := tree.css_first(selector)) is not None:
             return absolute_url(node.attributes.get("src"), url, agency)
@@ -110,7 +146,11 @@ def _drop_lead_image(body: LexborNode, image_url: str | None, url: str, agency: 
     for block in list(_container(body).iter()):
         text = text_of(block, " ").strip()
         imgs = [block] if block.tag == "img" else block.css("img[src]")
-        if imgs and len(text) <= 200 and absolute_url(imgs[0].attributes.get("src"), url, agency) == image_url:
+        if (
+            imgs
+            and len(text) <= 200
+            and absolute_url(imgs[0].attributes.get("src"), url, agency) == image_url
+        ):
             block.decompose()
             continue
         if text and _CREDIT.match(text) and len(text) <= 200:
@@ -136,7 +176,8 @@ def clean_body(body: LexborNode) -> None:
     for node in body.css("div, section, aside, p, ul, span, strong"):
         text = text_of(node, " ")
         if node.mem_id != body.mem_id and (
-                (_SHARE.match(text) and len(text) < 200) or (_BYLINE_TEXT.match(text) and len(text) < 120)):
+            (_SHARE.match(text) and len(text) < 200) or (_BYLINE_TEXT.match(text) and len(text) < 120)
+        ):
             boilerplate.append(node)
     drop_nodes(boilerplate)
     blocks = list(_container(body).iter())
@@ -168,8 +209,9 @@ def _production_id_date(tree: LexborHTMLParser) -> str | None:
     return found
 
 
-def parse_article_html(html: str, url: str, agency: str | None = None,
-                       published_fallback: datetime | None = None) -> Article:
+def parse_article_html(
+    html: str, url: str, agency: str | None = None, published_fallback: datetime | None = None
+) -> Article:
     """Parse a classic gov.br article page (rules in the module docstring).
 
     ``agency`` defaults to the URL's first path segment. ``published_fallback`` (e.g. the
@@ -183,7 +225,8 @@ def parse_article_html(html: str, url: str, agency: str | None = None,
     agency = agency or first_path_segment(url)
     body_class = (tree.body.attributes.get("class") or "") if tree.body is not None else ""
     if tree.css_first("#parent-fieldname-text") is None and (
-            tree.css_first("#content-core article.tileItem") is not None or _LISTING_BODY.search(body_class)):
+        tree.css_first("#content-core article.tileItem") is not None or _LISTING_BODY.search(body_class)
+    ):
         raise EmptyContentError(f"{url} is a listing page, not an article")
     ld = extract_jsonld_article(tree)
     title = first_text(tree, "h1.documentFirstHeading") or ld.headline or meta_content(tree, "og:title")
@@ -192,15 +235,21 @@ def parse_article_html(html: str, url: str, agency: str | None = None,
         raise EmptyContentError(f"{url} has no article title" + ("" if body else " and no body"))
     scope = tree.css_first("#content") or tree.body or tree.root
     page_text = text_of(scope, " ")
-    published = (ld.published_at
-                 or parse_br_datetime(first_text(tree, "span.documentPublished span.value"))
-                 or labelled_datetime(page_text, "Publicado em") or published_fallback)
-    updated = (ld.updated_at
-               or parse_br_datetime(first_text(tree, "span.documentModified span.value"))
-               or labelled_datetime(page_text, "Atualizado em"))
+    published = (
+        ld.published_at
+        or parse_br_datetime(first_text(tree, "span.documentPublished span.value"))
+        or labelled_datetime(page_text, "Publicado em")
+        or published_fallback
+    )
+    updated = (
+        ld.updated_at
+        or parse_br_datetime(first_text(tree, "span.documentModified span.value"))
+        or labelled_datetime(page_text, "Atualizado em")
+    )
     chapeu = first_text(tree, "p.nitfSubtitle", ".nitfSubtitle")
-    subtitle = first_text(tree, "div.documentDescription", ".documentDescription",
-                          "#parent-fieldname-description", sep=" ")
+    subtitle = first_text(
+        tree, "div.documentDescription", ".documentDescription", "#parent-fieldname-description", sep=" "
+    )
     image_url = _image_url(tree, body, url, agency, ld.image)
     video_url = _video_url(tree, url)
     content = ""
@@ -215,12 +264,29 @@ def parse_article_html(html: str, url: str, agency: str | None = None,
     if id_date is None and published_fallback is not None:
         day = published_fallback.astimezone(BRASILIA).replace(hour=0, minute=0, second=0, microsecond=0)
         id_date = brasilia_wall_clock(day)  # production kept only the listing's day
-    return Article(url=url, agency=agency, title=title, subtitle=subtitle, editorial_lead=chapeu,
-                   category=chapeu, tags=_tags(tree), published_at=published, updated_at=updated,
-                   image_url=image_url, video_url=video_url, content=content, id_date=id_date)
+    return Article(
+        url=url,
+        agency=agency,
+        title=title,
+        subtitle=subtitle,
+        editorial_lead=chapeu,
+        category=chapeu,
+        tags=_tags(tree),
+        published_at=published,
+        updated_at=updated,
+        image_url=image_url,
+        video_url=video_url,
+        content=content,
+        id_date=id_date,
+    )
 
 
-def parse_article_bytes(data: bytes, url: str, agency: str | None = None, charset: str | None = None,
-                        published_fallback: datetime | None = None) -> Article:
+def parse_article_bytes(
+    data: bytes,
+    url: str,
+    agency: str | None = None,
+    charset: str | None = None,
+    published_fallback: datetime | None = None,
+) -> Article:
     """Decode (see :func:`dgb.scraper.markup.decode_bytes`) then :func:`parse_article_html`."""
     return parse_article_html(decode_bytes(data, charset), url, agency, published_fallback)

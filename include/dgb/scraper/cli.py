@@ -59,26 +59,34 @@ def cmd_parse_listing(args: argparse.Namespace) -> int:
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agency", help="agency key (default: from the URL: first path segment, EBC host label)")
-    parser.add_argument("--url", required=True, help="URL the page was fetched from (resolves relative links)")
+    parser.add_argument(
+        "--agency", help="agency key (default: from the URL: first path segment, EBC host label)"
+    )
+    parser.add_argument(
+        "--url", required=True, help="URL the page was fetched from (resolves relative links)"
+    )
     parser.add_argument("--charset", help="charset declared by the server (Content-Type), if known")
     parser.add_argument("file", metavar="FILE", help="saved page (HTML, or Plone 6 JSON); '-' for stdin")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     article = subparsers.add_parser(
-        "parse-article", help="parse a saved article page into one JSON object",
+        "parse-article",
+        help="parse a saved article page into one JSON object",
         description="Parse a saved gov.br/EBC article page (or Plone 6 JSON object) and print one JSON "
-                    "object: title, subtitle, editorial_lead, category, tags, published_at, updated_at, "
-                    "image_url, video_url, content, unique_id, content_hash. Exit 2 with "
-                    "'<category>: <message>' on stderr when the page cannot be parsed.")
+        "object: title, subtitle, editorial_lead, category, tags, published_at, updated_at, "
+        "image_url, video_url, content, unique_id, content_hash. Exit 2 with "
+        "'<category>: <message>' on stderr when the page cannot be parsed.",
+    )
     _add_common(article)
     article.set_defaults(func=cmd_parse_article)
     listing = subparsers.add_parser(
-        "parse-listing", help="parse a saved news listing into a JSON list",
+        "parse-listing",
+        help="parse a saved news listing into a JSON list",
         description="Parse a saved listing page (classic gov.br HTML, EBC /ultimas, or a Plone 6 @search "
-                    "JSON response) and print a JSON list of {title, url, published_at} (Plone 6 adds "
-                    "updated_at, tags, image_url, content). Exit 2 with '<category>: <message>' on stderr "
-                    "when the page cannot be parsed.")
+        "JSON response) and print a JSON list of {title, url, published_at} (Plone 6 adds "
+        "updated_at, tags, image_url, content). Exit 2 with '<category>: <message>' on stderr "
+        "when the page cannot be parsed.",
+    )
     _add_common(listing)
     listing.set_defaults(func=cmd_parse_listing)

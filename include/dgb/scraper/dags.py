@@ -50,7 +50,11 @@ def stagger(key: str) -> str:
 def _keys_in(path: Path) -> set[str]:
     keys = set()
     try:
-        lines = path.read_text(encoding="utf-8").splitlines() if path.suffix == ".jsonl" else [path.read_text("utf-8")]
+        lines = (
+            path.read_text(encoding="utf-8").splitlines()
+            if path.suffix == ".jsonl"
+            else [path.read_text("utf-8")]
+        )
     except OSError:
         return keys
     for line in lines:
@@ -113,8 +117,10 @@ def scrape_specs(settings: Settings | None = None) -> list[ScrapeSpec]:
     seen: dict[str, tuple[str, ...]] = {}
     for spec in specs:
         if spec.dag_id in seen:
-            raise ValueError(f"scrape DAG id {spec.dag_id!r} would serve both {seen[spec.dag_id]} and "
-                             f"{spec.agency_keys}: rename one of these agency keys")
+            raise ValueError(
+                f"scrape DAG id {spec.dag_id!r} would serve both {seen[spec.dag_id]} and "
+                f"{spec.agency_keys}: rename one of these agency keys"
+            )
         seen[spec.dag_id] = spec.agency_keys
     return specs
 
@@ -123,8 +129,10 @@ def agency_by_key(key: str, settings: Settings | None = None):
     for agency in selected_agencies(settings):
         if agency.key == key:
             return agency
-    raise KeyError(f"agency {key!r} is not configured for scraping (inactive, unknown, or not served "
-                   "by the local mirror)")
+    raise KeyError(
+        f"agency {key!r} is not configured for scraping (inactive, unknown, or not served "
+        "by the local mirror)"
+    )
 
 
 def dag_ids(settings: Settings | None = None) -> list[str]:

@@ -93,8 +93,16 @@ from dgb.scraper.dates import labelled_datetime, parse_br_datetime
 from dgb.scraper.errors import AntiBotError, EmptyContentError, HtmlChangedError, detect_anti_bot
 from dgb.scraper.jsonld import extract_jsonld_article
 from dgb.scraper.listing import is_navigation_link
-from dgb.scraper.markup import (absolute_url, absolutise_links, drop_nodes, first_text, meta_content,
-                                parse_html, text_of, to_markdown)
+from dgb.scraper.markup import (
+    absolute_url,
+    absolutise_links,
+    drop_nodes,
+    first_text,
+    meta_content,
+    parse_html,
+    text_of,
+    to_markdown,
+)
 from dgb.scraper.models import Article, ListingItem, ListingPage
 
 EBC_HOST_SUFFIX = "ebc.com.br"
@@ -199,8 +207,12 @@ def _page_number(url: str) -> int:
 def page_url(url: str, page: int) -> str:
     """``url`` asking for listing page ``page`` (``?page=N``; other query parameters kept)."""
     parts = urlsplit(url)
-    query = [(k, v) for k, values in parse_qs(parts.query, keep_blank_values=True).items()
-             for v in values if k != "page"]
+    query = [
+        (k, v)
+        for k, values in parse_qs(parts.query, keep_blank_values=True).items()
+        for v in values
+        if k != "page"
+    ]
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query + [("page", str(page))]), ""))
 
 
@@ -217,9 +229,12 @@ def _listing_item(link: LexborNode, card: LexborNode, title: str, base_url: str)
     url = absolute_url(link.attributes.get("href"), base_url)
     if not url or not title:
         return None
-    return ListingItem(title=title, url=url,
-                       published_at=parse_br_datetime(text_of(card, " ")),
-                       image_url=_image_src(card.css_first("img"), base_url))
+    return ListingItem(
+        title=title,
+        url=url,
+        published_at=parse_br_datetime(text_of(card, " ")),
+        image_url=_image_src(card.css_first("img"), base_url),
+    )
 
 
 def _agencia_items(tree: LexborHTMLParser, base_url: str) -> list[ListingItem]:
@@ -228,13 +243,21 @@ def _agencia_items(tree: LexborHTMLParser, base_url: str) -> list[ListingItem]:
         href = link.attributes.get("href") or ""
         parent = link.parent
         # The card: the anchor's parent when it holds no other article link, else the anchor.
-        card = parent if parent is not None and parent.tag != "body" and all(
-            (a.attributes.get("href") or "") == href for a in parent.css("a.capa-noticia")) else link
+        card = (
+            parent
+            if parent is not None
+            and parent.tag != "body"
+            and all((a.attributes.get("href") or "") == href for a in parent.css("a.capa-noticia"))
+            else link
+        )
         if "/noticia/" not in href or is_navigation_link(link, card):
             continue
         heading = next((h for h in link.css("h1, h2, h3, h4, h5, h6") if text_of(h)), None)
-        title = (text_of(heading) if heading is not None else "") or " ".join(
-            (link.attributes.get("title") or "").split()) or text_of(link, " ")
+        title = (
+            (text_of(heading) if heading is not None else "")
+            or " ".join((link.attributes.get("title") or "").split())
+            or text_of(link, " ")
+        )
         if (item := _listing_item(link, card, title, base_url)) is not None:
             items.append(item)
     return items
@@ -247,8 +270,11 @@ def _tvbrasil_items(tree: LexborHTMLParser, base_url: str) -> list[ListingItem]:
             if is_navigation_link(link, view):
                 continue
             card = link.parent
-            while card is not None and card.mem_id != view.mem_id and "views-row" not in (
-                    card.attributes.get("class") or ""):
+            while (
+                card is not None
+                and card.mem_id != view.mem_id
+                and "views-row" not in (card.attributes.get("class") or "")
+            ):
                 card = card.parent
             card = card if card is not None and card.mem_id != view.mem_id else link.parent
             if (item := _listing_item(link, card, text_of(link), base_url)) is not None:
@@ -282,8 +308,9 @@ def _is_tvbrasil(url: str, tree: LexborHTMLParser) -> bool:
         return TV_BRASIL_HOST in lowered
     if tree.css_first("h1.titulo-materia, div.conteudo-noticia") is not None:
         return False
-    return (tree.css_first("h4.txtNoticias") is not None
-            or any("No AR em" in text_of(h) for h in tree.css("h5")))
+    return tree.css_first("h4.txtNoticias") is not None or any(
+        "No AR em" in text_of(h) for h in tree.css("h5")
+    )
 
 
 def _strip_text(node: LexborNode | None) -> str:
@@ -331,7 +358,7 @@ def _video_url(tree: LexborHTMLParser, body: LexborNode | None, url: str) -> str
         source = video.css_first('source[type="video/mp4"][src]')
         if source is not None:
             return absolute_url(source.attributes.get("src"), url)
-    for frame in (body.css("iframe[src]") if body is not None else []):
+    for frame in body.css("iframe[src]") if body is not None else []:
         if _VIDEO_FRAME.search(frame.attributes.get("src") or ""):
             return absolute_url(frame.attributes.get("src"), url)
     return None
@@ -363,8 +390,13 @@ def _drop_noise_paragraphs(root: LexborNode) -> None:
 
 
 def _body_markdown(body: LexborNode, url: str) -> str:
-    drop_nodes([n for n in body.css("figure, figcaption, noscript, .compartilhar, .share, .social")
-                if n.mem_id != body.mem_id])
+    drop_nodes(
+        [
+            n
+            for n in body.css("figure, figcaption, noscript, .compartilhar, .share, .social")
+            if n.mem_id != body.mem_id
+        ]
+    )
     clean_body(body)
     _drop_noise_paragraphs(body)
     absolutise_links(body, url)
@@ -381,8 +413,9 @@ def _tvbrasil_markdown(article: LexborNode, url: str) -> str:
     return "\n\n".join(parts)
 
 
-def parse_ebc_article(html: str, url: str, agency: str | None = None,
-                      published_fallback: datetime | None = None) -> Article:
+def parse_ebc_article(
+    html: str, url: str, agency: str | None = None, published_fallback: datetime | None = None
+) -> Article:
     """An EBC article (markup and field rules in the module docstring).
 
     ``agency`` defaults to :func:`ebc_agency`. Agência Brasil or TV Brasil markup is chosen
@@ -398,8 +431,9 @@ def parse_ebc_article(html: str, url: str, agency: str | None = None,
     if tv:
         title = first_text(tree, "h1") or ld.headline
         lead_node = tree.css_first("h4.txtNoticias")
-        editorial_lead = ((text_of(lead_node.css_first("a")) or text_of(lead_node))
-                          if lead_node is not None else None)
+        editorial_lead = (
+            (text_of(lead_node.css_first("a")) or text_of(lead_node)) if lead_node is not None else None
+        )
         id_text = date_text = _tvbrasil_date_text(tree)
         if not _text_date(date_text):  # ours: any h5 "No AR em ..." when the first h5 is another one
             date_text = next((t for h in tree.css("h5") if "No AR em" in (t := text_of(h, " "))), date_text)
@@ -426,8 +460,18 @@ def parse_ebc_article(html: str, url: str, agency: str | None = None,
     id_date = jsonld_id_date(tree) or ebc_text_id_date(id_text)
     updated = ld.updated_at or labelled_datetime(updated_text, "Atualizado em")
     fallback_image = ld.image or meta_content(tree, "og:image")
-    return Article(url=url, agency=agency, title=title, subtitle=None, editorial_lead=editorial_lead or None,
-                   category=EBC_CATEGORY, tags=tags, published_at=published or published_fallback,
-                   updated_at=updated, image_url=image_url or absolute_url(fallback_image, url),
-                   video_url=video_url, content=content, id_date=id_date)
-
+    return Article(
+        url=url,
+        agency=agency,
+        title=title,
+        subtitle=None,
+        editorial_lead=editorial_lead or None,
+        category=EBC_CATEGORY,
+        tags=tags,
+        published_at=published or published_fallback,
+        updated_at=updated,
+        image_url=image_url or absolute_url(fallback_image, url),
+        video_url=video_url,
+        content=content,
+        id_date=id_date,
+    )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import html as htmllib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -41,8 +42,10 @@ def _types(obj: dict) -> list[str]:
 
 def _rank(obj: dict) -> int:
     types = _types(obj)
-    return next((i for i, name in enumerate(_ARTICLE_TYPES) if name in types),
-                len(_ARTICLE_TYPES) if "datePublished" in obj else 99)
+    return next(
+        (i for i, name in enumerate(_ARTICLE_TYPES) if name in types),
+        len(_ARTICLE_TYPES) if "datePublished" in obj else 99,
+    )
 
 
 def _image(value: Any) -> str | None:
@@ -89,8 +92,9 @@ def extract_jsonld_article(tree: LexborHTMLParser) -> JsonLdArticle:
     for raw in broken:
         published = parse_iso_datetime(_regex_field(raw, "datePublished"))
         if published:
-            return JsonLdArticle(published_at=published,
-                                 updated_at=parse_iso_datetime(_regex_field(raw, "dateModified")))
+            return JsonLdArticle(
+                published_at=published, updated_at=parse_iso_datetime(_regex_field(raw, "dateModified"))
+            )
     return JsonLdArticle()
 
 

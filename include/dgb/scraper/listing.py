@@ -35,13 +35,35 @@ ITEM_SHAPES: tuple[str, ...] = (
     "div.entries > article.entry",
     "div#content-core > div.item",
 )
-_TITLE_LINKS = ("h2.tileHeadline a[href]", "a.summary.url[href]", ".tileHeadline a[href]", "h2 a[href]",
-                "h3 a[href]", "h4 a[href]", ".titulo a[href]", "a.titulo[href]", "a[href]")
-_DATE_NODES = ("span.documentByLine", ".documentByLine", "span.data", ".data", ".date", ".datas",
-               "span.summary-view-icon")
-_NEXT_LINKS = ("ul.paginacao.listingBar li a.proximo[href]", ".listingBar a.proximo[href]",
-               "a.proximo[href]", 'a[rel="next"][href]', ".listingBar .next a[href]", "li.next a[href]",
-               "a.next[href]")
+_TITLE_LINKS = (
+    "h2.tileHeadline a[href]",
+    "a.summary.url[href]",
+    ".tileHeadline a[href]",
+    "h2 a[href]",
+    "h3 a[href]",
+    "h4 a[href]",
+    ".titulo a[href]",
+    "a.titulo[href]",
+    "a[href]",
+)
+_DATE_NODES = (
+    "span.documentByLine",
+    ".documentByLine",
+    "span.data",
+    ".data",
+    ".date",
+    ".datas",
+    "span.summary-view-icon",
+)
+_NEXT_LINKS = (
+    "ul.paginacao.listingBar li a.proximo[href]",
+    ".listingBar a.proximo[href]",
+    "a.proximo[href]",
+    'a[rel="next"][href]',
+    ".listingBar .next a[href]",
+    "li.next a[href]",
+    "a.next[href]",
+)
 # Links that are never news items: sharing, pagination, menus, in-page actions.
 _NOT_ITEM = re.compile(
     r"(?i)facebook\.com/sharer|twitter\.com/intent|x\.com/intent|api\.whatsapp|whatsapp://|"
@@ -55,13 +77,42 @@ _NAV_CLASS = re.compile(
 )
 # Link texts that are navigation, not headlines ("Menu", "Clique aqui", "Leia mais" ...), compared
 # without accents, case and trailing punctuation/arrows.
-_NAV_TEXTS = frozenset({
-    "menu", "abrir menu", "fechar menu", "clique aqui", "clique aqui para saber mais", "leia mais",
-    "leia mais noticias", "saiba mais", "veja mais", "ver mais", "ver todas", "ver todas as noticias",
-    "mais noticias", "continue lendo", "continuar lendo", "acesse", "acessar", "acesse aqui", "aqui",
-    "proximo", "proxima", "anterior", "voltar", "voltar ao topo", "ir para o topo", "topo", "inicio",
-    "pagina inicial", "ir para o conteudo", "pular para o conteudo", "compartilhe", "compartilhar",
-})
+_NAV_TEXTS = frozenset(
+    {
+        "menu",
+        "abrir menu",
+        "fechar menu",
+        "clique aqui",
+        "clique aqui para saber mais",
+        "leia mais",
+        "leia mais noticias",
+        "saiba mais",
+        "veja mais",
+        "ver mais",
+        "ver todas",
+        "ver todas as noticias",
+        "mais noticias",
+        "continue lendo",
+        "continuar lendo",
+        "acesse",
+        "acessar",
+        "acesse aqui",
+        "aqui",
+        "proximo",
+        "proxima",
+        "anterior",
+        "voltar",
+        "voltar ao topo",
+        "ir para o topo",
+        "topo",
+        "inicio",
+        "pagina inicial",
+        "ir para o conteudo",
+        "pular para o conteudo",
+        "compartilhe",
+        "compartilhar",
+    }
+)
 _NAV_TEXT_TRIM = re.compile(r"^[\s\W_]+|[\s\W_]+$")
 
 
@@ -81,8 +132,9 @@ def is_navigation_link(link: LexborNode, item: LexborNode | None = None) -> bool
     """
     node: LexborNode | None = link
     while node is not None and node.tag != "body":
-        if node.tag == "nav" or any(_NAV_CLASS.search(token)
-                                    for token in (node.attributes.get("class") or "").split()):
+        if node.tag == "nav" or any(
+            _NAV_CLASS.search(token) for token in (node.attributes.get("class") or "").split()
+        ):
             return True
         if item is not None and node.mem_id == item.mem_id:
             break
@@ -122,8 +174,15 @@ def _parse_item(item: LexborNode, page_url: str, agency: str | None) -> ListingI
         url=url,
         published_at=_item_date(item),
         category=first_text(item, "span.subtitle", ".subtitulo-noticia", ".categoria-noticia", ".chapeu"),
-        summary=first_text(item, "p.tileBody span.description", "span.description", "p.tileBody",
-                           "p.description", ".descricao", sep=" "),
+        summary=first_text(
+            item,
+            "p.tileBody span.description",
+            "span.description",
+            "p.tileBody",
+            "p.description",
+            ".descricao",
+            sep=" ",
+        ),
         image_url=absolute_url(image.attributes.get("src"), page_url, agency) if image is not None else None,
     )
 
@@ -143,8 +202,11 @@ def next_page_url(tree: LexborHTMLParser, page_url: str) -> str | None:
         if node is not None and (url := absolute_url(node.attributes.get("href"), page_url)):
             return url
     current = _offset(page_url)
-    later = [(off, url) for a in tree.css('a[href*="b_start:int="]')
-             if (url := absolute_url(a.attributes.get("href"), page_url)) and (off := _offset(url)) > current]
+    later = [
+        (off, url)
+        for a in tree.css('a[href*="b_start:int="]')
+        if (url := absolute_url(a.attributes.get("href"), page_url)) and (off := _offset(url)) > current
+    ]
     return min(later)[1] if later else None
 
 

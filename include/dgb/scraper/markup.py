@@ -38,7 +38,7 @@ def decode_bytes(data: bytes, charset: str | None = None) -> str:
     that decodes under no candidate, or decodes to text full of control characters (binary).
     """
     if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
         charset = "utf-8"
     meta = _META_CHARSET.search(data[:4096])
     declared = _codec(charset) or _codec(meta.group(1).decode("ascii") if meta else None)
@@ -50,12 +50,15 @@ def decode_bytes(data: bytes, charset: str | None = None) -> str:
             if declared:
                 raise HtmlChangedError(
                     f"broken encoding: page declares {declared} but its bytes are not valid {declared} "
-                    f"({exc.reason} at byte {getattr(exc, 'start', '?')})") from exc
+                    f"({exc.reason} at byte {getattr(exc, 'start', '?')})"
+                ) from exc
             continue
         if "\x00" in text or len(_CONTROL.findall(text)) > max(8, len(text) // 200):
             break  # decodes, but it is binary
         return text
-    raise HtmlChangedError(f"undecodable page: {len(data)} bytes are not UTF-8 or cp1252 text (binary content?)")
+    raise HtmlChangedError(
+        f"undecodable page: {len(data)} bytes are not UTF-8 or cp1252 text (binary content?)"
+    )
 
 
 def parse_html(html: str) -> LexborHTMLParser:

@@ -10,8 +10,18 @@ from dgb.scraper.dates import iso
 from dgb.scraper.identity import BRASILIA, brasilia_wall_clock, content_hash, unique_id
 
 ARTICLE_FIELDS: tuple[str, ...] = (
-    "title", "subtitle", "editorial_lead", "category", "tags", "published_at", "updated_at",
-    "image_url", "video_url", "content", "unique_id", "content_hash",
+    "title",
+    "subtitle",
+    "editorial_lead",
+    "category",
+    "tags",
+    "published_at",
+    "updated_at",
+    "image_url",
+    "video_url",
+    "content",
+    "unique_id",
+    "content_hash",
 )
 
 
@@ -49,7 +59,7 @@ class Article:
                 self.id_date = brasilia_wall_clock(self.published_at)
             self.unique_id = unique_id(self.agency, self.id_date, self.title)
 
-    def with_published_at(self, published_at: datetime, id_date: str | None = None) -> "Article":
+    def with_published_at(self, published_at: datetime, id_date: str | None = None) -> Article:
         """Fill a missing publication date (e.g. from the listing) and compute ``unique_id``.
 
         Without ``id_date`` the hash uses midnight of ``published_at``'s Brasília date at -03:00:
@@ -89,16 +99,30 @@ class ListingItem:
         """``title``, ``url``, ``published_at``; with ``full`` also updated_at, tags, image_url, content."""
         out: dict[str, Any] = {"title": self.title, "url": self.url, "published_at": iso(self.published_at)}
         if full:
-            out.update(updated_at=iso(self.updated_at), tags=list(self.tags), image_url=self.image_url,
-                       content=self.content)
+            out.update(
+                updated_at=iso(self.updated_at),
+                tags=list(self.tags),
+                image_url=self.image_url,
+                content=self.content,
+            )
         return out
 
     def to_article(self, agency: str) -> Article:
         """An :class:`Article` from a full listing item (Plone 6): subtitle = description."""
-        return Article(url=self.url, agency=agency, title=self.title, subtitle=self.summary,
-                       editorial_lead=self.category, category=self.category, tags=list(self.tags),
-                       published_at=self.published_at, updated_at=self.updated_at,
-                       image_url=self.image_url, content=self.content or "", id_date=self.id_date)
+        return Article(
+            url=self.url,
+            agency=agency,
+            title=self.title,
+            subtitle=self.summary,
+            editorial_lead=self.category,
+            category=self.category,
+            tags=list(self.tags),
+            published_at=self.published_at,
+            updated_at=self.updated_at,
+            image_url=self.image_url,
+            content=self.content or "",
+            id_date=self.id_date,
+        )
 
 
 @dataclass

@@ -24,15 +24,32 @@ from dgb.scraper.models import Article, ListingItem, ListingPage
 from dgb.scraper.plone6 import parse_plone6_article, parse_plone6_search
 
 __all__ = [
-    "CLASSIC", "EBC", "PLONE6", "Article", "ListingItem", "ListingPage", "decode_bytes", "default_agency", "detect_source",
-    "next_page_url", "parse_any_article", "parse_any_listing", "parse_article_bytes", "parse_article_html",
-    "parse_ebc_article", "parse_ebc_listing", "parse_listing_html", "parse_listing_page",
-    "parse_plone6_article", "parse_plone6_search",
+    "CLASSIC",
+    "EBC",
+    "PLONE6",
+    "Article",
+    "ListingItem",
+    "ListingPage",
+    "decode_bytes",
+    "default_agency",
+    "detect_source",
+    "next_page_url",
+    "parse_any_article",
+    "parse_any_listing",
+    "parse_article_bytes",
+    "parse_article_html",
+    "parse_ebc_article",
+    "parse_ebc_listing",
+    "parse_listing_html",
+    "parse_listing_page",
+    "parse_plone6_article",
+    "parse_plone6_search",
 ]
 
 CLASSIC, PLONE6, EBC = "classic", "plone6", "ebc"
 _EBC_MARKUP = re.compile(
-    r"""class=["'][^"']*\b(view-ultimas|capa-noticia|titulo-materia|conteudo-noticia|txtNoticias)\b""")
+    r"""class=["'][^"']*\b(view-ultimas|capa-noticia|titulo-materia|conteudo-noticia|txtNoticias)\b"""
+)
 _PLONE_MARKUP = re.compile(r"""id=["']content-core["']""")
 
 

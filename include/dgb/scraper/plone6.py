@@ -43,9 +43,27 @@ from dgb.scraper.errors import AntiBotError, EmptyContentError, HtmlChangedError
 from dgb.scraper.markup import to_markdown
 from dgb.scraper.models import Article, ListingItem, ListingPage
 
-_SLATE_TAGS = {"p": "p", "paragraph": "p", "h1": "h2", "h2": "h2", "h3": "h3", "h4": "h4", "ul": "ul",
-               "ol": "ol", "li": "li", "blockquote": "blockquote", "strong": "strong", "b": "strong",
-               "em": "em", "i": "em", "u": "u", "del": "del", "sub": "sub", "sup": "sup", "code": "code"}
+_SLATE_TAGS = {
+    "p": "p",
+    "paragraph": "p",
+    "h1": "h2",
+    "h2": "h2",
+    "h3": "h3",
+    "h4": "h4",
+    "ul": "ul",
+    "ol": "ol",
+    "li": "li",
+    "blockquote": "blockquote",
+    "strong": "strong",
+    "b": "strong",
+    "em": "em",
+    "i": "em",
+    "u": "u",
+    "del": "del",
+    "sub": "sub",
+    "sup": "sup",
+    "code": "code",
+}
 _TEXT_BLOCKS = {"text", "textBlock"}
 _HTML_TAG = re.compile(r"<[A-Za-z/!][^>]*>")
 _SKIP_BLOCKS = {"title", "description", "documentByLine", "toc", "listing", "search"}
@@ -69,7 +87,7 @@ def _slate_html(nodes: Any) -> str:
         inner = _slate_html(node.get("children"))
         kind = node.get("type")
         if kind == "link":
-            href = ((node.get("data") or {}).get("url") or "")
+            href = (node.get("data") or {}).get("url") or ""
             out.append(f'<a href="{htmllib.escape(href, quote=True)}">{inner}</a>' if href else inner)
         elif kind in _SLATE_TAGS:
             out.append(f"<{_SLATE_TAGS[kind]}>{inner}</{_SLATE_TAGS[kind]}>")
@@ -83,8 +101,11 @@ def _text_markdown(value: Any) -> str:
     if isinstance(value, dict) and isinstance(value.get("data"), str):  # RichText {"data": "<p>..."}
         value = value["data"]
     elif isinstance(value, dict):  # draft.js {"blocks": [{"text": ...}]}
-        return "\n\n".join(b["text"].strip() for b in value.get("blocks") or []
-                            if isinstance(b, dict) and isinstance(b.get("text"), str) and b["text"].strip())
+        return "\n\n".join(
+            b["text"].strip()
+            for b in value.get("blocks") or []
+            if isinstance(b, dict) and isinstance(b.get("text"), str) and b["text"].strip()
+        )
     if not isinstance(value, str) or not value.strip():
         return ""
     if _HTML_TAG.search(value):
@@ -177,8 +198,12 @@ def parse_plone6_search(json_text: str, base_url: str, agency: str | None = None
         raise HtmlChangedError(f"Plone 6 API {base_url} did not return valid JSON: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):
         raise HtmlChangedError(f"Plone 6 API {base_url}: response has no 'items' list")
-    items = [item for raw in data["items"] if isinstance(raw, dict)
-             if (item := parse_plone6_item(raw, base_url)) is not None]
+    items = [
+        item
+        for raw in data["items"]
+        if isinstance(raw, dict)
+        if (item := parse_plone6_item(raw, base_url)) is not None
+    ]
     batching = data.get("batching") if isinstance(data.get("batching"), dict) else {}
     next_url = batching.get("next") if isinstance(batching.get("next"), str) else None
     return ListingPage(items, urljoin(base_url, next_url) if next_url else None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from dgb.fetch import Fetcher
@@ -37,7 +37,7 @@ class ScrapeParams:
     end_date: date | None = None
     allow_update: bool = True
     fence: int = 3
-    max_pages: int = 3            # regular runs; a backfill may walk up to backfill_max_pages
+    max_pages: int = 3  # regular runs; a backfill may walk up to backfill_max_pages
     backfill_max_pages: int = 200
 
     @property
@@ -45,7 +45,7 @@ class ScrapeParams:
         return self.start_date is not None
 
     @classmethod
-    def from_params(cls, params: dict | None) -> "ScrapeParams":
+    def from_params(cls, params: dict | None) -> ScrapeParams:
         """From DAG params / trigger conf: ``start_date``, ``end_date`` (YYYY-MM-DD), ``allow_update``."""
         params = params or {}
 
@@ -98,12 +98,20 @@ def listing_url(agency) -> str:
     try:
         at = segments.index(agency.key)
     except ValueError as exc:
-        raise ValueError(f"agency {agency.key}: URL path has no '{agency.key}' segment: {agency.url}") from exc
-    path = "/" + "/".join(segments[: at + 1] + ["++api++"] + segments[at + 1:] + ["@search"])
-    query = urlencode({
-        "portal_type": "News Item", "sort_on": "effective", "sort_order": "descending",
-        "b_start": 0, "b_size": PLONE6_PAGE_SIZE, "fullobjects": 1,
-    })
+        raise ValueError(
+            f"agency {agency.key}: URL path has no '{agency.key}' segment: {agency.url}"
+        ) from exc
+    path = "/" + "/".join(segments[: at + 1] + ["++api++"] + segments[at + 1 :] + ["@search"])
+    query = urlencode(
+        {
+            "portal_type": "News Item",
+            "sort_on": "effective",
+            "sort_order": "descending",
+            "b_start": 0,
+            "b_size": PLONE6_PAGE_SIZE,
+            "fullobjects": 1,
+        }
+    )
     return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
 
 
@@ -122,11 +130,16 @@ def _fetch_article(agency, item: ListingItem, fetcher: Fetcher) -> Article:
     else:
         resp = fetcher.get(item.url)
         if agency.site_kind == "ebc":
-            art = parse_ebc_article(decode_bytes(resp.content, resp.charset), item.url, agency.key,
-                                    published_fallback=item.published_at)
+            art = parse_ebc_article(
+                decode_bytes(resp.content, resp.charset),
+                item.url,
+                agency.key,
+                published_fallback=item.published_at,
+            )
         else:
-            art = parse_article_bytes(resp.content, item.url, agency.key, charset=resp.charset,
-                                      published_fallback=item.published_at)
+            art = parse_article_bytes(
+                resp.content, item.url, agency.key, charset=resp.charset, published_fallback=item.published_at
+            )
     if art.published_at is None and item.published_at is not None:
         art.with_published_at(item.published_at)
     if art.published_at is None:
@@ -138,11 +151,17 @@ def _fetch_article(agency, item: ListingItem, fetcher: Fetcher) -> Article:
     return art
 
 
-def scrape_agency(conn, agency, fetcher: Fetcher, params: ScrapeParams | None = None,
-                  run_id: str | None = None, record: bool = True) -> RunReport:
+def scrape_agency(
+    conn,
+    agency,
+    fetcher: Fetcher,
+    params: ScrapeParams | None = None,
+    run_id: str | None = None,
+    record: bool = True,
+) -> RunReport:
     params = params or ScrapeParams()
     report = RunReport(agency=agency.key)
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     t0 = time.monotonic()
     url: str | None = listing_url(agency)
     consecutive_known = 0
@@ -182,7 +201,9 @@ def scrape_agency(conn, agency, fetcher: Fetcher, params: ScrapeParams | None = 
                     report.error_message = report.error_message or str(exc)
                     log.warning("agency %s: article skipped: %s", agency.key, exc)
             report.scraped += len(batch)
-            saved = store.save_articles(conn, agency.key, agency.name, batch, allow_update=params.allow_update)
+            saved = store.save_articles(
+                conn, agency.key, agency.name, batch, allow_update=params.allow_update
+            )
             report.new += saved.new
             report.updated += saved.updated
             report.unchanged += saved.unchanged
@@ -193,7 +214,7 @@ def scrape_agency(conn, agency, fetcher: Fetcher, params: ScrapeParams | None = 
         report.status = "failed" if not (report.new or report.updated) else "partial"
         report.error_category, report.error_message = exc.category, str(exc)
         log.warning("agency %s: scrape stopped: %s", agency.key, exc)
-    except Exception as exc:  # noqa: BLE001 - recorded as 'unknown', then re-raised for Airflow's retry
+    except Exception as exc:
         report.status, report.error_category, report.error_message = "failed", "unknown", repr(exc)[:2000]
         report.seconds = time.monotonic() - t0
         if record:
@@ -208,8 +229,18 @@ def scrape_agency(conn, agency, fetcher: Fetcher, params: ScrapeParams | None = 
 def _record(conn, report: RunReport, started: datetime, run_id: str | None) -> None:
     try:
         conn.rollback()
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
-    store.record_run(conn, report.agency, status=report.status, error_category=report.error_category,
-                     error_message=report.error_message, scraped=report.scraped, saved=len(report.new),
-                     updated=len(report.updated), started_at=started, seconds=report.seconds, run_id=run_id)
+    store.record_run(
+        conn,
+        report.agency,
+        status=report.status,
+        error_category=report.error_category,
+        error_message=report.error_message,
+        scraped=report.scraped,
+        saved=len(report.new),
+        updated=len(report.updated),
+        started_at=started,
+        seconds=report.seconds,
+        run_id=run_id,
+    )

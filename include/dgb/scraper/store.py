@@ -14,7 +14,7 @@ import hashlib
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from dgb import events, outbox, topology
 from dgb.db import transaction
@@ -78,8 +78,15 @@ def _as_text(value) -> str | None:
     return str(value)
 
 
-def save_articles(conn, agency_key: str, agency_name: str | None, articles: list[Article], *,
-                  allow_update: bool = True, source: str = "scrape") -> SaveResult:
+def save_articles(
+    conn,
+    agency_key: str,
+    agency_name: str | None,
+    articles: list[Article],
+    *,
+    allow_update: bool = True,
+    source: str = "scrape",
+) -> SaveResult:
     """Insert/update ``articles`` of one agency and enqueue their events, atomically."""
     result = SaveResult()
     if not articles:
@@ -87,7 +94,7 @@ def save_articles(conn, agency_key: str, agency_name: str | None, articles: list
     for art in articles:
         if art.published_at is None or art.unique_id is None:
             raise ValueError(f"article {art.url} has no publication date; cannot store it")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with transaction(conn) as cur:
         cur.execute("SELECT id FROM agencies WHERE key = %s", (agency_key,))
         row = cur.fetchone()
@@ -112,10 +119,27 @@ def save_articles(conn, agency_key: str, agency_name: str | None, articles: list
                     " image_url, editorial_lead, category, tags, video_url, updated_datetime, content_hash,"
                     " url, published_at, extracted_at, scraped_at, trace_id)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (uid, agency_id, agency_key, agency_name, vals["title"], vals["subtitle"], vals["content"],
-                     vals["image_url"], vals["editorial_lead"], vals["category"], vals["tags"],
-                     vals["video_url"], vals["updated_datetime"], vals["content_hash"], art.url,
-                     art.published_at, now, now, trace_id),
+                    (
+                        uid,
+                        agency_id,
+                        agency_key,
+                        agency_name,
+                        vals["title"],
+                        vals["subtitle"],
+                        vals["content"],
+                        vals["image_url"],
+                        vals["editorial_lead"],
+                        vals["category"],
+                        vals["tags"],
+                        vals["video_url"],
+                        vals["updated_datetime"],
+                        vals["content_hash"],
+                        art.url,
+                        art.published_at,
+                        now,
+                        now,
+                        trace_id,
+                    ),
                 )
                 _enqueue_scraped(cur, uid, agency_key, art.published_at, now, trace_id)
                 result.new.append(uid)
@@ -168,7 +192,7 @@ def _free_unique_id(cur, art: Article) -> str:
     cur.execute("SELECT 1 FROM news WHERE unique_id = %s", (uid,))
     if cur.fetchone() is None:
         return uid
-    return f"{uid}{hashlib.md5(art.url.encode()).hexdigest()[:6]}"  # noqa: S324 - identity, not security
+    return f"{uid}{hashlib.md5(art.url.encode()).hexdigest()[:6]}"
 
 
 def known_urls(conn, agency_key: str, urls: list[str]) -> set[str]:
@@ -179,14 +203,35 @@ def known_urls(conn, agency_key: str, urls: list[str]) -> set[str]:
         return {r[0] for r in cur.fetchall()}
 
 
-def record_run(conn, agency_key: str, *, status: str, error_category: str | None, error_message: str | None,
-               scraped: int, saved: int, updated: int, started_at: datetime, seconds: float,
-               run_id: str | None = None) -> None:
+def record_run(
+    conn,
+    agency_key: str,
+    *,
+    status: str,
+    error_category: str | None,
+    error_message: str | None,
+    scraped: int,
+    saved: int,
+    updated: int,
+    started_at: datetime,
+    seconds: float,
+    run_id: str | None = None,
+) -> None:
     with transaction(conn) as cur:
         cur.execute(
             "INSERT INTO scrape_runs (agency_key, status, error_category, error_message, articles_scraped,"
             " articles_saved, articles_updated, execution_time_seconds, started_at, scraped_at, run_id)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, now(), %s)",
-            (agency_key, status, error_category, (error_message or None) and error_message[:2000], scraped,
-             saved, updated, seconds, started_at, run_id),
+            (
+                agency_key,
+                status,
+                error_category,
+                (error_message or None) and error_message[:2000],
+                scraped,
+                saved,
+                updated,
+                seconds,
+                started_at,
+                run_id,
+            ),
         )

@@ -12,14 +12,20 @@ HIT_KEYS = ("unique_id", "title", "agency", "theme", "score")
 def register(sub) -> None:
     p = sub.add_parser("search", help="search the news index (keyword, semantic or hybrid)")
     p.add_argument("query", help="the search text")
-    p.add_argument("--semantic", action="store_true",
-                   help="also embed the query and search by vector (hybrid when keywords match too)")
+    p.add_argument(
+        "--semantic",
+        action="store_true",
+        help="also embed the query and search by vector (hybrid when keywords match too)",
+    )
     p.add_argument("--limit", type=int, default=10, help="number of hits (default 10)")
-    p.add_argument("--json", action="store_true",
-                   help="print a JSON list of {unique_id, title, agency, theme, score}")
+    p.add_argument(
+        "--json", action="store_true", help="print a JSON list of {unique_id, title, agency, theme, score}"
+    )
     p.set_defaults(func=_cmd_search)
-    r = sub.add_parser("search-rebuild",
-                       help="build the index collection of the current schema from PostgreSQL and swap the alias")
+    r = sub.add_parser(
+        "search-rebuild",
+        help="build the index collection of the current schema from PostgreSQL and swap the alias",
+    )
     r.add_argument("--json", action="store_true", help="print the counts as JSON")
     r.set_defaults(func=_cmd_rebuild)
 
@@ -43,11 +49,17 @@ def _cmd_search(args) -> int:
 
         try:
             embedder = get_embedder(settings)
-        except Exception as exc:  # noqa: BLE001 - one clear line for the operator
+        except Exception as exc:
             return _fail(f"no embedder for --semantic: {type(exc).__name__}: {exc}")
     try:
-        hits = query.search(ts, settings.typesense_collection, args.query, semantic=args.semantic,
-                            embedder=embedder, limit=args.limit)
+        hits = query.search(
+            ts,
+            settings.typesense_collection,
+            args.query,
+            semantic=args.semantic,
+            embedder=embedder,
+            limit=args.limit,
+        )
     except query.SearchError as exc:
         where = f"http://{settings.typesense_host}:{settings.typesense_port}"
         return _fail(f"{exc} ({where}, alias {settings.typesense_collection})")
@@ -57,8 +69,10 @@ def _cmd_search(args) -> int:
     if not hits:
         print("no hits")
         return 0
-    rows = [(str(i), h.unique_id, _clip(h.title, 60), h.agency, _clip(h.theme or "-", 40), _score(h.score))
-            for i, h in enumerate(hits, start=1)]
+    rows = [
+        (str(i), h.unique_id, _clip(h.title, 60), h.agency, _clip(h.theme or "-", 40), _score(h.score))
+        for i, h in enumerate(hits, start=1)
+    ]
     head = ("#", "unique_id", "title", "agency", "theme", "score")
     widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
     for r in [head, *rows]:
@@ -100,8 +114,10 @@ def _cmd_rebuild(args) -> int:
     if args.json:
         print(json.dumps(counts, ensure_ascii=False, default=str))
     else:
-        print(f"{counts['mode']}: alias {settings.typesense_collection} -> {counts['collection']}"
-              f" (was {counts['previous']}); indexed {counts['indexed']}, failed {counts['failed']},"
-              f" deleted {counts['deleted']}, caught up {counts['caught_up']}"
-              + (f", dropped {counts['dropped']}" if counts["dropped"] else ""))
+        print(
+            f"{counts['mode']}: alias {settings.typesense_collection} -> {counts['collection']}"
+            f" (was {counts['previous']}); indexed {counts['indexed']}, failed {counts['failed']},"
+            f" deleted {counts['deleted']}, caught up {counts['caught_up']}"
+            + (f", dropped {counts['dropped']}" if counts["dropped"] else "")
+        )
     return 0 if not counts["failed"] else 1

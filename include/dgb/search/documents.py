@@ -12,10 +12,10 @@ savepoint inside the caller's); see :mod:`dgb.search.sync` for the writes.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 CONTENT_CAP = 20_000
 
@@ -25,9 +25,9 @@ class Documents(Mapping):
     """What :func:`fetch_documents` found. Also a read-only mapping ``unique_id -> doc | None``
     over every requested id (``None`` = removed or unknown: must not be in the index)."""
 
-    docs: dict[str, dict] = field(default_factory=dict)     # to upsert, built whole
-    to_delete: list[str] = field(default_factory=list)      # removed articles (removed_at set)
-    missing: list[str] = field(default_factory=list)        # not in PostgreSQL at all
+    docs: dict[str, dict] = field(default_factory=dict)  # to upsert, built whole
+    to_delete: list[str] = field(default_factory=list)  # removed articles (removed_at set)
+    missing: list[str] = field(default_factory=list)  # not in PostgreSQL at all
     versions: dict[str, int] = field(default_factory=dict)  # version read, docs and to_delete
 
     def __getitem__(self, key: str) -> dict | None:
@@ -69,8 +69,8 @@ def _epoch(ts: datetime | None) -> int | None:
     if ts is None:
         return None
     if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=timezone.utc)
-    delta = ts - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        ts = ts.replace(tzinfo=UTC)
+    delta = ts - datetime(1970, 1, 1, tzinfo=UTC)
     micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     seconds, rest = divmod(abs(micros), 1_000_000)
     seconds += rest >= 500_000
@@ -88,12 +88,40 @@ class _RawVector(str):
 
 
 def _row_to_document(row: Sequence[Any], raw_vector: bool = False) -> dict:
-    (uid, title, subtitle, lead, summary, content, url, image, video, agency, agency_name,
-     category, tags, published, updated, content_hash, image_broken, version, _removed, extracted,
-     l1c, l1l, l2c, l2l, l3c, l3l, msc, msl, embedding) = row
+    (
+        uid,
+        title,
+        subtitle,
+        lead,
+        summary,
+        content,
+        url,
+        image,
+        video,
+        agency,
+        agency_name,
+        category,
+        tags,
+        published,
+        updated,
+        content_hash,
+        image_broken,
+        version,
+        _removed,
+        extracted,
+        l1c,
+        l1l,
+        l2c,
+        l2l,
+        l3c,
+        l3l,
+        msc,
+        msl,
+        embedding,
+    ) = row
     # production's calendar facets: year and month of published_at and its ISO week as YYYYWW,
     # all on the UTC calendar (an article published at 22:00 on 31/12 in Brasília counts in January)
-    utc = published.astimezone(timezone.utc) if published.tzinfo else published
+    utc = published.astimezone(UTC) if published.tzinfo else published
     iso_year, iso_week, _ = utc.isocalendar()
     doc: dict[str, Any] = {
         "id": uid,
@@ -123,10 +151,14 @@ def _row_to_document(row: Sequence[Any], raw_vector: bool = False) -> dict:
         "content_hash": content_hash or f"id:{uid}",
         "image_broken": bool(image_broken),
         "version": int(version),
-        "theme_1_level_1_code": l1c, "theme_1_level_1_label": l1l,
-        "theme_1_level_2_code": l2c, "theme_1_level_2_label": l2l,
-        "theme_1_level_3_code": l3c, "theme_1_level_3_label": l3l,
-        "most_specific_theme_code": msc, "most_specific_theme_label": msl,
+        "theme_1_level_1_code": l1c,
+        "theme_1_level_1_label": l1l,
+        "theme_1_level_2_code": l2c,
+        "theme_1_level_2_label": l2l,
+        "theme_1_level_3_code": l3c,
+        "theme_1_level_3_label": l3l,
+        "most_specific_theme_code": msc,
+        "most_specific_theme_label": msl,
     }
     if embedding is not None:
         # real[] read as PostgreSQL's text ("{0.1,-0.25}", shortest exact float4 digits): the JSON
@@ -138,8 +170,9 @@ def _row_to_document(row: Sequence[Any], raw_vector: bool = False) -> dict:
     return {k: v for k, v in doc.items() if v is not None}
 
 
-def fetch_documents(conn, unique_ids: Iterable[str], dim: int | None = None, *,
-                    raw_vectors: bool = False) -> Documents:
+def fetch_documents(
+    conn, unique_ids: Iterable[str], dim: int | None = None, *, raw_vectors: bool = False
+) -> Documents:
     """Build the Typesense documents of ``unique_ids`` whole from PostgreSQL.
 
     ``content_embedding`` (a list of floats) is included only when the row's ``embedding_dim``

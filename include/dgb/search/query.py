@@ -7,17 +7,16 @@ own fusion where it has one (:data:`NATIVE_HYBRID`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from dgb.search.sync import transient_errors
 
 QUERY_BY = "title,subtitle,summary,content"
-QUERY_BY_WEIGHTS = "4,2,2,1"      # title first
-RRF_K = 60                        # reciprocal-rank fusion constant
-HYBRID_ALPHA = 0.8                # weight of the vector ranking in hybrid search (production's alpha)
-_RESULT_FIELDS = ("unique_id,title,agency,content_hash,"
-                  "most_specific_theme_code,most_specific_theme_label")
+QUERY_BY_WEIGHTS = "4,2,2,1"  # title first
+RRF_K = 60  # reciprocal-rank fusion constant
+HYBRID_ALPHA = 0.8  # weight of the vector ranking in hybrid search (production's alpha)
+_RESULT_FIELDS = "unique_id,title,agency,content_hash,most_specific_theme_code,most_specific_theme_label"
 
 
 class SearchError(RuntimeError):
@@ -29,8 +28,8 @@ class Hit:
     unique_id: str
     title: str
     agency: str
-    theme: str | None   # most specific theme: "<code> <label>"
-    score: float   # keyword: text_match (int); vector: 1 - vector_distance; hybrid: RRF score
+    theme: str | None  # most specific theme: "<code> <label>"
+    score: float  # keyword: text_match (int); vector: 1 - vector_distance; hybrid: RRF score
 
 
 def _theme(doc: dict) -> str | None:
@@ -48,8 +47,13 @@ def _hits(result: dict) -> list[dict]:
 
 def _to_hit(h: dict, score: float) -> Hit:
     d = h["document"]
-    return Hit(unique_id=d.get("unique_id") or d["id"], title=d.get("title", ""),
-               agency=d.get("agency", ""), theme=_theme(d), score=score)
+    return Hit(
+        unique_id=d.get("unique_id") or d["id"],
+        title=d.get("title", ""),
+        agency=d.get("agency", ""),
+        theme=_theme(d),
+        score=score,
+    )
 
 
 def _vector_literal(vec: Sequence[float]) -> str:
@@ -88,7 +92,7 @@ def server_version(ts) -> tuple[int, ...]:
     try:
         raw = str(ts.debug.retrieve().get("version", ""))
         version = tuple(int(part) for part in raw.lstrip("v").split(".") if part.isdigit()) or (0,)
-    except Exception:  # noqa: BLE001 - an unknown version just means "use the portable path"
+    except Exception:
         version = (0,)
     try:
         ts._dgb_server_version = version
@@ -101,8 +105,9 @@ def server_version(ts) -> tuple[int, ...]:
 NATIVE_HYBRID = (0, 25)
 
 
-def search(ts, alias: str, query: str, *, semantic: bool = False, embedder=None,
-           limit: int = 10) -> list[Hit]:
+def search(
+    ts, alias: str, query: str, *, semantic: bool = False, embedder=None, limit: int = 10
+) -> list[Hit]:
     """Top ``limit`` hits for ``query``, republished duplicates (same content_hash) hidden.
 
     Keyword: ``query_by`` title, subtitle, summary, content (title weighted highest); score =
@@ -117,8 +122,12 @@ def search(ts, alias: str, query: str, *, semantic: bool = False, embedder=None,
     ``alpha`` 0.8 replaces the two lists and the client-side fusion.
     """
     limit = max(1, int(limit))
-    common = {"collection": alias, "group_by": "content_hash", "group_limit": 1,
-              "include_fields": _RESULT_FIELDS}
+    common = {
+        "collection": alias,
+        "group_by": "content_hash",
+        "group_limit": 1,
+        "include_fields": _RESULT_FIELDS,
+    }
     keyword = {**common, "q": query, "query_by": QUERY_BY, "query_by_weights": QUERY_BY_WEIGHTS}
     if not semantic:
         res = _multi_search(ts, alias, [{**keyword, "per_page": limit}])[0]
@@ -129,16 +138,27 @@ def search(ts, alias: str, query: str, *, semantic: bool = False, embedder=None,
     vec = embedder.encode([query])[0]
     if server_version(ts) >= NATIVE_HYBRID:
         # the server fuses keyword and vector ranks itself (alpha = weight of the vector side)
-        hybrid = {**keyword, "per_page": limit, "drop_tokens_threshold": 0,
-                  "vector_query": f"content_embedding:([{_vector_literal(vec)}], alpha: {HYBRID_ALPHA})"}
+        hybrid = {
+            **keyword,
+            "per_page": limit,
+            "drop_tokens_threshold": 0,
+            "vector_query": f"content_embedding:([{_vector_literal(vec)}], alpha: {HYBRID_ALPHA})",
+        }
         res = _multi_search(ts, alias, [hybrid])[0]
-        return [_to_hit(h, float((h.get("hybrid_search_info") or {}).get("rank_fusion_score", 0.0)))
-                for h in _hits(res)][:limit]
-    depth = min(250, max(limit * 3, 20))   # candidates per list for the fusion
-    vector = {**common, "q": "*", "per_page": depth,
-              "vector_query": f"content_embedding:([{_vector_literal(vec)}], k: {depth})"}
-    kw_res, vec_res = _multi_search(ts, alias, [{**keyword, "per_page": depth, "drop_tokens_threshold": 0},
-                                                vector])
+        return [
+            _to_hit(h, float((h.get("hybrid_search_info") or {}).get("rank_fusion_score", 0.0)))
+            for h in _hits(res)
+        ][:limit]
+    depth = min(250, max(limit * 3, 20))  # candidates per list for the fusion
+    vector = {
+        **common,
+        "q": "*",
+        "per_page": depth,
+        "vector_query": f"content_embedding:([{_vector_literal(vec)}], k: {depth})",
+    }
+    kw_res, vec_res = _multi_search(
+        ts, alias, [{**keyword, "per_page": depth, "drop_tokens_threshold": 0}, vector]
+    )
     kw_hits, vec_hits = _hits(kw_res), _hits(vec_res)
     if not kw_hits:
         return [_to_hit(h, 1.0 - float(h.get("vector_distance", 1.0))) for h in vec_hits][:limit]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from dgb.search import schema
 from dgb.search.sync import delete_document, sync
@@ -44,8 +45,10 @@ def _live_ids(conn, batch: int) -> Iterator[list[str]]:
     last = 0
     while True:
         with conn.transaction(), conn.cursor() as cur:
-            cur.execute("SELECT id, unique_id FROM news WHERE removed_at IS NULL AND id > %s"
-                        " ORDER BY id LIMIT %s", (last, batch))
+            cur.execute(
+                "SELECT id, unique_id FROM news WHERE removed_at IS NULL AND id > %s ORDER BY id LIMIT %s",
+                (last, batch),
+            )
             rows = cur.fetchall()
         if not rows:
             return
@@ -53,8 +56,16 @@ def _live_ids(conn, batch: int) -> Iterator[list[str]]:
         yield [r[1] for r in rows]
 
 
-def rebuild(ts, settings, conn, *, batch_size: int = 500, max_retries: int = 5,
-            max_failed_ratio: float = 0.01, sleep: Callable[[float], None] = time.sleep) -> dict:
+def rebuild(
+    ts,
+    settings,
+    conn,
+    *,
+    batch_size: int = 500,
+    max_retries: int = 5,
+    max_failed_ratio: float = 0.01,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict:
     """Build the collection of the current schema from PostgreSQL and point the alias at it.
 
     * alias on an older schema (or missing): the new versioned collection is (re)created empty
@@ -78,8 +89,17 @@ def rebuild(ts, settings, conn, *, batch_size: int = 500, max_retries: int = 5,
         if _collection_exists(ts, new):
             ts.collections[new].delete()
         ts.collections.create(spec)
-    counts: dict[str, Any] = {"mode": mode, "collection": new, "previous": old, "indexed": 0,
-                              "failed": 0, "deleted": 0, "stale": 0, "caught_up": 0, "dropped": None}
+    counts: dict[str, Any] = {
+        "mode": mode,
+        "collection": new,
+        "previous": old,
+        "indexed": 0,
+        "failed": 0,
+        "deleted": 0,
+        "stale": 0,
+        "caught_up": 0,
+        "dropped": None,
+    }
     failed: dict[str, str] = {}
     written: dict[str, int] = {}
     for ids in _live_ids(conn, batch_size):
@@ -92,7 +112,8 @@ def rebuild(ts, settings, conn, *, batch_size: int = 500, max_retries: int = 5,
     if mode == "swap" and total and len(failed) / total > max_failed_ratio:
         raise RuntimeError(
             f"rebuild of {new}: {len(failed)} of {total} documents failed (e.g. "
-            f"{next(iter(failed.items()))}); alias {alias} left on {old}")
+            f"{next(iter(failed.items()))}); alias {alias} left on {old}"
+        )
     if mode == "refresh":
         extra = sorted(_index_ids(ts, new) - set(written))
         res = sync(ts, new, conn, extra, dim, batch_size=batch_size, max_retries=max_retries, sleep=sleep)
@@ -110,12 +131,16 @@ def rebuild(ts, settings, conn, *, batch_size: int = 500, max_retries: int = 5,
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("SELECT unique_id, version, removed_at IS NOT NULL FROM news")
             rows = cur.fetchall()
-        touched = [uid for uid, version, removed in rows
-                   if (uid in written and (written[uid] != version or removed))
-                   or (uid not in written and not removed and uid not in failed)]
+        touched = [
+            uid
+            for uid, version, removed in rows
+            if (uid in written and (written[uid] != version or removed))
+            or (uid not in written and not removed and uid not in failed)
+        ]
         if touched:
-            res = sync(ts, alias, conn, touched, dim, batch_size=batch_size,
-                       max_retries=max_retries, sleep=sleep)
+            res = sync(
+                ts, alias, conn, touched, dim, batch_size=batch_size, max_retries=max_retries, sleep=sleep
+            )
             counts["caught_up"] = len(res.indexed) + len(res.deleted)
             failed.update(res.failed)
     counts["failed"] = len(failed)

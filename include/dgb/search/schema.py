@@ -16,10 +16,14 @@ import json
 #: Theme fields of a document, production's names: code and label at each level, then the most
 #: specific theme (the deepest level the classifier reached).
 THEME_FIELDS: tuple[str, ...] = (
-    "theme_1_level_1_code", "theme_1_level_1_label",
-    "theme_1_level_2_code", "theme_1_level_2_label",
-    "theme_1_level_3_code", "theme_1_level_3_label",
-    "most_specific_theme_code", "most_specific_theme_label",
+    "theme_1_level_1_code",
+    "theme_1_level_1_label",
+    "theme_1_level_2_code",
+    "theme_1_level_2_label",
+    "theme_1_level_3_code",
+    "theme_1_level_3_label",
+    "most_specific_theme_code",
+    "most_specific_theme_label",
 )
 
 
@@ -32,9 +36,19 @@ NOT_COMPUTED_FIELDS: tuple[dict, ...] = (
     {"name": "trending_score", "type": "float", "optional": True, "sort": True},
     {"name": "readability_flesch", "type": "float", "optional": True},
     {"name": "word_count", "type": "int32", "optional": True},
-    *({"name": name, "type": "string[]", "facet": True, "optional": True}
-      for name in ("entities", "entity_org", "entity_per", "entity_loc", "entity_event", "entity_policy",
-                   "entity_misc", "entity_canonical")),
+    *(
+        {"name": name, "type": "string[]", "facet": True, "optional": True}
+        for name in (
+            "entities",
+            "entity_org",
+            "entity_per",
+            "entity_loc",
+            "entity_event",
+            "entity_policy",
+            "entity_misc",
+            "entity_canonical",
+        )
+    ),
     {"name": "view_count", "type": "int32", "optional": True, "sort": True},
 )
 
@@ -91,13 +105,17 @@ def collection_schema(embedding_dim: int, alias: str = "news") -> dict:
 def client(settings, timeout: float = 10.0):
     import typesense
 
-    return typesense.Client({
-        "nodes": [{"host": settings.typesense_host, "port": str(settings.typesense_port), "protocol": "http"}],
-        "api_key": settings.typesense_api_key,
-        "connection_timeout_seconds": timeout,
-        "num_retries": 2,
-        "retry_interval_seconds": 0.5,
-    })
+    return typesense.Client(
+        {
+            "nodes": [
+                {"host": settings.typesense_host, "port": str(settings.typesense_port), "protocol": "http"}
+            ],
+            "api_key": settings.typesense_api_key,
+            "connection_timeout_seconds": timeout,
+            "num_retries": 2,
+            "retry_interval_seconds": 0.5,
+        }
+    )
 
 
 def ensure_collection(settings, ts=None) -> str:

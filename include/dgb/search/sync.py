@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from dgb.search.documents import fetch_documents, jsonl_line
 
@@ -32,20 +33,20 @@ class IndexUnavailable(RuntimeError):
     ``result`` is the partial :class:`SyncResult`; its successes were already recorded in
     PostgreSQL, so a retry of the whole call is safe (upserts are idempotent)."""
 
-    def __init__(self, message: str, result: "SyncResult | None" = None):
+    def __init__(self, message: str, result: SyncResult | None = None):
         super().__init__(message)
         self.result = result
 
 
 @dataclass
 class SyncResult:
-    indexed: list[str] = field(default_factory=list)       # upserted (success true)
-    deleted: list[str] = field(default_factory=list)       # removed articles, gone from the index
-    failed: dict[str, str] = field(default_factory=dict)   # id -> error (per-document)
-    missing: list[str] = field(default_factory=list)       # ids not in PostgreSQL
-    stale: list[str] = field(default_factory=list)         # done, but the row changed meanwhile
-    marked: int = 0                                        # rows marked in PostgreSQL
-    versions: dict[str, int] = field(default_factory=dict) # version written, indexed + deleted
+    indexed: list[str] = field(default_factory=list)  # upserted (success true)
+    deleted: list[str] = field(default_factory=list)  # removed articles, gone from the index
+    failed: dict[str, str] = field(default_factory=dict)  # id -> error (per-document)
+    missing: list[str] = field(default_factory=list)  # ids not in PostgreSQL
+    stale: list[str] = field(default_factory=list)  # done, but the row changed meanwhile
+    marked: int = 0  # rows marked in PostgreSQL
+    versions: dict[str, int] = field(default_factory=dict)  # version written, indexed + deleted
 
 
 def transient_errors() -> tuple[type[BaseException], ...]:
@@ -70,7 +71,7 @@ def transient_errors() -> tuple[type[BaseException], ...]:
 
 def _backoff(attempt: int, base: float = 0.5, cap: float = 30.0) -> float:
     """Exponential backoff with jitter: 0.5, 1, 2, 4 ... s (capped), each scaled by U(0.5, 1)."""
-    return min(cap, base * (2 ** attempt)) * random.uniform(0.5, 1.0)
+    return min(cap, base * (2**attempt)) * random.uniform(0.5, 1.0)
 
 
 def _call_with_retry(fn: Callable[[], Any], what: str, max_retries: int, sleep: Callable) -> Any:
@@ -82,13 +83,15 @@ def _call_with_retry(fn: Callable[[], Any], what: str, max_retries: int, sleep: 
             if attempt >= max_retries:
                 raise IndexUnavailable(
                     f"typesense {what}: still unavailable after {max_retries} retries: "
-                    f"{type(exc).__name__}: {exc}") from exc
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
             sleep(_backoff(attempt))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _import_batch(documents, docs: list[dict], max_retries: int, sleep: Callable,
-                  result: SyncResult) -> list[str]:
+def _import_batch(
+    documents, docs: list[dict], max_retries: int, sleep: Callable, result: SyncResult
+) -> list[str]:
     """Upsert ``docs`` (sent as one JSONL body); check every per-document line. Lines failing
     with 503/429 are retried (bounded); other failures are permanent and go to
     ``result.failed``. Returns the ids that succeeded."""
@@ -96,8 +99,9 @@ def _import_batch(documents, docs: list[dict], max_retries: int, sleep: Callable
     pending = [(doc["id"], jsonl_line(doc)) for doc in docs]
     for attempt in range(max_retries + 1):
         body = "\n".join(line for _, line in pending)
-        lines = _call_with_retry(lambda: documents.import_(body, {"action": "upsert"}),
-                                 "import", max_retries, sleep)
+        lines = _call_with_retry(
+            lambda: documents.import_(body, {"action": "upsert"}), "import", max_retries, sleep
+        )
         if isinstance(lines, (str, bytes)):  # the raw JSONL answer, one line per document
             text = lines.decode() if isinstance(lines, bytes) else lines
             lines = [json.loads(x) for x in text.splitlines() if x.strip()]
@@ -152,9 +156,17 @@ def _mark(conn, versions: dict[str, int], present: dict[str, bool]) -> set[str]:
         return {r[0] for r in cur.fetchall()}
 
 
-def sync(ts, alias: str, conn, unique_ids: Iterable[str], dim: int | None, *,
-         batch_size: int = 100, max_retries: int = 5, sleep: Callable[[float], None] = time.sleep
-         ) -> SyncResult:
+def sync(
+    ts,
+    alias: str,
+    conn,
+    unique_ids: Iterable[str],
+    dim: int | None,
+    *,
+    batch_size: int = 100,
+    max_retries: int = 5,
+    sleep: Callable[[float], None] = time.sleep,
+) -> SyncResult:
     """Bring the index entries of ``unique_ids`` in line with PostgreSQL.
 
     Non-removed articles are upserted whole in batches of ``batch_size`` into ``alias`` (an
@@ -174,11 +186,12 @@ def sync(ts, alias: str, conn, unique_ids: Iterable[str], dim: int | None, *,
     done_versions: dict[str, int] = {}
     present: dict[str, bool] = {}
     size = max(1, batch_size)
-    chunks = [ids[i:i + size] for i in range(0, len(ids), size)]
+    chunks = [ids[i : i + size] for i in range(0, len(ids), size)]
     error: BaseException | None = None
     # pipelined: batch k+1 is read from PostgreSQL while batch k is imported (the import waits
     # on Typesense, releasing the GIL); the connection is never used by two threads at once.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dgb-index-fetch") as pool:
+
         def read(chunk: list[str]):
             return pool.submit(fetch_documents, conn, chunk, dim, raw_vectors=True)
 
@@ -197,10 +210,10 @@ def sync(ts, alias: str, conn, unique_ids: Iterable[str], dim: int | None, *,
                     delete_document(documents, uid, max_retries, sleep)
                     result.deleted.append(uid)
                     done_versions[uid], present[uid] = found.versions[uid], False
-        except Exception as exc:  # noqa: BLE001 - record what succeeded first, then re-raise
+        except Exception as exc:
             error = exc
         finally:
-            if nxt is not None:   # let a pending read finish before the connection is reused
+            if nxt is not None:  # let a pending read finish before the connection is reused
                 nxt.cancel() or nxt.exception()
     result.versions = done_versions
     try:

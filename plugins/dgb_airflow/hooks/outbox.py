@@ -32,9 +32,8 @@ class OutboxRelayHook(BaseHook):
         :param conn: a psycopg connection to the news database (its own transactions are used).
         :param batch_size: rows published per batch.
         """
-        from dgb_airflow.hooks.pubsub import DgbPubSubHook
-
         from dgb import outbox
+        from dgb_airflow.hooks.pubsub import DgbPubSubHook
 
         hook = DgbPubSubHook(gcp_conn_id=self.gcp_conn_id)
         return outbox.relay(conn, hook.get_conn(), hook.project_id, batch_size=batch_size)
@@ -49,7 +48,7 @@ class OutboxRelayHook(BaseHook):
         log = log or self.log
         try:
             log.info("relay: %s", self.relay(conn))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.warning("relay after commit failed (outbox_relay will retry): %s", exc)
 
 

@@ -54,8 +54,15 @@ class DgbPubSubHook(PubSubHook):
         super().__init__(gcp_conn_id=gcp_conn_id, **kwargs)
 
     @PubSubHook.fallback_to_default_project_id
-    def modify_ack_deadline(self, *, subscription: str, ack_ids: Sequence[str], seconds: int,
-                            project_id: str = PROVIDE_PROJECT_ID, timeout: float | None = 30.0) -> None:
+    def modify_ack_deadline(
+        self,
+        *,
+        subscription: str,
+        ack_ids: Sequence[str],
+        seconds: int,
+        project_id: str = PROVIDE_PROJECT_ID,
+        timeout: float | None = 30.0,
+    ) -> None:
         """Set the ack deadline of pulled messages (``seconds`` from now; never use 0 as a nack).
         Keyword arguments only, like the provider's methods.
 
@@ -68,8 +75,13 @@ class DgbPubSubHook(PubSubHook):
         if not ack_ids:
             return
         self.subscriber_client.modify_ack_deadline(
-            request={"subscription": subscription_path(project_id, subscription), "ack_ids": list(ack_ids),
-                     "ack_deadline_seconds": seconds}, timeout=timeout)
+            request={
+                "subscription": subscription_path(project_id, subscription),
+                "ack_ids": list(ack_ids),
+                "ack_deadline_seconds": seconds,
+            },
+            timeout=timeout,
+        )
 
 
 class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
@@ -109,10 +121,12 @@ class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
                 from google.pubsub_v1.services.publisher.transports import PublisherGrpcAsyncIOTransport
                 from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcAsyncIOTransport
 
-                subscriber = SubscriberAsyncClient(transport=SubscriberGrpcAsyncIOTransport(
-                    channel=grpc.aio.insecure_channel(emulator)))
-                publisher = PublisherAsyncClient(transport=PublisherGrpcAsyncIOTransport(
-                    channel=grpc.aio.insecure_channel(emulator)))
+                subscriber = SubscriberAsyncClient(
+                    transport=SubscriberGrpcAsyncIOTransport(channel=grpc.aio.insecure_channel(emulator))
+                )
+                publisher = PublisherAsyncClient(
+                    transport=PublisherGrpcAsyncIOTransport(channel=grpc.aio.insecure_channel(emulator))
+                )
             else:
                 credentials, options = await self._credentials_and_options()
                 subscriber = SubscriberAsyncClient(credentials=credentials, client_options=options)
@@ -130,8 +144,9 @@ class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
         """
         subscriber, _ = await self.get_clients()
         path = subscription_path(self.project_id, subscription)
-        resp = await subscriber.pull(request={"subscription": path, "max_messages": max_messages},
-                                     timeout=timeout)
+        resp = await subscriber.pull(
+            request={"subscription": path, "max_messages": max_messages}, timeout=timeout
+        )
         return list(resp.received_messages)
 
     async def modify_ack_deadline(self, subscription: str, ack_ids: Sequence[str], seconds: int) -> list[str]:
@@ -148,16 +163,18 @@ class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
         subscriber, _ = await self.get_clients()
         path = subscription_path(self.project_id, subscription)
         try:
-            await subscriber.modify_ack_deadline(request={
-                "subscription": path, "ack_ids": list(ack_ids), "ack_deadline_seconds": seconds})
+            await subscriber.modify_ack_deadline(
+                request={"subscription": path, "ack_ids": list(ack_ids), "ack_deadline_seconds": seconds}
+            )
             return []
-        except Exception:  # noqa: BLE001 - fall back to one request per id
+        except Exception:
             failed = []
             for ack_id in ack_ids:
                 try:
-                    await subscriber.modify_ack_deadline(request={
-                        "subscription": path, "ack_ids": [ack_id], "ack_deadline_seconds": seconds})
-                except Exception:  # noqa: BLE001 - an expired/unknown id: the message is redelivered anyway
+                    await subscriber.modify_ack_deadline(
+                        request={"subscription": path, "ack_ids": [ack_id], "ack_deadline_seconds": seconds}
+                    )
+                except Exception:
                     failed.append(ack_id)
             return failed
 
@@ -173,8 +190,9 @@ class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
         path = subscription_path(self.project_id, subscription)
         await subscriber.acknowledge(request={"subscription": path, "ack_ids": list(ack_ids)})
 
-    async def publish(self, topic: str, data: bytes, attributes: dict[str, str],
-                      timeout: float = 30.0) -> str:
+    async def publish(
+        self, topic: str, data: bytes, attributes: dict[str, str], timeout: float = 30.0
+    ) -> str:
         """Publish one message; returns its message id.
 
         :param topic: topic name, without the ``projects/.../topics/`` prefix.
@@ -183,8 +201,11 @@ class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
         :param timeout: seconds to wait for the broker.
         """
         _, publisher = await self.get_clients()
-        resp = await publisher.publish(topic=topic_path(self.project_id, topic),
-                                       messages=[{"data": data, "attributes": attributes}], timeout=timeout)
+        resp = await publisher.publish(
+            topic=topic_path(self.project_id, topic),
+            messages=[{"data": data, "attributes": attributes}],
+            timeout=timeout,
+        )
         return resp.message_ids[0]
 
     async def close(self) -> None:

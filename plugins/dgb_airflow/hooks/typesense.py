@@ -20,10 +20,14 @@ class TypesenseHook(BaseHook):
         import typesense
 
         conn = self.get_connection(self.typesense_conn_id)
-        return typesense.Client({
-            "nodes": [{"host": conn.host, "port": str(conn.port or 8108), "protocol": conn.schema or "http"}],
-            "api_key": conn.password,
-            "connection_timeout_seconds": self.timeout,
-            "num_retries": 2,
-            "retry_interval_seconds": 0.5,
-        })
+        return typesense.Client(
+            {
+                "nodes": [
+                    {"host": conn.host, "port": str(conn.port or 8108), "protocol": conn.schema or "http"}
+                ],
+                "api_key": conn.password,
+                "connection_timeout_seconds": self.timeout,
+                "num_retries": 2,
+                "retry_interval_seconds": 0.5,
+            }
+        )

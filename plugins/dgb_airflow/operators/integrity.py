@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from airflow.sdk import BaseOperator
+
 from dgb_airflow.metrics import incr as _incr
 
 
@@ -29,8 +31,15 @@ class IntegrityTierOperator(BaseOperator):
     template_fields: Sequence[str] = ("tier", "limit")
     ui_color = "#fdf0d5"
 
-    def __init__(self, *, tier: str, limit: int | None = None, postgres_conn_id: str = "dgb_db",
-                 max_seconds: float | None = None, **kwargs):
+    def __init__(
+        self,
+        *,
+        tier: str,
+        limit: int | None = None,
+        postgres_conn_id: str = "dgb_db",
+        max_seconds: float | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.tier = tier
         self.limit = limit
@@ -49,15 +58,21 @@ class IntegrityTierOperator(BaseOperator):
             _incr(f"dgb.integrity.outcome.{result.outcome}", 1, tags)
             if result.image is not None:
                 _incr(f"dgb.integrity.image.{result.image.status}", 1, tags)
-            for change in result.breaker_changes:   # the breaker's events: a trip pauses removals
+            for change in result.breaker_changes:  # the breaker's events: a trip pauses removals
                 _incr(f"dgb.integrity.breaker.{change.event}", 1, {"scope": change.scope, "key": change.key})
                 self.log.warning("integrity breaker %s: %s", change.event, change.as_dict())
 
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         try:
             with make_fetcher() as fetcher:
-                summary = run_tier(conn, fetcher, self.tier, int(self.limit) if self.limit else None,
-                                   max_seconds=self.max_seconds, on_result=on_result)
+                summary = run_tier(
+                    conn,
+                    fetcher,
+                    self.tier,
+                    int(self.limit) if self.limit else None,
+                    max_seconds=self.max_seconds,
+                    on_result=on_result,
+                )
                 self.log.info("fetch stats: %s", fetcher.stats)
         finally:
             conn.close()

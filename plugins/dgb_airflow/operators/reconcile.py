@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from airflow.sdk import BaseOperator
+
 from dgb_airflow.metrics import emit_metrics
 
 
@@ -37,8 +38,15 @@ class _SafetyNetOperator(BaseOperator):
 
     ui_color = "#fdf1e0"
 
-    def __init__(self, *, postgres_conn_id: str = "dgb_db", gcp_conn_id: str = "google_cloud_default",
-                 typesense_conn_id: str = "typesense_default", relay: bool = True, **kwargs):
+    def __init__(
+        self,
+        *,
+        postgres_conn_id: str = "dgb_db",
+        gcp_conn_id: str = "google_cloud_default",
+        typesense_conn_id: str = "typesense_default",
+        relay: bool = True,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.postgres_conn_id = postgres_conn_id
         self.gcp_conn_id = gcp_conn_id
@@ -59,10 +67,9 @@ class _SafetyNetOperator(BaseOperator):
             result = relay_outbox(conn, self.gcp_conn_id)
             self.log.info("relay: %s", result)
             return {"published": result.published, "failed": result.failed}
-        except Exception as exc:  # noqa: BLE001 - committed; outbox_relay publishes it
+        except Exception as exc:
             self.log.warning("relay failed (outbox_relay will publish the events): %s", exc)
             return {"error": f"{type(exc).__name__}: {exc}"[:500]}
-
 
     def _record_dead_letters(self, conn) -> None:
         """Dead letters that never reached a stage (trigger rejects) into the table (logged, never raised)."""
@@ -72,9 +79,11 @@ class _SafetyNetOperator(BaseOperator):
             from dgb.deadletters import record_from_topics
 
             hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
-            self.log.info("dead letters recorded from topics: %s",
-                          record_from_topics(conn, hook.subscriber_client, hook.project_id))
-        except Exception as exc:  # noqa: BLE001
+            self.log.info(
+                "dead letters recorded from topics: %s",
+                record_from_topics(conn, hook.subscriber_client, hook.project_id),
+            )
+        except Exception as exc:
             self.log.warning("recording dead letters from topics failed: %s", exc)
 
 
@@ -104,8 +113,10 @@ class ReconcileOperator(_SafetyNetOperator):
         s = settings()
         window_hours = conf.get("window_hours")
         t = Thresholds.from_env(
-            window=self.mode == "sweep", max_attempts=conf.get("max_attempts"),
-            window_s=float(window_hours) * 3600 if window_hours and self.mode == "sweep" else None)
+            window=self.mode == "sweep",
+            max_attempts=conf.get("max_attempts"),
+            window_s=float(window_hours) * 3600 if window_hours and self.mode == "sweep" else None,
+        )
         if conf.get("older_than_s") is not None:
             t = t.with_age(float(conf["older_than_s"]))
         ts = None
@@ -116,9 +127,16 @@ class ReconcileOperator(_SafetyNetOperator):
         dry_run = bool(conf.get("dry_run", False))
         conn = self._pg()
         try:
-            rep = run(conn, mode=self.mode, ts=ts, alias=s.typesense_collection, thresholds=t,
-                      model=s.embedding_model, dry_run=dry_run,
-                      reset_stuck=bool(conf.get("reset_stuck", False)))
+            rep = run(
+                conn,
+                mode=self.mode,
+                ts=ts,
+                alias=s.typesense_collection,
+                thresholds=t,
+                model=s.embedding_model,
+                dry_run=dry_run,
+                reset_stuck=bool(conf.get("reset_stuck", False)),
+            )
             relayed = None if dry_run else self._relay(conn)
             if not dry_run:
                 self._record_dead_letters(conn)
@@ -126,14 +144,24 @@ class ReconcileOperator(_SafetyNetOperator):
             conn.close()
         self.log.info("%s (reconcile_runs id %s)", rep.line(), rep.run_id)
         if rep.flagged:
-            self.log.warning("flagged for an operator (problem='stuck'): %s%s", rep.flagged[:20],
-                             " ..." if len(rep.flagged) > 20 else "")
+            self.log.warning(
+                "flagged for an operator (problem='stuck'): %s%s",
+                rep.flagged[:20],
+                " ..." if len(rep.flagged) > 20 else "",
+            )
         if rep.drift_error:
             self.log.warning("Typesense comparison incomplete: %s", rep.drift_error)
         emit_metrics(f"reconcile.{self.mode}.found", rep.found)
         emit_metrics(f"reconcile.{self.mode}.repaired", rep.repaired)
-        emit_metrics(f"reconcile.{self.mode}", {"flagged": len(rep.flagged), "seconds": rep.seconds,
-                                                "waiting": rep.waiting, "resolved": rep.resolved})
+        emit_metrics(
+            f"reconcile.{self.mode}",
+            {
+                "flagged": len(rep.flagged),
+                "seconds": rep.seconds,
+                "waiting": rep.waiting,
+                "resolved": rep.resolved,
+            },
+        )
         return _jsonable({**rep.as_dict(), "relay": relayed})
 
 
@@ -157,10 +185,16 @@ class RedriveOperator(_SafetyNetOperator):
         run_id = context.get("run_id") if hasattr(context, "get") else None
         conn = self._pg()
         try:
-            rep = redrive(conn, reason=conf.get("reason") or None, limit=limit,
-                          subscription=conf.get("subscription") or None, ids=ids,
-                          model=settings().embedding_model, dry_run=dry_run,
-                          actor=f"airflow {run_id or ''}".strip())
+            rep = redrive(
+                conn,
+                reason=conf.get("reason") or None,
+                limit=limit,
+                subscription=conf.get("subscription") or None,
+                ids=ids,
+                model=settings().embedding_model,
+                dry_run=dry_run,
+                actor=f"airflow {run_id or ''}".strip(),
+            )
             relayed = None if dry_run else self._relay(conn)
             if not dry_run:
                 self._record_dead_letters(conn)
@@ -169,8 +203,9 @@ class RedriveOperator(_SafetyNetOperator):
         self.log.info("%s (reconcile_runs id %s)", rep.line(), rep.run_id)
         for skipped in rep.skipped[:20]:
             self.log.warning("not redriven: %s", skipped)
-        emit_metrics("redrive", {"selected": rep.selected, "redriven": len(rep.redriven),
-                                 "skipped": len(rep.skipped)})
+        emit_metrics(
+            "redrive", {"selected": rep.selected, "redriven": len(rep.redriven), "skipped": len(rep.skipped)}
+        )
         return _jsonable({**rep.as_dict(), "relay": relayed})
 
 
@@ -198,13 +233,22 @@ class ReplayOperator(_SafetyNetOperator):
             try:
                 hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
                 project, subscriber = hook.project_id, hook.subscriber_client
-            except Exception as exc:  # noqa: BLE001 - replay() falls back to republish, saying so
+            except Exception as exc:
                 self.log.warning("no Pub/Sub subscriber for seek: %s", exc)
         conn = self._pg()
         try:
-            rep = replay(conn, conf["start"], conf["end"], topic, mode, project=project,
-                         subscriber=subscriber, subscription=conf.get("subscription") or None,
-                         limit=int(conf.get("limit") or 50_000), dry_run=dry_run)
+            rep = replay(
+                conn,
+                conf["start"],
+                conf["end"],
+                topic,
+                mode,
+                project=project,
+                subscriber=subscriber,
+                subscription=conf.get("subscription") or None,
+                limit=int(conf.get("limit") or 50_000),
+                dry_run=dry_run,
+            )
             relayed = self._relay(conn) if rep.mode_used == "republish" and not dry_run else None
         finally:
             conn.close()

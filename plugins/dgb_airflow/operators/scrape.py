@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from airflow.sdk import BaseOperator
+
 from dgb_airflow.hooks.outbox import relay_outbox, relay_soon
 
 
@@ -24,8 +26,14 @@ class ScrapeAgencyOperator(BaseOperator):
     template_fields: Sequence[str] = ("agency_keys",)
     ui_color = "#d9f2e6"
 
-    def __init__(self, *, agency_keys: Sequence[str], postgres_conn_id: str = "dgb_db",
-                 gcp_conn_id: str = "google_cloud_default", **kwargs):
+    def __init__(
+        self,
+        *,
+        agency_keys: Sequence[str],
+        postgres_conn_id: str = "dgb_db",
+        gcp_conn_id: str = "google_cloud_default",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.agency_keys = list(agency_keys)
         self.postgres_conn_id = postgres_conn_id
@@ -38,8 +46,12 @@ class ScrapeAgencyOperator(BaseOperator):
         from dgb.scraper.dags import agency_by_key
         from dgb.scraper.run import ScrapeParams, scrape_agency
 
-        params = ScrapeParams.from_params({**(context.get("params") or {}),
-                                           **((context["dag_run"].conf or {}) if context.get("dag_run") else {})})
+        params = ScrapeParams.from_params(
+            {
+                **(context.get("params") or {}),
+                **((context["dag_run"].conf or {}) if context.get("dag_run") else {}),
+            }
+        )
         run_id = context["run_id"] if "run_id" in context else None
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         reports = []
@@ -54,7 +66,9 @@ class ScrapeAgencyOperator(BaseOperator):
                 self.log.info("fetch stats: %s", fetcher.stats)
         finally:
             conn.close()
-        if reports and all(r["status"] == "failed" and r["error_category"] == "network_error" for r in reports):
+        if reports and all(
+            r["status"] == "failed" and r["error_category"] == "network_error" for r in reports
+        ):
             raise RuntimeError(f"every agency failed on the network: {[r['error_message'] for r in reports]}")
         return reports
 
@@ -69,8 +83,14 @@ class OutboxRelayOperator(BaseOperator):
 
     ui_color = "#e6ecf9"
 
-    def __init__(self, *, postgres_conn_id: str = "dgb_db", gcp_conn_id: str = "google_cloud_default",
-                 batch_size: int = 500, **kwargs):
+    def __init__(
+        self,
+        *,
+        postgres_conn_id: str = "dgb_db",
+        gcp_conn_id: str = "google_cloud_default",
+        batch_size: int = 500,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.postgres_conn_id = postgres_conn_id
         self.gcp_conn_id = gcp_conn_id

@@ -40,9 +40,17 @@ class StageOperator(BaseOperator):
 
     ui_color = "#f3e8fd"
 
-    def __init__(self, *, stage: str, postgres_conn_id: str = "dgb_db", gcp_conn_id: str = "google_cloud_default",
-                 typesense_conn_id: str = "typesense_default", model_conn_id: str = "dgb_model_service",
-                 sweep_limit: int = 1000, **kwargs):
+    def __init__(
+        self,
+        *,
+        stage: str,
+        postgres_conn_id: str = "dgb_db",
+        gcp_conn_id: str = "google_cloud_default",
+        typesense_conn_id: str = "typesense_default",
+        model_conn_id: str = "dgb_model_service",
+        sweep_limit: int = 1000,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.stage = stage
         self.postgres_conn_id = postgres_conn_id
@@ -65,14 +73,15 @@ class StageOperator(BaseOperator):
 
             return TypesenseHook(self.typesense_conn_id).get_conn()
 
-        return stages.build(self.stage, conn, settings(),
-                            stages.Dependencies(embedder=self._embedder, typesense=typesense))
+        return stages.build(
+            self.stage, conn, settings(), stages.Dependencies(embedder=self._embedder, typesense=typesense)
+        )
 
     def execute(self, context: Any) -> dict:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
-        from dgb_airflow.hooks.outbox import relay_soon
 
         from dgb.pipeline.stage import run_stage
+        from dgb_airflow.hooks.outbox import relay_soon
 
         messages = triggering_messages(context)
         conf = (context["dag_run"].conf or {}) if context.get("dag_run") else {}
@@ -83,8 +92,14 @@ class StageOperator(BaseOperator):
         final_attempt = ti.try_number > (self.retries or 0)
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         try:
-            report = run_stage(self._build(conn), conn, messages, sweep_limit=self.sweep_limit,
-                               final_attempt=final_attempt, unique_ids=unique_ids)
+            report = run_stage(
+                self._build(conn),
+                conn,
+                messages,
+                sweep_limit=self.sweep_limit,
+                final_attempt=final_attempt,
+                unique_ids=unique_ids,
+            )
             self.log.info("stage %s: %s", self.stage, report.summary())
             relay_soon(conn, self.gcp_conn_id, self.log)
         finally:

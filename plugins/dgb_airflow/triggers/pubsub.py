@@ -39,6 +39,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer, reject_shared_stream_event
+
 from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook
 
 log = logging.getLogger(__name__)
@@ -139,8 +140,8 @@ class PubSubStreamProducer(SharedStreamProducer):
     def __init__(self, config: PubSubStreamConfig, hook: DgbPubSubAsyncHook | None = None):
         self.config = config
         self.hook = hook or DgbPubSubAsyncHook(project_id=config.project_id, gcp_conn_id=config.gcp_conn_id)
-        self.outstanding: dict[str, str] = {}     # ack_id -> message_id
-        self.failures: dict[str, int] = {}        # message_id -> failed deliveries seen here
+        self.outstanding: dict[str, str] = {}  # ack_id -> message_id
+        self.failures: dict[str, int] = {}  # message_id -> failed deliveries seen here
         self._extender: asyncio.Task | None = None
 
     # -- stream ----------------------------------------------------------------------------
@@ -157,23 +158,31 @@ class PubSubStreamProducer(SharedStreamProducer):
                 await asyncio.sleep(0.5)
                 continue
             try:
-                received = await self.hook.pull(cfg.subscription, cfg.max_messages,
-                                                timeout=cfg.poll_timeout_s)
+                received = await self.hook.pull(
+                    cfg.subscription, cfg.max_messages, timeout=cfg.poll_timeout_s
+                )
                 backoff = 1.0
             except exceptions.DeadlineExceeded:
                 continue  # an empty long poll (the emulator answers only at the timeout)
-            except (exceptions.ServiceUnavailable, exceptions.InternalServerError, exceptions.Unknown,
-                    exceptions.Aborted, exceptions.ResourceExhausted) as exc:
-                log.warning("pubsub pull from %s failed (%s); retrying in %.0fs", cfg.subscription, exc,
-                            backoff)
+            except (
+                exceptions.ServiceUnavailable,
+                exceptions.InternalServerError,
+                exceptions.Unknown,
+                exceptions.Aborted,
+                exceptions.ResourceExhausted,
+            ) as exc:
+                log.warning(
+                    "pubsub pull from %s failed (%s); retrying in %.0fs", cfg.subscription, exc, backoff
+                )
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 30.0)
                 continue
             if received:
                 # lease the batch to our own short deadline at once: after a crash Pub/Sub
                 # redelivers within ack_deadline_s, not the subscription's (up to 600 s)
-                await self.hook.modify_ack_deadline(cfg.subscription, [m.ack_id for m in received],
-                                                    cfg.ack_deadline_s)
+                await self.hook.modify_ack_deadline(
+                    cfg.subscription, [m.ack_id for m in received], cfg.ack_deadline_s
+                )
             for msg in received:
                 self.outstanding[msg.ack_id] = msg.message.message_id
                 yield raw_event(msg), (msg.ack_id, msg)
@@ -192,36 +201,52 @@ class PubSubStreamProducer(SharedStreamProducer):
             return
         try:
             await self.hook.acknowledge(self.config.subscription, ack_ids)
-        except Exception as exc:  # noqa: BLE001 - the broker redelivers; stages are idempotent
-            log.warning("pubsub ack of %d messages on %s failed: %s", len(ack_ids), self.config.subscription,
-                        exc)
+        except Exception as exc:
+            log.warning(
+                "pubsub ack of %d messages on %s failed: %s", len(ack_ids), self.config.subscription, exc
+            )
         for ack_id in ack_ids:
             self.outstanding.pop(ack_id, None)
 
     async def _dead_letter(self, msg, reason: str) -> bool:
         cfg = self.config
         if cfg.dead_letter_topic is None:
-            log.error("message %s rejected (%s) but %s has no dead-letter topic; acking it",
-                      msg.message.message_id, reason, cfg.subscription)
+            log.error(
+                "message %s rejected (%s) but %s has no dead-letter topic; acking it",
+                msg.message.message_id,
+                reason,
+                cfg.subscription,
+            )
             return True
         attrs = dict(msg.message.attributes)
-        attrs.update({"dgb_dead_letter_reason": reason, "dgb_source_subscription": cfg.subscription,
-                      "dgb_source_message_id": msg.message.message_id})
+        attrs.update(
+            {
+                "dgb_dead_letter_reason": reason,
+                "dgb_source_subscription": cfg.subscription,
+                "dgb_source_message_id": msg.message.message_id,
+            }
+        )
         try:
             await self.hook.publish(cfg.dead_letter_topic, msg.message.data, attrs, timeout=30)
-        except Exception as exc:  # noqa: BLE001 - not acked: it comes back and is dead-lettered again
+        except Exception as exc:
             log.warning("dead-letter publish for %s failed: %s", msg.message.message_id, exc)
             return False
-        log.info("message %s dead-lettered to %s: %s (trace_id=%s)", msg.message.message_id,
-                 cfg.dead_letter_topic, reason, attrs.get("trace_id"))
+        log.info(
+            "message %s dead-lettered to %s: %s (trace_id=%s)",
+            msg.message.message_id,
+            cfg.dead_letter_topic,
+            reason,
+            attrs.get("trace_id"),
+        )
         return True
 
     async def advance(self, batch: Sequence[AdvanceItem]) -> None:
         try:
             await self._advance(batch)
-        except Exception:  # noqa: BLE001 - never stop the shared stream; Pub/Sub redelivers
-            log.exception("pubsub advance on %s failed; messages will be redelivered",
-                          self.config.subscription)
+        except Exception:
+            log.exception(
+                "pubsub advance on %s failed; messages will be redelivered", self.config.subscription
+            )
 
     async def _advance(self, batch: Sequence[AdvanceItem]) -> None:
         cfg = self.config
@@ -249,8 +274,14 @@ class PubSubStreamProducer(SharedStreamProducer):
                     self.failures.pop(message_id, None)
                 continue
             delay = min(600, 10 * 2 ** (count - 1))
-            log.warning("message %s not persisted (outcome %s); redelivery in %ss (failure %d/%d)",
-                        message_id, outcome, delay, count, cfg.max_failures)
+            log.warning(
+                "message %s not persisted (outcome %s); redelivery in %ss (failure %d/%d)",
+                message_id,
+                outcome,
+                delay,
+                count,
+                cfg.max_failures,
+            )
             self.outstanding.pop(ack_id, None)
             await self.hook.modify_ack_deadline(cfg.subscription, [ack_id], delay)
         await self._ack(to_ack)
@@ -290,8 +321,9 @@ class PubSubAckTrigger(BaseEventTrigger):
         async for raw in shared_stream:
             problem = reject_reason(topic, base64.b64decode(raw["data"]), raw["attributes"])
             if problem:
-                log.warning("rejecting message %s on %s: %s", raw["message_id"], self.config.subscription,
-                            problem)
+                log.warning(
+                    "rejecting message %s on %s: %s", raw["message_id"], self.config.subscription, problem
+                )
                 reject_shared_stream_event()
                 continue
             yield TriggerEvent(raw)

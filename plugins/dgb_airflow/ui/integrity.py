@@ -18,8 +18,9 @@ from __future__ import annotations
 import html
 import logging
 import os
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -54,9 +55,14 @@ def default_dsn() -> str:
         hook = PostgresHook(postgres_conn_id=UI_CONN_ID)
         c = hook.connection
         if c.host:
-            return make_conninfo(host=c.host, port=c.port or 5432, user=c.login or None,
-                                 password=c.password or None, dbname=hook.database or c.schema or "dgb")
-    except Exception as exc:  # noqa: BLE001 - outside Airflow, or no such connection
+            return make_conninfo(
+                host=c.host,
+                port=c.port or 5432,
+                user=c.login or None,
+                password=c.password or None,
+                dbname=hook.database or c.schema or "dgb",
+            )
+    except Exception as exc:
         log.debug("%s connection unavailable (%s); using DGB_PG_* settings", UI_CONN_ID, exc)
     from dgb.config import Settings
 
@@ -90,7 +96,9 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
 
 
-def rate_bars(chart_id: str, title: str, rows: list[dict], key: str, color: str, detail: Callable[[dict], str]) -> str:
+def rate_bars(
+    chart_id: str, title: str, rows: list[dict], key: str, color: str, detail: Callable[[dict], str]
+) -> str:
     """Horizontal bars, one per agency, for a 0..1 rate. Agencies without checks show "–"."""
     bar_h, gap, label_w, width = 22, 6, 190, 640
     plot_w = width - label_w - 70
@@ -98,14 +106,18 @@ def rate_bars(chart_id: str, title: str, rows: list[dict], key: str, color: str,
     height = max(1, len(rows)) * (bar_h + gap) + 34
     top = max([r.get(key) or 0 for r in rows] + [0.0001])
     scale_max = min(1.0, max(0.05, top * 1.15))
-    parts = [f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="{_e(title)}" '
-             f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
-             f'<title>{_e(title)}</title>']
+    parts = [
+        f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="{_e(title)}" '
+        f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{_e(title)}</title>",
+    ]
     for tick in (0, 0.5, 1.0):
         x = label_w + plot_w * tick
-        parts.append(f'<line x1="{x:.1f}" y1="4" x2="{x:.1f}" y2="{height - 26}" stroke="#ddd"/>'
-                     f'<text x="{x:.1f}" y="{height - 10}" font-size="11" text-anchor="middle" fill="#666">'
-                     f'{_e(_pct(scale_max * tick))}</text>')
+        parts.append(
+            f'<line x1="{x:.1f}" y1="4" x2="{x:.1f}" y2="{height - 26}" stroke="#ddd"/>'
+            f'<text x="{x:.1f}" y="{height - 10}" font-size="11" text-anchor="middle" fill="#666">'
+            f"{_e(_pct(scale_max * tick))}</text>"
+        )
     if not rows:
         parts.append(f'<text x="{label_w}" y="20" font-size="13" fill="#666">no data yet</text>')
     for i, r in enumerate(rows):
@@ -115,12 +127,13 @@ def rate_bars(chart_id: str, title: str, rows: list[dict], key: str, color: str,
         agency = r.get("agency_key")
         parts.append(
             f'<g class="bar-row"><text x="{label_w - 8}" y="{y + bar_h * 0.7:.1f}" font-size="12" text-anchor="end">'
-            f'{_e(agency)}</text>'
+            f"{_e(agency)}</text>"
             f'<rect class="bar" data-agency="{_e(agency)}" data-value="{"" if value is None else f"{value:.4f}"}" '
             f'x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" rx="3" fill="{color}">'
-            f'<title>{_e(agency)}: {_e(_pct(value))} ({_e(detail(r))})</title></rect>'
+            f"<title>{_e(agency)}: {_e(_pct(value))} ({_e(detail(r))})</title></rect>"
             f'<text x="{label_w + w + 6:.1f}" y="{y + bar_h * 0.7:.1f}" font-size="12" fill="#333">'
-            f'{_e(_pct(value))}</text></g>')
+            f"{_e(_pct(value))}</text></g>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -131,29 +144,39 @@ def tier_bars(chart_id: str, tiers: list[dict]) -> str:
     plot_w = width - label_w - 80
     height = max(1, len(tiers)) * (bar_h + gap) + 40
     top = max([t["checks"] for t in tiers] + [1])
-    parts = [f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="Check outcomes per tier" '
-             f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
-             "<title>Check outcomes per tier</title>"]
+    parts = [
+        f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="Check outcomes per tier" '
+        f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
+        "<title>Check outcomes per tier</title>",
+    ]
     for i, t in enumerate(tiers):
         y = 4 + i * (bar_h + gap)
-        parts.append(f'<text x="{label_w - 8}" y="{y + bar_h * 0.65:.1f}" font-size="12" text-anchor="end">'
-                     f'{_e(t["tier"])} ({_e(t["label"])})</text>')
+        parts.append(
+            f'<text x="{label_w - 8}" y="{y + bar_h * 0.65:.1f}" font-size="12" text-anchor="end">'
+            f"{_e(t['tier'])} ({_e(t['label'])})</text>"
+        )
         x = float(label_w)
         for outcome, color in OUTCOME_COLORS.items():
             n = t["outcomes"].get(outcome, 0)
             if not n:
                 continue
             w = plot_w * n / top
-            parts.append(f'<rect class="seg" data-tier="{_e(t["tier"])}" data-outcome="{outcome}" data-count="{n}" '
-                         f'x="{x:.1f}" y="{y}" width="{max(w, 1):.1f}" height="{bar_h}" fill="{color}">'
-                         f'<title>{_e(t["tier"])} {outcome}: {n}</title></rect>')
+            parts.append(
+                f'<rect class="seg" data-tier="{_e(t["tier"])}" data-outcome="{outcome}" data-count="{n}" '
+                f'x="{x:.1f}" y="{y}" width="{max(w, 1):.1f}" height="{bar_h}" fill="{color}">'
+                f"<title>{_e(t['tier'])} {outcome}: {n}</title></rect>"
+            )
             x += w
-        parts.append(f'<text x="{x + 6:.1f}" y="{y + bar_h * 0.65:.1f}" font-size="12" fill="#333">'
-                     f'{t["checks"]}</text>')
+        parts.append(
+            f'<text x="{x + 6:.1f}" y="{y + bar_h * 0.65:.1f}" font-size="12" fill="#333">'
+            f"{t['checks']}</text>"
+        )
     lx = 10.0
     for outcome, color in OUTCOME_COLORS.items():
-        parts.append(f'<rect x="{lx:.1f}" y="{height - 18}" width="12" height="12" fill="{color}"/>'
-                     f'<text x="{lx + 16:.1f}" y="{height - 8}" font-size="11">{outcome}</text>')
+        parts.append(
+            f'<rect x="{lx:.1f}" y="{height - 18}" width="12" height="12" fill="{color}"/>'
+            f'<text x="{lx + 16:.1f}" y="{height - 8}" font-size="11">{outcome}</text>'
+        )
         lx += 16 + 6.5 * len(outcome) + 14
     parts.append("</svg>")
     return "".join(parts)
@@ -163,19 +186,23 @@ def type_bars(chart_id: str, types: dict[str, int]) -> str:
     items = sorted(types.items(), key=lambda kv: -kv[1])
     width, bar_w, gap, height = 360, 56, 24, 190
     top = max([v for _, v in items] + [1])
-    parts = [f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="Modification types" '
-             f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
-             "<title>Modification types</title>"]
+    parts = [
+        f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="Modification types" '
+        f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
+        "<title>Modification types</title>",
+    ]
     if not items:
         parts.append('<text x="10" y="20" font-size="13" fill="#666">no modifications recorded</text>')
     for i, (name, n) in enumerate(items):
         h = 130 * n / top
         x = 20 + i * (bar_w + gap)
-        parts.append(f'<rect class="type" data-field="{_e(name)}" data-count="{n}" x="{x}" y="{150 - h:.1f}" '
-                     f'width="{bar_w}" height="{h:.1f}" fill="{FIELD_COLORS.get(name, "#555")}">'
-                     f'<title>{_e(name)}: {n}</title></rect>'
-                     f'<text x="{x + bar_w / 2}" y="{145 - h:.1f}" font-size="12" text-anchor="middle">{n}</text>'
-                     f'<text x="{x + bar_w / 2}" y="168" font-size="12" text-anchor="middle">{_e(name)}</text>')
+        parts.append(
+            f'<rect class="type" data-field="{_e(name)}" data-count="{n}" x="{x}" y="{150 - h:.1f}" '
+            f'width="{bar_w}" height="{h:.1f}" fill="{FIELD_COLORS.get(name, "#555")}">'
+            f"<title>{_e(name)}: {n}</title></rect>"
+            f'<text x="{x + bar_w / 2}" y="{145 - h:.1f}" font-size="12" text-anchor="middle">{n}</text>'
+            f'<text x="{x + bar_w / 2}" y="168" font-size="12" text-anchor="middle">{_e(name)}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -203,26 +230,51 @@ def render_page(report: dict) -> str:
     agencies = report["agencies"]
     checked = [a for a in agencies if a.get("checked_articles")]
     cards = [
-        ("articles", t["articles"]), ("checked", t["checked_articles"]), ("checks", t["checks"]),
-        ("modification rate", _pct(t["modification_rate"])), ("broken-link rate", _pct(t["broken_link_rate"])),
-        ("removed", t["removed_articles"]), ("suspect (not hidden)", t.get("suspect_articles", 0)),
-        ("moved", t.get("moved_articles", 0)), ("broken images", t["image_broken_articles"]),
+        ("articles", t["articles"]),
+        ("checked", t["checked_articles"]),
+        ("checks", t["checks"]),
+        ("modification rate", _pct(t["modification_rate"])),
+        ("broken-link rate", _pct(t["broken_link_rate"])),
+        ("removed", t["removed_articles"]),
+        ("suspect (not hidden)", t.get("suspect_articles", 0)),
+        ("moved", t.get("moved_articles", 0)),
+        ("broken images", t["image_broken_articles"]),
     ]
     paused = report.get("removals_paused") or []
     paused_html = "".join(
         f'<li data-breaker-scope="{_e(b["scope"])}" data-breaker-key="{_e(b["key"])}"><b>{_e(b["scope"])} '
-        f'{_e(b["key"])}</b> since {_e(_short_time(b["tripped_at"]))}: {_e(b["reason"])}</li>' for b in paused)
-    breaker_panel = (f'<div class="panel alert" id="removals-paused"><h2>Removals paused</h2>'
-                     f'<ul>{paused_html}</ul>'
-                     '<div class=muted>Gone answers there only mark articles suspect_removed (still searchable)'
-                     ' until the agency/host answers normally again.</div></div>') if paused else ""
-    card_html = "".join(f'<div class="card"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'
-                        for k, v in cards)
-    mod_chart = rate_bars("chart-modification-rate", "Modification rate per agency", checked, "modification_rate",
-                          "#1565c0", lambda r: f"{r['modified_articles']} of {r['checked_articles']} checked")
-    broken_chart = rate_bars("chart-broken-rate", "Broken-link rate per agency", checked, "broken_link_rate",
-                             "#c62828", lambda r: f"{r['removed_articles']} removed, "
-                                                  f"{r['image_broken_articles']} broken images")
+        f"{_e(b['key'])}</b> since {_e(_short_time(b['tripped_at']))}: {_e(b['reason'])}</li>"
+        for b in paused
+    )
+    breaker_panel = (
+        (
+            f'<div class="panel alert" id="removals-paused"><h2>Removals paused</h2>'
+            f"<ul>{paused_html}</ul>"
+            "<div class=muted>Gone answers there only mark articles suspect_removed (still searchable)"
+            " until the agency/host answers normally again.</div></div>"
+        )
+        if paused
+        else ""
+    )
+    card_html = "".join(
+        f'<div class="card"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>' for k, v in cards
+    )
+    mod_chart = rate_bars(
+        "chart-modification-rate",
+        "Modification rate per agency",
+        checked,
+        "modification_rate",
+        "#1565c0",
+        lambda r: f"{r['modified_articles']} of {r['checked_articles']} checked",
+    )
+    broken_chart = rate_bars(
+        "chart-broken-rate",
+        "Broken-link rate per agency",
+        checked,
+        "broken_link_rate",
+        "#c62828",
+        lambda r: f"{r['removed_articles']} removed, {r['image_broken_articles']} broken images",
+    )
     tiers_chart = tier_bars("chart-tier-outcomes", report["tiers"])
     types_chart = type_bars("chart-modification-types", report["modification_types"])
     agency_rows = "".join(
@@ -232,13 +284,19 @@ def render_page(report: dict) -> str:
         f"<td class=num>{_e(_hours(a['mean_hours_to_first_modification']))}</td>"
         f"<td class=num>{a['removed_articles']}</td><td class=num>{a.get('suspect_articles', 0)}</td>"
         f"<td class=num>{a.get('moved_articles', 0)}</td><td class=num>{a['image_broken_articles']}</td>"
-        f"<td class=num>{_e(_pct(a['broken_link_rate']))}</td></tr>" for a in agencies)
-    history_rows = "".join(
-        f"<tr><td class=muted>{_e(_short_time(h['detected_at']))}</td><td>{_e(h['agency_key'])}</td>"
-        f"<td>{_e(h['title'])}</td><td>{_e(h['field_changed'])}</td><td>{_e(h['source'])}</td>"
-        f"<td><span class=diff-old>{_e(h['old_value'])}</span><br><span class=diff-new>{_e(h['new_value'])}"
-        f"</span></td></tr>" for h in report["recent_changes"]) or \
-        '<tr><td colspan=6 class=muted>no changes recorded yet</td></tr>'
+        f"<td class=num>{_e(_pct(a['broken_link_rate']))}</td></tr>"
+        for a in agencies
+    )
+    history_rows = (
+        "".join(
+            f"<tr><td class=muted>{_e(_short_time(h['detected_at']))}</td><td>{_e(h['agency_key'])}</td>"
+            f"<td>{_e(h['title'])}</td><td>{_e(h['field_changed'])}</td><td>{_e(h['source'])}</td>"
+            f"<td><span class=diff-old>{_e(h['old_value'])}</span><br><span class=diff-new>{_e(h['new_value'])}"
+            f"</span></td></tr>"
+            for h in report["recent_changes"]
+        )
+        or "<tr><td colspan=6 class=muted>no changes recorded yet</td></tr>"
+    )
     sched = ", ".join(f"{s['tier']} every {s['every_minutes']:g} min" for s in report["schedule"]["tiers"])
     problems = ", ".join(f"{k}: {v}" for k, v in report["problems"].items()) or "none"
     return f"""<!DOCTYPE html>
@@ -246,7 +304,7 @@ def render_page(report: dict) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
 <body>
 <h1>News integrity</h1>
-<div class="sub">Generated {_e(_short_time(report['generated_at']))} UTC · schedule <b>{_e(report['schedule']['mode'])}</b>
+<div class="sub">Generated {_e(_short_time(report["generated_at"]))} UTC · schedule <b>{_e(report["schedule"]["mode"])}</b>
 ({_e(sched)}) · open problems: {_e(problems)} · <a href="api/report">JSON</a></div>
 {breaker_panel}
 <div class="cards">{card_html}</div>
@@ -287,7 +345,7 @@ def _auth_dependencies(require_auth: bool) -> list:
         return []
     try:
         from airflow.api_fastapi.core_api.security import get_user
-    except Exception:  # noqa: BLE001 - outside the API server: nothing to authenticate against
+    except Exception:
         log.warning("dgb integrity UI: Airflow auth unavailable; the page is not protected")
         return []
     return [Depends(get_user)]
@@ -298,24 +356,32 @@ def create_app(connect: Callable[[], Any] | None = None, *, require_auth: bool |
     connect = connect or default_connect
     if require_auth is None:
         require_auth = os.environ.get("DGB_UI_REQUIRE_AUTH", "1").lower() not in ("0", "false", "no")
-    app = FastAPI(title="DGB integrity", docs_url=None, redoc_url=None, openapi_url=None,
-                  dependencies=_auth_dependencies(require_auth))
+    app = FastAPI(
+        title="DGB integrity",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        dependencies=_auth_dependencies(require_auth),
+    )
 
     @app.get("/", response_class=HTMLResponse)
     def page() -> HTMLResponse:
         try:
             report = load_report(connect)
-        except Exception as exc:  # noqa: BLE001 - show the operator what is wrong, not a bare 500
+        except Exception as exc:
             log.exception("dgb integrity UI: report failed")
-            return HTMLResponse(f"<!DOCTYPE html><html><body><h1>News integrity</h1><p>Report unavailable: "
-                                f"{_e(type(exc).__name__)}: {_e(exc)}</p></body></html>", status_code=503)
+            return HTMLResponse(
+                f"<!DOCTYPE html><html><body><h1>News integrity</h1><p>Report unavailable: "
+                f"{_e(type(exc).__name__)}: {_e(exc)}</p></body></html>",
+                status_code=503,
+            )
         return HTMLResponse(render_page(report))
 
     @app.get("/api/report")
     def report_json() -> JSONResponse:
         try:
             return JSONResponse(load_report(connect))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.exception("dgb integrity UI: report failed")
             return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=503)
 

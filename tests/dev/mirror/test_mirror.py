@@ -23,8 +23,10 @@ AGENCIES = ("mec", "mds", "mma", "turismo", "saude")  # shapes: tileItem, ul, en
 PER_AGENCY = 35
 DATE_RE = re.compile(r"\d{2}/\d{2}/\d{4}")
 TIME_RE = re.compile(r"\d{1,2}h\d{2}")
-CONTENT = ("Primeiro parágrafo com **destaque** e [link](https://www.gov.br/mec/pt-br).\n\n"
-           "## Principais pontos\n\n- item um\n- item dois\n\nParágrafo final da matéria.")
+CONTENT = (
+    "Primeiro parágrafo com **destaque** e [link](https://www.gov.br/mec/pt-br).\n\n"
+    "## Principais pontos\n\n- item um\n- item dois\n\nParágrafo final da matéria."
+)
 
 
 def _rows() -> list[dict]:
@@ -32,13 +34,20 @@ def _rows() -> list[dict]:
     rows = []
     for a, agency in enumerate(AGENCIES):
         for i in range(PER_AGENCY):
-            rows.append({
-                "agency": agency, "title": f"Governo anuncia medida {i} da pasta {agency}",
-                "subtitle": f"Linha fina {i}", "category": "Educação", "tags": ["educação", "escolas"],
-                "content": CONTENT, "published_at": (start + timedelta(hours=i * 7 + a)).isoformat(),
-                "url_slug": f"medida-{i}-{agency}", "image_url": "imagens/foto.jpg" if i % 3 else None,
-                "theme_l1": "02",
-            })
+            rows.append(
+                {
+                    "agency": agency,
+                    "title": f"Governo anuncia medida {i} da pasta {agency}",
+                    "subtitle": f"Linha fina {i}",
+                    "category": "Educação",
+                    "tags": ["educação", "escolas"],
+                    "content": CONTENT,
+                    "published_at": (start + timedelta(hours=i * 7 + a)).isoformat(),
+                    "url_slug": f"medida-{i}-{agency}",
+                    "image_url": "imagens/foto.jpg" if i % 3 else None,
+                    "theme_l1": "02",
+                }
+            )
     return rows
 
 
@@ -119,8 +128,14 @@ def test_listing_tileitem_pagination_newest_first(mirror):
     assert page2.css("article.tileItem a.summary")[-1].attributes["href"].endswith("/medida-0-mec")
 
 
-@pytest.mark.parametrize("agency,selector", [
-    ("mds", "ul.noticias > li"), ("mma", "div.entries > article.entry"), ("turismo", "div#content-core > div.item")])
+@pytest.mark.parametrize(
+    "agency,selector",
+    [
+        ("mds", "ul.noticias > li"),
+        ("mma", "div.entries > article.entry"),
+        ("turismo", "div#content-core > div.item"),
+    ],
+)
 def test_listing_fallback_shapes(mirror, agency, selector):
     _, base, client = mirror
     assert FIXED_SHAPES[agency] != "tileItem"
@@ -181,16 +196,24 @@ def test_article_variants(mirror):
     assert '"@type": "NewsArticle"' in raw
     with pytest.raises(json.JSONDecodeError):
         json.loads(raw)
-    absent = [a for a in site.articles("mec") + site.articles("saude") if article_variant(a).jsonld == "absent"]
+    absent = [
+        a for a in site.articles("mec") + site.articles("saude") if article_variant(a).jsonld == "absent"
+    ]
     bylines = {article_variant(a).byline for a in absent}
     assert bylines == {"full", "text"}
     for a in absent:
         text = page(a)
         assert "application/ld+json" not in text
         if article_variant(a).byline == "text":
-            assert "plone-document-byline" not in text and re.search(r"Publicado em \d{2}/\d{2}/\d{4} \d{2}h\d{2}", text)
+            assert "plone-document-byline" not in text and re.search(
+                r"Publicado em \d{2}/\d{2}/\d{4} \d{2}h\d{2}", text
+            )
     absolute = html(client.get(site.article_url(base, article_with(site, image_ref="absolute"))))
-    assert absolute.css_first("#parent-fieldname-text img").attributes["src"].startswith(f"{base}/www.gov.br/mec/resolveuid/")
+    assert (
+        absolute.css_first("#parent-fieldname-text img")
+        .attributes["src"]
+        .startswith(f"{base}/www.gov.br/mec/resolveuid/")
+    )
     video = html(client.get(site.article_url(base, article_with(site, video=True))))
     assert "/www.youtube.com/embed/" in video.css_first("iframe").attributes["src"]
 
@@ -215,6 +238,7 @@ def test_listing_path_from_registry(corpus, extra_dir):
     class Ag:
         url = "https://www.gov.br/mec/pt-br/centrais-de-conteudo/noticias"
         name = "Ministério da Educação"
+
     site = Site(corpus, registry={"mec": Ag()})
     server, base = start_in_thread(site)
     try:
@@ -239,7 +263,11 @@ def test_plone_search_shape_and_pagination(mirror):
     assert data["items_total"] == PER_AGENCY and len(data["items"]) == 25 and data["@id"]
     item = data["items"][0]
     assert item["@id"] == f"{listing(base, 'mec')}/medida-34-mec"
-    assert item["title"] and item["description"] == "Linha fina 34" and item["Subject"] == ["educação", "escolas"]
+    assert (
+        item["title"]
+        and item["description"] == "Linha fina 34"
+        and item["Subject"] == ["educação", "escolas"]
+    )
     assert item["effective"].startswith("2026-") and item["modified"]
     assert item["image"]["download"].startswith(item["@id"] + "/@@images/")
     assert client.get(item["image"]["download"]).headers["content-type"] == "image/jpeg"
@@ -247,8 +275,11 @@ def test_plone_search_shape_and_pagination(mirror):
     # Every body shape real Plone 6 sites serve: slate blocks, a text block with an HTML string, textBlock
     # blocks with plain strings, no text blocks but the item's text as RichText or as a plain string.
     search = "++api++/pt-br/assuntos/noticias/@search?fullobjects=1&b_size=100"
-    everything = [i for key in ("mec", "saude", "turismo")
-                  for i in client.get(f"{base}/www.gov.br/{key}/{search}").json()["items"]]
+    everything = [
+        i
+        for key in ("mec", "saude", "turismo")
+        for i in client.get(f"{base}/www.gov.br/{key}/{search}").json()["items"]
+    ]
     kinds = {b["@type"] for i in everything for b in i["blocks"].values()}
     assert {"slate", "text", "textBlock"} <= kinds
     slate = next(b for i in everything for b in i["blocks"].values() if b["@type"] == "slate")
@@ -389,7 +420,9 @@ def test_oversized(mirror):
     _, base, client = mirror
     fault(client, base, path_prefix="/www.gov.br/mec/", fault="oversized", count=1)
     assert int(client.head(listing(base, "mec")).headers["content-length"]) == 12 * 1024 * 1024
-    fault(client, base, path_prefix="/www.gov.br/mec/", fault="oversized", mb=1, content_length=False, count=1)
+    fault(
+        client, base, path_prefix="/www.gov.br/mec/", fault="oversized", mb=1, content_length=False, count=1
+    )
     with client.stream("GET", listing(base, "mec")) as r:
         assert "content-length" not in r.headers
         total = sum(len(c) for c in r.iter_bytes())
@@ -451,22 +484,47 @@ def test_faults_file_and_validation(tmp_path, corpus, extra_dir):
 
 def test_publish_edit_remove(mirror):
     site, base, client = mirror
-    r = control(client, base, "publish", {"agency": "mec", "title": "Nova escola técnica inaugurada",
-                                          "content": "Texto novo.\n\nSegundo parágrafo.", "subtitle": "Resumo"})
+    r = control(
+        client,
+        base,
+        "publish",
+        {
+            "agency": "mec",
+            "title": "Nova escola técnica inaugurada",
+            "content": "Texto novo.\n\nSegundo parágrafo.",
+            "subtitle": "Resumo",
+        },
+    )
     assert r.status_code == 201
     url = r.json()["url"]
     assert url == f"{listing(base, 'mec')}/nova-escola-tecnica-inaugurada"
     top = html(client.get(listing(base, "mec"))).css_first("article.tileItem a.summary")
     assert top.attributes["href"] == url
     before = client.get(url)
-    r = control(client, base, "edit", {"agency": "mec", "slug": "nova-escola-tecnica-inaugurada",
-                                       "title": "Nova escola técnica é inaugurada", "content": "Texto revisto."})
+    r = control(
+        client,
+        base,
+        "edit",
+        {
+            "agency": "mec",
+            "slug": "nova-escola-tecnica-inaugurada",
+            "title": "Nova escola técnica é inaugurada",
+            "content": "Texto revisto.",
+        },
+    )
     assert r.status_code == 200
     after = client.get(url)
-    assert "Nova escola técnica é inaugurada" in after.text and after.headers["etag"] != before.headers["etag"]
+    assert (
+        "Nova escola técnica é inaugurada" in after.text and after.headers["etag"] != before.headers["etag"]
+    )
     assert after.headers["last-modified"] != before.headers["last-modified"]
     assert control(client, base, "edit", {"agency": "mec", "slug": "nope", "title": "x"}).status_code == 404
-    assert control(client, base, "remove", {"agency": "mec", "slug": "nova-escola-tecnica-inaugurada"}).status_code == 200
+    assert (
+        control(
+            client, base, "remove", {"agency": "mec", "slug": "nova-escola-tecnica-inaugurada"}
+        ).status_code
+        == 200
+    )
     assert client.get(url).status_code == 404
     assert url not in client.get(listing(base, "mec")).text
     control(client, base, "remove", {"agency": "mec", "slug": "medida-1-mec", "status": 410})
@@ -507,12 +565,28 @@ def test_extra_articles(mirror, extra_dir, caplog):
     site, base, client = mirror
     caplog.set_level(logging.WARNING, logger="dgb_dev.mirror")
     assert "orgao-novo" not in site.agency_keys()
-    (extra_dir / "one.json").write_text(json.dumps({
-        "agency": "mec", "title": "Artigo extra do MEC", "content": "Um.\n\nDois.",
-        "published_at": "2030-01-01T10:00:00-03:00", "tags": ["extra"]}), encoding="utf-8")
+    (extra_dir / "one.json").write_text(
+        json.dumps(
+            {
+                "agency": "mec",
+                "title": "Artigo extra do MEC",
+                "content": "Um.\n\nDois.",
+                "published_at": "2030-01-01T10:00:00-03:00",
+                "tags": ["extra"],
+            }
+        ),
+        encoding="utf-8",
+    )
     lines = [
-        json.dumps({"agency": "orgao-novo", "title": "Primeira notícia do órgão novo", "content": "## Título\n\nTexto.",
-                    "published_at": "2029-05-05T09:30:00-03:00", "url_slug": "primeira"}),
+        json.dumps(
+            {
+                "agency": "orgao-novo",
+                "title": "Primeira notícia do órgão novo",
+                "content": "## Título\n\nTexto.",
+                "published_at": "2029-05-05T09:30:00-03:00",
+                "url_slug": "primeira",
+            }
+        ),
         "{not json",
         json.dumps({"agency": "mec", "title": "Sem data", "content": "x"}),
     ]
@@ -531,9 +605,18 @@ def test_extra_articles(mirror, extra_dir, caplog):
     warnings = " ".join(r.getMessage() for r in caplog.records)
     assert "many.jsonl line 2" in warnings and "many.jsonl line 3" in warnings and "broken.json" in warnings
     # a file added while running is served from the next request on
-    (extra_dir / "later.json").write_text(json.dumps({
-        "agency": "mec", "title": "Chegou depois", "content": "Texto.",
-        "published_at": "2031-01-01T10:00:00-03:00", "url_slug": "chegou-depois"}), encoding="utf-8")
+    (extra_dir / "later.json").write_text(
+        json.dumps(
+            {
+                "agency": "mec",
+                "title": "Chegou depois",
+                "content": "Texto.",
+                "published_at": "2031-01-01T10:00:00-03:00",
+                "url_slug": "chegou-depois",
+            }
+        ),
+        encoding="utf-8",
+    )
     assert html(client.get(listing(base, "mec"))).css_first("a.summary").text() == "Chegou depois"
     assert client.get(f"{listing(base, 'mec')}/chegou-depois").status_code == 200
     (extra_dir / "later.json").unlink()
@@ -566,16 +649,27 @@ def test_project_parsers_read_the_mirror(mirror):
         source, page = parsers.parse_any_listing(client.get(url).text, url, agency)
         assert source == "classic" and len(page.items) == 30 and page.next_url.endswith("b_start:int=30")
         first = page.items[0]
-        assert first.url == f"{url}/medida-34-{agency}" and first.published_at and first.summary == "Linha fina 34"
-        api = (f"{base}/www.gov.br/{agency}/++api++/pt-br/assuntos/noticias/@search?portal_type=News Item"
-               "&sort_on=effective&sort_order=descending&b_start=0&b_size=25&fullobjects=1")
+        assert (
+            first.url == f"{url}/medida-34-{agency}"
+            and first.published_at
+            and first.summary == "Linha fina 34"
+        )
+        api = (
+            f"{base}/www.gov.br/{agency}/++api++/pt-br/assuntos/noticias/@search?portal_type=News Item"
+            "&sort_on=effective&sort_order=descending&b_start=0&b_size=25&fullobjects=1"
+        )
         source, page = parsers.parse_any_listing(client.get(api).text, api, agency)
         assert source == "plone6" and len(page.items) == 25 and page.next_url
         assert page.items[0].url == first.url and page.items[0].tags == ["educação", "escolas"]
     for a in site.articles("mec") + site.articles("saude"):
         url = site.article_url(base, a)
         art = parsers.parse_article_html(client.get(url).text, url, a.agency)
-        assert (art.title, art.subtitle, art.category, art.tags) == (a.title, a.subtitle, a.category, list(a.tags))
+        assert (art.title, art.subtitle, art.category, art.tags) == (
+            a.title,
+            a.subtitle,
+            a.category,
+            list(a.tags),
+        )
         assert abs((art.published_at - a.published_at).total_seconds()) < 60  # bylines have no seconds
         assert "Assessoria" not in art.content and "destaque" in art.content
         assert bool(art.image_url) == bool(a.image_url) and bool(art.video_url) == article_variant(a).video
@@ -598,8 +692,7 @@ def test_project_parsers_read_the_mirror(mirror):
                 assert abs((art.published_at - a.published_at).total_seconds()) < 60
                 # id_date: JSON-LD's string when production can read it, else the text date at -03:00
                 pub = a.published_at.astimezone(BRT)
-                expected = (pub.isoformat() if v.jsonld == "present"
-                            else pub.replace(second=0).isoformat())
+                expected = pub.isoformat() if v.jsonld == "present" else pub.replace(second=0).isoformat()
                 assert art.id_date == expected, (v, art.id_date)
                 assert "destaque" in art.content and "item dois" in art.content
                 assert "Restrição" not in art.content

@@ -30,7 +30,7 @@ def test_the_embedder_reaches_the_service_of_the_connection(monkeypatch):
     seen = []
 
     class Health(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's naming
+        def do_GET(self):
             seen.append(self.path)
             body = json.dumps({"status": "ok", "model": "m", "dim": 3}).encode()
             self.send_response(200)

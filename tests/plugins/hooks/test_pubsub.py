@@ -27,7 +27,7 @@ def test_emulator_host_comes_from_the_environment(monkeypatch):
 
 def test_sync_hook_publishes_pulls_extends_and_acks(project):
     hook = DgbPubSubHook()
-    assert hook.project_id == project                 # from the google_cloud_default connection
+    assert hook.project_id == project  # from the google_cloud_default connection
     hook.publish(topic=SUB.topic, messages=[{"data": b"one", "attributes": {"k": "v"}}])
     received = hook.pull(subscription=SUB.name, max_messages=10)
     assert [m.message.data for m in received] == [b"one"] and received[0].message.attributes["k"] == "v"
@@ -61,7 +61,7 @@ def test_async_hook_round_trip_on_the_emulator(project):
         assert await hook.modify_ack_deadline(SUB.name, ack_ids + ["bogus"], 30) == ["bogus"]
         assert await hook.modify_ack_deadline(SUB.name, [], 30) == []
         await hook.acknowledge(SUB.name, ack_ids)
-        try:                                   # nothing left: an empty answer, or the long poll's timeout
+        try:  # nothing left: an empty answer, or the long poll's timeout
             assert await hook.pull(SUB.name, 10, timeout=2) == []
         except exceptions.DeadlineExceeded:
             pass
@@ -80,7 +80,7 @@ def test_async_hook_resolves_credentials_off_the_loop_without_the_emulator(monke
     async def scenario():
         hook = DgbPubSubAsyncHook(project_id=project)
         subscriber, publisher = await hook.get_clients()
-        assert (subscriber, publisher) == await hook.get_clients()       # created once
+        assert (subscriber, publisher) == await hook.get_clients()  # created once
         creds = subscriber.transport._credentials
         assert type(creds).__name__ == "AnonymousCredentials"
         await hook.close()

@@ -3,6 +3,8 @@ articles on the local gov.br site through PostgreSQL, counting outcomes in Airfl
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
 
 from dgb.fetch import Fetcher
@@ -15,11 +17,11 @@ from ..conftest import task_context
 
 
 def _in_tier(published: str, tier: str) -> bool:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from dgb.integrity.tiers import DEFAULT_TIERS
 
-    age = (datetime.now(timezone.utc) - datetime.fromisoformat(published)).total_seconds() / 86400
+    age = (datetime.now(UTC) - datetime.fromisoformat(published)).total_seconds() / 86400
     return next(t for t in DEFAULT_TIERS if t.name == tier).contains(age)
 
 
@@ -35,7 +37,7 @@ def scraped_site(pg, mirror, monkeypatch):
     monkeypatch.setenv("DGB_SOURCE_MODE", "mirror")
     monkeypatch.setenv("DGB_MIRROR_URL", base)
     monkeypatch.setenv("DGB_FETCH_MIN_INTERVAL", "0")
-    monkeypatch.setenv("DGB_INTEGRITY_OUTBOX_MAX_AGE_S", "0")    # unenriched rows are no backlog here
+    monkeypatch.setenv("DGB_INTEGRITY_OUTBOX_MAX_AGE_S", "0")  # unenriched rows are no backlog here
     monkeypatch.setenv("DGB_INTEGRITY_BACKLOG_MAX", "0")
     return site
 

@@ -4,7 +4,7 @@ and the Pub/Sub emulator: stuck work is re-announced through the outbox and rela
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -40,7 +40,8 @@ def test_mode_is_checked_when_the_dag_is_built():
 
 def test_reconcile_re_announces_stuck_articles_and_relays(pg, scraped, project):
     out = ReconcileOperator(task_id="reconcile_sweep", mode="sweep").execute(
-        task_context(conf={"older_than_s": 0, "drift": False}))
+        task_context(conf={"older_than_s": 0, "drift": False})
+    )
     assert out["relay"] == {"published": len(scraped), "failed": 0}
     with pg.cursor() as cur:
         cur.execute("SELECT mode FROM reconcile_runs")
@@ -51,15 +52,19 @@ def test_reconcile_re_announces_stuck_articles_and_relays(pg, scraped, project):
 
 def test_reconcile_dry_run_changes_nothing(pg, scraped, project):
     out = ReconcileOperator(task_id="reconcile_daily", mode="daily").execute(
-        task_context(conf={"older_than_s": 0, "drift": False, "dry_run": True}))
+        task_context(conf={"older_than_s": 0, "drift": False, "dry_run": True})
+    )
     assert out["relay"] is None and outbox.pending_count(pg) == 0
     assert pull_all(project, topology.SUB_ENRICHMENT, 1, timeout=2) == []
 
 
 def test_replay_republishes_a_window_from_postgresql(pg, scraped, project):
-    now = datetime.now(timezone.utc)
-    conf = {"start": (now - timedelta(hours=1)).isoformat(), "end": (now + timedelta(minutes=1)).isoformat(),
-            "topic": topology.TOPIC_SCRAPED}
+    now = datetime.now(UTC)
+    conf = {
+        "start": (now - timedelta(hours=1)).isoformat(),
+        "end": (now + timedelta(minutes=1)).isoformat(),
+        "topic": topology.TOPIC_SCRAPED,
+    }
     out = ReplayOperator(task_id="replay_events").execute(task_context(conf=conf))
     assert out["enqueued"] == len(scraped) and out["relay"] == {"published": len(scraped), "failed": 0}
     assert len(pull_all(project, topology.SUB_ENRICHMENT, len(scraped))) == len(scraped)

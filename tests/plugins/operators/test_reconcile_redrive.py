@@ -20,8 +20,10 @@ def project(pg, pubsub_server, monkeypatch):
     """A fresh emulator project with the declared topology, as the operators' GCP connection."""
     name = f"dgb-ops-{uuid.uuid4().hex[:8]}"
     topology.apply(name)
-    monkeypatch.setenv("AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT", json.dumps(
-        {"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True, "project": name}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT",
+        json.dumps({"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True, "project": name}}),
+    )
     return name
 
 
@@ -40,18 +42,26 @@ def test_redrive_operator_republishes_and_records_trigger_rejects(pg, project):
 
     trace = str(uuid.uuid4())
     with db.transaction(pg) as cur:
-        cur.execute("INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at,"
-                    " trace_id) VALUES ('art-1', 'mec', 't', %s, now(), now(), %s)",
-                    ("https://www.gov.br/mec/art-1", trace))
-        cur.execute("INSERT INTO dead_letters (subscription, message_key, unique_id, trace_id, reason,"
-                    " payload) VALUES (%s, 'art-1', 'art-1', %s, 'retries_exhausted', '{}') RETURNING id",
-                    (topology.SUB_ENRICHMENT, trace))
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at,"
+            " trace_id) VALUES ('art-1', 'mec', 't', %s, now(), now(), %s)",
+            ("https://www.gov.br/mec/art-1", trace),
+        )
+        cur.execute(
+            "INSERT INTO dead_letters (subscription, message_key, unique_id, trace_id, reason,"
+            " payload) VALUES (%s, 'art-1', 'art-1', %s, 'retries_exhausted', '{}') RETURNING id",
+            (topology.SUB_ENRICHMENT, trace),
+        )
         letter = cur.fetchone()[0]
     # a message the trigger rejected, waiting on the subscription's dead-letter topic
     sub = topology.subscription(topology.SUB_ENRICHMENT)
     pubsub_v1.PublisherClient().publish(
-        f"projects/{project}/topics/{sub.dead_letter_topic}", b"not json{", unique_id="poison-1",
-        dgb_dead_letter_reason="malformed_json", dgb_source_message_id="m-9").result(timeout=10)
+        f"projects/{project}/topics/{sub.dead_letter_topic}",
+        b"not json{",
+        unique_id="poison-1",
+        dgb_dead_letter_reason="malformed_json",
+        dgb_source_message_id="m-9",
+    ).result(timeout=10)
 
     op = RedriveOperator(task_id="redrive")
     out = op.execute({"params": {"reason": "retries_exhausted", "limit": 10}, "run_id": "manual__t1"})
@@ -73,8 +83,9 @@ def test_redrive_operator_republishes_and_records_trigger_rejects(pg, project):
     attrs = got[0].message.attributes
     assert attrs["trace_id"] == trace and attrs["dgb_source"] == "redrive"
     # and the trigger's reject was brought into dead_letters (what failed with AttributeError before)
-    recorded = _rows(pg, "SELECT subscription, unique_id, reason, status FROM dead_letters"
-                         " WHERE message_id = 'm-9'")
+    recorded = _rows(
+        pg, "SELECT subscription, unique_id, reason, status FROM dead_letters WHERE message_id = 'm-9'"
+    )
     assert recorded == [(topology.SUB_ENRICHMENT, "poison-1", "malformed_json", "open")]
 
 
@@ -82,10 +93,15 @@ def test_redrive_operator_dry_run_changes_nothing(pg, project):
     from dgb_airflow.operators.reconcile import RedriveOperator
 
     with db.transaction(pg) as cur:
-        cur.execute("INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at)"
-                    " VALUES ('art-2', 'mec', 't', 'https://www.gov.br/mec/art-2', now(), now())")
-        cur.execute("INSERT INTO dead_letters (subscription, message_key, unique_id, reason)"
-                    " VALUES (%s, 'art-2', 'art-2', 'unknown_id')", (topology.SUB_ENRICHMENT,))
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at)"
+            " VALUES ('art-2', 'mec', 't', 'https://www.gov.br/mec/art-2', now(), now())"
+        )
+        cur.execute(
+            "INSERT INTO dead_letters (subscription, message_key, unique_id, reason)"
+            " VALUES (%s, 'art-2', 'art-2', 'unknown_id')",
+            (topology.SUB_ENRICHMENT,),
+        )
     out = RedriveOperator(task_id="redrive").execute({"params": {"dry_run": True}})
     assert out["dry_run"] and out["selected"] == 1 and len(out["redriven"]) == 1 and out["relay"] is None
     assert _rows(pg, "SELECT status FROM dead_letters") == [("open",)]

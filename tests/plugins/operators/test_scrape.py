@@ -37,7 +37,7 @@ def test_scrape_stores_articles_and_relays_their_events_at_once(pg, project, sit
     reports = op.execute(task_context(run_id="scheduled__1"))
     assert [(r["agency"], r["status"], r["new"]) for r in reports] == [("mec", "success", len(MEC))]
     assert _count(pg, "SELECT count(*) FROM news WHERE agency_key = 'mec'") == len(MEC)
-    assert _count(pg, "SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0      # relayed
+    assert _count(pg, "SELECT count(*) FROM outbox WHERE published_at IS NULL") == 0  # relayed
     got = pull_all(project, topology.SUB_ENRICHMENT, len(MEC))
     assert len(got) == len(MEC)
     # a second run finds nothing new and publishes nothing
@@ -69,8 +69,12 @@ def test_relay_operator_publishes_what_a_scrape_left_and_reports_pending(pg, pro
 def test_relay_operator_fails_when_a_publish_failed(pg, project, site, monkeypatch):
     ScrapeAgencyOperator(task_id="s", agency_keys=["mec"], gcp_conn_id="missing").execute(task_context())
     # a project without the topics: every publish fails, the task fails to be retried
-    monkeypatch.setenv("AIRFLOW_CONN_EMPTY_PROJECT", json.dumps(
-        {"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True, "project": "dgb-empty"}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_EMPTY_PROJECT",
+        json.dumps(
+            {"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True, "project": "dgb-empty"}}
+        ),
+    )
     with pytest.raises(RuntimeError, match="outbox relay"):
         OutboxRelayOperator(task_id="relay_outbox", gcp_conn_id="empty_project").execute(task_context())
     assert _count(pg, "SELECT count(*) FROM outbox WHERE published_at IS NULL") == len(MEC)

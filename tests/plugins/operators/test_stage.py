@@ -37,11 +37,15 @@ def model_service(tmp_path_factory):
         port = s.getsockname()[1]
     log_path = tmp_path_factory.mktemp("model-service") / "service.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(  # noqa: S603
+        proc = subprocess.Popen(
             [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO_ROOT),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=str(REPO_ROOT),
             env=dict(os.environ, DGB_EMBEDDING_MODEL="use-multilingual-v3", DGB_EMBEDDING_DIM="512"),
-            start_new_session=True)
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -71,8 +75,10 @@ def stack_env(monkeypatch, model_service, typesense_server):
 
     from dgb.search import schema
 
-    monkeypatch.setenv("AIRFLOW_CONN_DGB_MODEL_SERVICE", json.dumps(
-        {"conn_type": "http", "host": "127.0.0.1", "port": model_service, "schema": "http"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_DGB_MODEL_SERVICE",
+        json.dumps({"conn_type": "http", "host": "127.0.0.1", "port": model_service, "schema": "http"}),
+    )
     alias = f"t_{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias)
     monkeypatch.setenv("DGB_CLASSIFIER", "local")
@@ -88,8 +94,10 @@ def stack_env(monkeypatch, model_service, typesense_server):
 def _asset_events(project: str, subscription: str, want: int) -> dict:
     """Messages of ``subscription`` as Airflow hands them to the run: one asset event per message,
     its payload the trigger's raw event (the shape ``context["triggering_asset_events"]`` has)."""
-    events = [SimpleNamespace(asset=SimpleNamespace(name=subscription), extra={"payload": raw_event(m)})
-              for m in pull_all(project, subscription, want)]
+    events = [
+        SimpleNamespace(asset=SimpleNamespace(name=subscription), extra={"payload": raw_event(m)})
+        for m in pull_all(project, subscription, want)
+    ]
     assert len(events) == want
     return {subscription: events}
 
@@ -101,9 +109,10 @@ def _count(conn, sql: str) -> int:
 
 
 def test_stages_enrich_embed_index_from_their_triggering_events(pg, mirror, project, stack_env):
+    from google.cloud import pubsub_v1
+
     from dgb import db
     from dgb.taxonomy import load_taxonomy, themes_rows
-    from google.cloud import pubsub_v1
 
     _site, _server, base = mirror(ARTICLES)
     with Fetcher(FAST) as f:
@@ -116,7 +125,7 @@ def test_stages_enrich_embed_index_from_their_triggering_events(pg, mirror, proj
     out = StageOperator(task_id="enrich", stage="enrich", sweep_limit=0).execute(ctx)
     assert out["processed"] == n
     assert _count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL") == n
-    assert outbox.pending_count(pg) == 0                     # relayed right after the commit
+    assert outbox.pending_count(pg) == 0  # relayed right after the commit
 
     ctx = task_context(triggering_asset_events=_asset_events(project, topology.SUB_EMBEDDINGS, n))
     out = StageOperator(task_id="embed", stage="embed", sweep_limit=0).execute(ctx)
@@ -125,8 +134,9 @@ def test_stages_enrich_embed_index_from_their_triggering_events(pg, mirror, proj
 
     events = _asset_events(project, topology.SUB_TYPESENSE, n)
     events.update(_asset_events(project, topology.SUB_TYPESENSE_UPDATE, n))
-    out = StageOperator(task_id="index", stage="index", sweep_limit=0).execute(task_context(
-        triggering_asset_events=events))
+    out = StageOperator(task_id="index", stage="index", sweep_limit=0).execute(
+        task_context(triggering_asset_events=events)
+    )
     assert out["processed"] == n
     assert stack_env.ts.collections[stack_env.alias].retrieve()["num_documents"] == n
     assert _count(pg, "SELECT count(*) FROM news WHERE indexed_version = version") == n
@@ -137,7 +147,8 @@ def test_a_manual_run_takes_unique_ids_and_refuses_bad_conf(pg, mirror, project,
     with Fetcher(FAST) as f:
         new = scrape_agency(pg, _agency(base, "mec"), f).new
     out = StageOperator(task_id="enrich", stage="enrich", sweep_limit=0).execute(
-        task_context(conf={"unique_ids": new[:1]}))
+        task_context(conf={"unique_ids": new[:1]})
+    )
     assert out["processed"] == 1
     with pytest.raises(ValueError, match="unique_ids"):
         StageOperator(task_id="enrich", stage="enrich").execute(task_context(conf={"unique_ids": "x"}))

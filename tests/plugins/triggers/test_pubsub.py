@@ -28,19 +28,27 @@ SUB = topology.subscription(topology.SUB_TYPESENSE)
 
 
 def _event(unique_id: str = "a_1"):
-    return events.make_event(SUB.topic, {"unique_id": unique_id, "enriched_at": "2026-11-20T10:00:00+00:00",
-                                         "most_specific_theme_code": "01", "has_summary": True})
+    return events.make_event(
+        SUB.topic,
+        {
+            "unique_id": unique_id,
+            "enriched_at": "2026-11-20T10:00:00+00:00",
+            "most_specific_theme_code": "01",
+            "has_summary": True,
+        },
+    )
 
 
 # ------------------------------------------------------------------ config and serialization
 
 
 def test_serialize_round_trips_one_flat_config():
-    trigger = PubSubAckTrigger(project_id="p1", subscription=SUB.name,
-                               dead_letter_topic=SUB.dead_letter_topic, max_failures=3)
+    trigger = PubSubAckTrigger(
+        project_id="p1", subscription=SUB.name, dead_letter_topic=SUB.dead_letter_topic, max_failures=3
+    )
     path, kwargs = trigger.serialize()
     assert path == TRIGGER_PATH == f"{PubSubAckTrigger.__module__}.{PubSubAckTrigger.__qualname__}"
-    assert json.loads(json.dumps(kwargs)) == kwargs          # stored as JSON in the trigger table
+    assert json.loads(json.dumps(kwargs)) == kwargs  # stored as JSON in the trigger table
     assert set(kwargs) == PubSubStreamConfig.field_names()
     again = PubSubAckTrigger(**kwargs)
     assert again.config == trigger.config and again.config.max_failures == 3
@@ -50,8 +58,17 @@ def test_serialize_round_trips_one_flat_config():
     assert producer.hook.project_id == "p1"
 
 
-@pytest.mark.parametrize("bad", [{"max_messages": 0}, {"ack_deadline_s": 5}, {"ack_deadline_s": 601},
-                                 {"max_failures": 0}, {"poll_timeout_s": 0}, {"subscription": ""}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_messages": 0},
+        {"ack_deadline_s": 5},
+        {"ack_deadline_s": 601},
+        {"max_failures": 0},
+        {"poll_timeout_s": 0},
+        {"subscription": ""},
+    ],
+)
 def test_config_refuses_values_pubsub_cannot_take(bad):
     with pytest.raises(ValueError):
         PubSubStreamConfig(**{"project_id": "p", "subscription": SUB.name, **bad})
@@ -85,17 +102,20 @@ def test_reject_reason_is_parse_messages_reason():
     assert reject_reason(SUB.topic, ev.data(), {"event_version": "1.0"}) == "missing_attributes"
     assert reject_reason(SUB.topic, b'["u"]', ev.attributes) == "malformed_payload"
     # the topic's own fields count too (the stages' contract): a scraped payload on an enriched topic
-    scraped = events.make_event(topology.TOPIC_SCRAPED, {"unique_id": "a_1", "agency_key": "mec",
-                                                         "published_at": "x", "scraped_at": "y"})
+    scraped = events.make_event(
+        topology.TOPIC_SCRAPED,
+        {"unique_id": "a_1", "agency_key": "mec", "published_at": "x", "scraped_at": "y"},
+    )
     assert reject_reason(SUB.topic, scraped.data(), scraped.attributes) == "malformed_payload"
 
 
 def test_filter_yields_valid_messages_and_rejects_the_rest():
     trigger = PubSubAckTrigger(project_id="p", subscription=SUB.name)
     good, bad = _event("a_1"), _event("a_2")
-    raws = [{"message_id": "1", "data": base64.b64encode(good.data()).decode(),
-             "attributes": good.attributes},
-            {"message_id": "2", "data": base64.b64encode(b"{broken").decode(), "attributes": bad.attributes}]
+    raws = [
+        {"message_id": "1", "data": base64.b64encode(good.data()).decode(), "attributes": good.attributes},
+        {"message_id": "2", "data": base64.b64encode(b"{broken").decode(), "attributes": bad.attributes},
+    ]
 
     async def stream():
         for raw in raws:
@@ -106,7 +126,7 @@ def test_filter_yields_valid_messages_and_rejects_the_rest():
 
     fired = asyncio.run(collect())
     assert [ev.payload["message_id"] for ev in fired] == ["1"]
-    assert fired[0].payload == raws[0]          # the raw event is the asset event's payload
+    assert fired[0].payload == raws[0]  # the raw event is the asset event's payload
 
 
 # ------------------------------------------------------------------ the producer on the emulator
@@ -115,16 +135,24 @@ def test_filter_yields_valid_messages_and_rejects_the_rest():
 def _publish(project: str, data: bytes, attributes: dict) -> str:
     from google.cloud import pubsub_v1
 
-    return pubsub_v1.PublisherClient().publish(f"projects/{project}/topics/{SUB.topic}", data,
-                                               **attributes).result(timeout=10)
+    return (
+        pubsub_v1.PublisherClient()
+        .publish(f"projects/{project}/topics/{SUB.topic}", data, **attributes)
+        .result(timeout=10)
+    )
 
 
 def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project):
     ev = _event("a_1")
     for data in (ev.data(), b"{broken", ev.data()):
         _publish(project, data, {**ev.attributes, "trace_id": str(uuid.uuid4())})
-    trigger = PubSubAckTrigger(project_id=project, subscription=SUB.name,
-                               dead_letter_topic=SUB.dead_letter_topic, max_failures=2, poll_timeout_s=2)
+    trigger = PubSubAckTrigger(
+        project_id=project,
+        subscription=SUB.name,
+        dead_letter_topic=SUB.dead_letter_topic,
+        max_failures=2,
+        poll_timeout_s=2,
+    )
     producer = PubSubAckTrigger.create_shared_stream_producer(trigger.serialize()[1])
 
     async def scenario():
@@ -136,9 +164,13 @@ def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project
             kind = "bad" if base64.b64decode(raw["data"]) == b"{broken" else "good"
             by_kind.setdefault(kind, []).append(payload)
         clean, failed = by_kind["good"]
-        await producer.advance([AdvanceItem(clean, AdvanceOutcome(acked=1, failed=0)),
-                                AdvanceItem(by_kind["bad"][0], AdvanceOutcome(acked=0, failed=0, rejected=1)),
-                                AdvanceItem(failed, AdvanceOutcome(acked=0, failed=1))])
+        await producer.advance(
+            [
+                AdvanceItem(clean, AdvanceOutcome(acked=1, failed=0)),
+                AdvanceItem(by_kind["bad"][0], AdvanceOutcome(acked=0, failed=0, rejected=1)),
+                AdvanceItem(failed, AdvanceOutcome(acked=0, failed=1)),
+            ]
+        )
         assert producer.outstanding == {} and producer.failures == {failed[1].message.message_id: 1}
         # the failed one was not acked: it comes back after its backoff (10 s), not at once
         started = time.monotonic()
@@ -153,11 +185,13 @@ def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project
 
     asyncio.run(scenario())
     dlq = pull_all(project, SUB.dead_letter_subscription, 2)
-    assert sorted(m.message.attributes["dgb_dead_letter_reason"] for m in dlq) == ["delivery_failed_2_times",
-                                                                                 "malformed_json"]
+    assert sorted(m.message.attributes["dgb_dead_letter_reason"] for m in dlq) == [
+        "delivery_failed_2_times",
+        "malformed_json",
+    ]
     assert {m.message.attributes["dgb_source_subscription"] for m in dlq} == {SUB.name}
     assert b"{broken" in {m.message.data for m in dlq}
-    assert pull_all(project, SUB.name, 1, timeout=3) == []      # nothing left on the source
+    assert pull_all(project, SUB.name, 1, timeout=3) == []  # nothing left on the source
 
 
 def test_pulled_messages_are_leased_to_the_short_deadline_and_kept_leased(project):
@@ -170,14 +204,14 @@ def test_pulled_messages_are_leased_to_the_short_deadline_and_kept_leased(projec
     async def scenario():
         stream = producer.open_stream()
         raw, payload = await stream.__anext__()
-        await asyncio.sleep(16)            # past the lease: the extender renewed it, so no redelivery
+        await asyncio.sleep(16)  # past the lease: the extender renewed it, so no redelivery
         assert await asyncio.to_thread(pull_all, project, SUB.name, 1, 2) == []
         await producer.advance([AdvanceItem(payload, AdvanceOutcome(acked=1, failed=0))])
         await stream.aclose()
         await producer.aclose()
 
     asyncio.run(scenario())
-    assert pull_all(project, SUB.name, 1, timeout=3) == []     # acked
+    assert pull_all(project, SUB.name, 1, timeout=3) == []  # acked
 
 
 def test_advance_never_raises_when_the_broker_fails(project):
@@ -193,7 +227,7 @@ def test_advance_never_raises_when_the_broker_fails(project):
         # the dead-letter topic does not exist: the publish fails, the message is not acked
         await producer.advance([AdvanceItem(payload, AdvanceOutcome(acked=0, failed=0, rejected=1))])
         assert payload[0] in producer.outstanding
-        await producer.hook.close()          # a broken channel: every call now fails
+        await producer.hook.close()  # a broken channel: every call now fails
         await producer.advance([AdvanceItem(payload, AdvanceOutcome(acked=1, failed=0))])
         await stream.aclose()
         await producer.aclose()
@@ -214,8 +248,13 @@ def test_through_airflows_shared_stream_manager_acks_persisted_and_dead_letters_
     for ev in good:
         _publish(project, ev.data(), ev.attributes)
     _publish(project, b"{broken", _event("a_x").attributes)
-    trigger = PubSubAckTrigger(project_id=project, subscription=SUB.name,
-                               dead_letter_topic=SUB.dead_letter_topic, ack_deadline_s=10, poll_timeout_s=2)
+    trigger = PubSubAckTrigger(
+        project_id=project,
+        subscription=SUB.name,
+        dead_letter_topic=SUB.dead_letter_topic,
+        ack_deadline_s=10,
+        poll_timeout_s=2,
+    )
     key = trigger.shared_stream_key()
     fired: list = []
 
@@ -223,10 +262,10 @@ def test_through_airflows_shared_stream_manager_acks_persisted_and_dead_letters_
         manager = SharedStreamManager(ack_timeout=30)
         stream = manager.subscribe(trigger_id=1, trigger=trigger, key=key)
 
-        async def runner():               # what TriggerRunner does with each event it takes
+        async def runner():  # what TriggerRunner does with each event it takes
             async for event in trigger.filter_shared_stream(stream):
                 seq = manager.bind_pending_event(trigger_id=1, key=key)
-                fired.append(event.payload)           # "stored as an asset event"
+                fired.append(event.payload)  # "stored as an asset event"
                 manager.confirm_persisted([seq])
 
         task = asyncio.create_task(runner())
@@ -234,7 +273,7 @@ def test_through_airflows_shared_stream_manager_acks_persisted_and_dead_letters_
         deadline = time.monotonic() + 60
         while not dead and time.monotonic() < deadline:
             dead = await asyncio.to_thread(pull_all, project, SUB.dead_letter_subscription, 1, 2)
-        await asyncio.sleep(2)              # the clean ones' advance follows the next pull
+        await asyncio.sleep(2)  # the clean ones' advance follows the next pull
         task.cancel()
         await manager.unsubscribe(1, key)
         return dead
@@ -242,5 +281,5 @@ def test_through_airflows_shared_stream_manager_acks_persisted_and_dead_letters_
     dead = asyncio.run(scenario())
     assert sorted(json.loads(base64.b64decode(p["data"]))["unique_id"] for p in fired) == ["a_0", "a_1"]
     assert [m.message.attributes["dgb_dead_letter_reason"] for m in dead] == ["malformed_json"]
-    time.sleep(12)                          # past the lease: anything not acked would be back
+    time.sleep(12)  # past the lease: anything not acked would be back
     assert pull_all(project, SUB.name, 3, timeout=3) == []

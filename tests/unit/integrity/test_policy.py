@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from dgb.fetch import Fetcher, FetchPolicy
-from dgb.integrity.policy import (DEFAULT_ALLOWED_HOSTS, UrlPolicy, UrlRefused, classify, guarded_transport)
+from dgb.integrity.policy import DEFAULT_ALLOWED_HOSTS, UrlPolicy, UrlRefused, classify, guarded_transport
 from dgb.scraper.errors import ScrapeError
 
 
@@ -38,7 +38,7 @@ class FakeResolver:
         return out
 
 
-PUBLIC = "200.160.2.3"   # a globally routable address (decided on, never contacted)
+PUBLIC = "200.160.2.3"  # a globally routable address (decided on, never contacted)
 
 
 def policy_with(table, **kw) -> tuple[UrlPolicy, FakeResolver]:
@@ -49,33 +49,36 @@ def policy_with(table, **kw) -> tuple[UrlPolicy, FakeResolver]:
 # -- private, loopback, link-local, metadata ... after DNS resolution ----------------------------
 
 
-@pytest.mark.parametrize("address,why", [
-    ("127.0.0.1", "loopback"),
-    ("127.8.9.10", "loopback"),
-    ("::1", "loopback"),
-    ("169.254.169.254", "metadata"),
-    ("169.254.10.1", "link-local"),
-    ("fe80::1", "link-local"),
-    ("10.0.0.1", "private"),
-    ("10.255.255.254", "private"),
-    ("172.16.0.1", "private"),
-    ("172.31.255.1", "private"),
-    ("192.168.1.1", "private"),
-    ("fd00::1", "private"),
-    ("fc00::5", "private"),
-    ("::ffff:10.0.0.1", "private"),
-    ("::ffff:127.0.0.1", "loopback"),
-    ("::ffff:169.254.169.254", "metadata"),
-    ("2002:a00:1::1", "private"),            # 6to4 wrapping 10.0.0.1
-    ("64:ff9b::a00:1", "private"),           # NAT64 wrapping 10.0.0.1
-    ("100.64.0.1", "carrier-grade"),
-    ("0.0.0.0", "unspecified"),
-    ("::", "unspecified"),
-    ("224.0.0.1", "multicast"),
-    ("ff02::1", "multicast"),
-    ("240.0.0.1", "reserved"),
-    ("192.0.2.10", "private"),               # documentation range: not global
-])
+@pytest.mark.parametrize(
+    "address,why",
+    [
+        ("127.0.0.1", "loopback"),
+        ("127.8.9.10", "loopback"),
+        ("::1", "loopback"),
+        ("169.254.169.254", "metadata"),
+        ("169.254.10.1", "link-local"),
+        ("fe80::1", "link-local"),
+        ("10.0.0.1", "private"),
+        ("10.255.255.254", "private"),
+        ("172.16.0.1", "private"),
+        ("172.31.255.1", "private"),
+        ("192.168.1.1", "private"),
+        ("fd00::1", "private"),
+        ("fc00::5", "private"),
+        ("::ffff:10.0.0.1", "private"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::ffff:169.254.169.254", "metadata"),
+        ("2002:a00:1::1", "private"),  # 6to4 wrapping 10.0.0.1
+        ("64:ff9b::a00:1", "private"),  # NAT64 wrapping 10.0.0.1
+        ("100.64.0.1", "carrier-grade"),
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("224.0.0.1", "multicast"),
+        ("ff02::1", "multicast"),
+        ("240.0.0.1", "reserved"),
+        ("192.0.2.10", "private"),  # documentation range: not global
+    ],
+)
 def test_allowlisted_name_resolving_to_forbidden_address_is_refused(address, why):
     policy, resolver = policy_with({"www.gov.br": [address]})
     d = policy.decide("https://www.gov.br/mec/pt-br/noticia")
@@ -84,18 +87,21 @@ def test_allowlisted_name_resolving_to_forbidden_address_is_refused(address, why
     assert resolver.calls == ["www.gov.br"]
 
 
-@pytest.mark.parametrize("url,why", [
-    ("http://127.0.0.1/", "loopback"),
-    ("http://127.0.0.1:8080/admin", "loopback"),
-    ("http://[::1]/", "loopback"),
-    ("http://169.254.169.254/latest/meta-data/", "metadata"),
-    ("http://10.0.0.1/", "private"),
-    ("http://172.16.0.1/", "private"),
-    ("http://192.168.0.1/", "private"),
-    ("http://[fd00::1]/", "private"),
-    ("http://[::ffff:10.0.0.1]/", "private"),
-    ("http://[fe80::1%25eth0]/", "link-local"),
-])
+@pytest.mark.parametrize(
+    "url,why",
+    [
+        ("http://127.0.0.1/", "loopback"),
+        ("http://127.0.0.1:8080/admin", "loopback"),
+        ("http://[::1]/", "loopback"),
+        ("http://169.254.169.254/latest/meta-data/", "metadata"),
+        ("http://10.0.0.1/", "private"),
+        ("http://172.16.0.1/", "private"),
+        ("http://192.168.0.1/", "private"),
+        ("http://[fd00::1]/", "private"),
+        ("http://[::ffff:10.0.0.1]/", "private"),
+        ("http://[fe80::1%25eth0]/", "link-local"),
+    ],
+)
 def test_literal_forbidden_addresses_are_refused_without_dns(url, why):
     policy, resolver = policy_with({})
     d = policy.decide(url)
@@ -110,8 +116,14 @@ def test_one_bad_address_among_good_ones_refuses():
 
 
 def test_public_address_allowed_only_for_allowlisted_host():
-    policy, resolver = policy_with({"www.gov.br": [PUBLIC], "agenciabrasil.ebc.com.br": [PUBLIC],
-                                    "example.com": [PUBLIC], "gov.br": [PUBLIC]})
+    policy, resolver = policy_with(
+        {
+            "www.gov.br": [PUBLIC],
+            "agenciabrasil.ebc.com.br": [PUBLIC],
+            "example.com": [PUBLIC],
+            "gov.br": [PUBLIC],
+        }
+    )
     assert policy.decide("https://www.gov.br/mec/x").allowed
     assert policy.decide("https://gov.br/").allowed
     assert policy.decide("https://agenciabrasil.ebc.com.br/geral/noticia/x").allowed
@@ -119,13 +131,20 @@ def test_public_address_allowed_only_for_allowlisted_host():
     assert not outside.allowed and "not in the allowlist" in outside.reason
     literal = policy.decide(f"http://{PUBLIC}/")
     assert not literal.allowed and "not in the allowlist" in literal.reason
-    assert "example.com" not in resolver.calls        # refused before any DNS lookup
+    assert "example.com" not in resolver.calls  # refused before any DNS lookup
 
 
-@pytest.mark.parametrize("url", [
-    "https://evilgov.br/", "https://gov.br.evil.com/", "https://www.gov.br.attacker.net/x",
-    "https://ebc.com.br.evil.org/", "https://notebc.com.br/", "https://www.gov.com/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://evilgov.br/",
+        "https://gov.br.evil.com/",
+        "https://www.gov.br.attacker.net/x",
+        "https://ebc.com.br.evil.org/",
+        "https://notebc.com.br/",
+        "https://www.gov.com/",
+    ],
+)
 def test_hosts_outside_allowlist_are_refused(url):
     policy, resolver = policy_with({})
     d = policy.decide(url)
@@ -133,15 +152,18 @@ def test_hosts_outside_allowlist_are_refused(url):
     assert resolver.calls == []
 
 
-@pytest.mark.parametrize("url,why", [
-    ("ftp://www.gov.br/file", "scheme"),
-    ("file:///etc/passwd", "scheme"),
-    ("gopher://www.gov.br/", "scheme"),
-    ("javascript:alert(1)", "scheme"),
-    ("http://user:secret@www.gov.br/", "credentials"),
-    ("http:///nohost", "no host"),
-    ("http://www.gov.br:99999/", "malformed"),
-])
+@pytest.mark.parametrize(
+    "url,why",
+    [
+        ("ftp://www.gov.br/file", "scheme"),
+        ("file:///etc/passwd", "scheme"),
+        ("gopher://www.gov.br/", "scheme"),
+        ("javascript:alert(1)", "scheme"),
+        ("http://user:secret@www.gov.br/", "credentials"),
+        ("http:///nohost", "no host"),
+        ("http://www.gov.br:99999/", "malformed"),
+    ],
+)
 def test_bad_urls_are_refused(url, why):
     policy, _ = policy_with({"www.gov.br": [PUBLIC]})
     d = policy.decide(url)
@@ -166,7 +188,9 @@ def test_decisions_are_logged(caplog):
 
 
 def test_redirect_chain_into_private_address_is_refused_per_hop():
-    policy, _ = policy_with({"www.gov.br": [PUBLIC], "cdn.gov.br": [PUBLIC], "intranet.gov.br": ["10.20.30.40"]})
+    policy, _ = policy_with(
+        {"www.gov.br": [PUBLIC], "cdn.gov.br": [PUBLIC], "intranet.gov.br": ["10.20.30.40"]}
+    )
     hops = ["https://www.gov.br/mec/noticia", "https://cdn.gov.br/img.jpg", "http://intranet.gov.br/admin"]
     policy.guard(hops[0])
     policy.guard(hops[1])
@@ -201,15 +225,22 @@ def test_fetcher_checks_every_redirect_hop_without_touching_the_network():
             f.get("https://www.gov.br/to-sneaky")
         with pytest.raises(UrlRefused):
             f.get("http://10.0.0.1/")
-    assert seen == ["https://www.gov.br/fine", "https://www.gov.br/to-metadata", "https://www.gov.br/to-sneaky"]
+    assert seen == [
+        "https://www.gov.br/fine",
+        "https://www.gov.br/to-metadata",
+        "https://www.gov.br/to-sneaky",
+    ]
 
 
 def test_pinned_transport_refuses_a_rebound_address_at_connect():
     """DNS rebinding: the name resolves publicly when the guard asks, privately at connect time;
     the pinned transport re-vets the address it is about to dial and refuses (no socket opened)."""
     answers = iter([[PUBLIC], ["10.9.8.7"]])
-    policy = UrlPolicy(resolver=lambda host, port, *a, **k: [
-        (socket.AF_INET, socket.SOCK_STREAM, 6, "", (addr, port)) for addr in next(answers)])
+    policy = UrlPolicy(
+        resolver=lambda host, port, *a, **k: [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", (addr, port)) for addr in next(answers)
+        ]
+    )
     assert policy.decide("http://www.gov.br/x").allowed
     transport = guarded_transport(policy)
     with pytest.raises(httpx.ConnectError, match="refused by URL policy"):
@@ -222,17 +253,20 @@ def test_pinned_transport_refuses_a_rebound_address_at_connect():
 
 
 def test_loopback_allowed_only_for_an_explicit_loopback_host_and_port():
-    policy, _ = policy_with({"www.gov.br": ["127.0.0.1"], "localhost": ["127.0.0.1"]},
-                            allowed_hosts=list(DEFAULT_ALLOWED_HOSTS) + ["127.0.0.1:8123"], allow_loopback=True)
+    policy, _ = policy_with(
+        {"www.gov.br": ["127.0.0.1"], "localhost": ["127.0.0.1"]},
+        allowed_hosts=list(DEFAULT_ALLOWED_HOSTS) + ["127.0.0.1:8123"],
+        allow_loopback=True,
+    )
     assert policy.decide("http://127.0.0.1:8123/www.gov.br/mec/x").allowed
     other_port = policy.decide("http://127.0.0.1:8124/")
     assert not other_port.allowed and "loopback" in other_port.reason
     assert not policy.decide("http://127.0.0.2:8123/").allowed
     assert not policy.decide("http://localhost:8123/").allowed
-    rebound = policy.decide("http://www.gov.br/x")       # allowlisted name -> loopback: still refused
+    rebound = policy.decide("http://www.gov.br/x")  # allowlisted name -> loopback: still refused
     assert not rebound.allowed and "loopback" in rebound.reason
     strict, _ = policy_with({}, allowed_hosts=["127.0.0.1:8123"])
-    assert not strict.decide("http://127.0.0.1:8123/").allowed    # allow_loopback off
+    assert not strict.decide("http://127.0.0.1:8123/").allowed  # allow_loopback off
 
 
 def test_defaults_and_env_configuration(monkeypatch):
@@ -272,13 +306,16 @@ def test_classify_public_addresses():
 # -- the CLI -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url,allowed", [
-    ("http://169.254.169.254/latest/meta-data/", False),
-    ("http://10.0.0.1/", False),
-    ("http://[::ffff:10.0.0.1]/", False),
-    ("https://example.org/", False),
-    ("http://localhost/", False),          # not allowlisted (refused before any lookup)
-])
+@pytest.mark.parametrize(
+    "url,allowed",
+    [
+        ("http://169.254.169.254/latest/meta-data/", False),
+        ("http://10.0.0.1/", False),
+        ("http://[::ffff:10.0.0.1]/", False),
+        ("https://example.org/", False),
+        ("http://localhost/", False),  # not allowlisted (refused before any lookup)
+    ],
+)
 def test_cli_prints_one_json_object_with_exact_keys(capsys, monkeypatch, url, allowed):
     from dgb.cli import main
 
@@ -288,5 +325,7 @@ def test_cli_prints_one_json_object_with_exact_keys(capsys, monkeypatch, url, al
     assert len(out) == 1
     obj = json.loads(out[0])
     assert list(obj) == ["url", "allowed", "reason"]
-    assert obj["url"] == url and obj["allowed"] is allowed and isinstance(obj["reason"], str) and obj["reason"]
+    assert (
+        obj["url"] == url and obj["allowed"] is allowed and isinstance(obj["reason"], str) and obj["reason"]
+    )
     assert main(["url-policy", "--exit-code", url]) == 1

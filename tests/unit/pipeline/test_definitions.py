@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -32,16 +32,29 @@ def embedder():
 
 def _article(cur, uid: str, *, model: str | None, age: timedelta = timedelta(hours=2)) -> None:
     """An enriched, indexed article; embedded by ``model`` (None: not embedded yet)."""
-    when = datetime.now(timezone.utc) - age
+    when = datetime.now(UTC) - age
     cur.execute(
         "INSERT INTO news (unique_id, agency_key, title, url, published_at, content, summary, trace_id,"
         " version, scraped_at, enriched_at, updated_at, indexed_version, indexed_at)"
         " VALUES (%s, 'mec', %s, %s, %s, 'Texto da notícia.', 'Resumo.', %s, 3, %s, %s, %s, 3, %s)",
-        (uid, f"Notícia {uid}", f"https://www.gov.br/mec/{uid}", when, str(uuid.uuid4()),
-         when, when, when, when))
+        (
+            uid,
+            f"Notícia {uid}",
+            f"https://www.gov.br/mec/{uid}",
+            when,
+            str(uuid.uuid4()),
+            when,
+            when,
+            when,
+            when,
+        ),
+    )
     if model is not None:
-        cur.execute("UPDATE news SET content_embedding = %s, embedding_model = %s, embedding_dim = %s,"
-                    " embedded_at = %s WHERE unique_id = %s", ([0.1] * DIM, model, DIM, when, uid))
+        cur.execute(
+            "UPDATE news SET content_embedding = %s, embedding_model = %s, embedding_dim = %s,"
+            " embedded_at = %s WHERE unique_id = %s",
+            ([0.1] * DIM, model, DIM, when, uid),
+        )
 
 
 def _pending(conn, stage: str, model: str | None) -> set[str]:
@@ -54,7 +67,8 @@ def _pending(conn, stage: str, model: str | None) -> set[str]:
 
 
 def test_a_vector_of_an_older_model_is_pending_for_embed_in_the_sweep_the_status_and_reconcile(
-        pg, embedder, monkeypatch, capsys):
+    pg, embedder, monkeypatch, capsys
+):
     current = embedder.name
     monkeypatch.setenv("DGB_EMBEDDING_MODEL", current)
     with db.transaction(pg) as cur:
@@ -71,9 +85,9 @@ def test_a_vector_of_an_older_model_is_pending_for_embed_in_the_sweep_the_status
     # model=None: a vector of any model counts as embedded
     assert pipeline_status(pg)["backlog"]["embed"]["pending"] == 1
     # reconciliation: both are stuck before embed (the same rule, beyond the threshold)
-    found = find_stuck(pg, datetime.now(timezone.utc), T, model=current)
+    found = find_stuck(pg, datetime.now(UTC), T, model=current)
     assert {s.unique_id for s in found.embed} == want and found.enrich == [] and found.index == []
-    any_model = find_stuck(pg, datetime.now(timezone.utc), T, model=None)
+    any_model = find_stuck(pg, datetime.now(UTC), T, model=None)
     assert {s.unique_id for s in any_model.embed} == {"not-embedded"}
 
     # the stage run: its sweep takes both up and re-embeds the older model's vector
@@ -83,8 +97,11 @@ def test_a_vector_of_an_older_model_is_pending_for_embed_in_the_sweep_the_status
     assert report.swept == 2 and sorted(report.processed) == sorted(want)
     with pg.cursor() as cur:
         cur.execute("SELECT unique_id, embedding_model, embedding_dim FROM news ORDER BY unique_id")
-        assert cur.fetchall() == [("current-model", current, DIM), ("not-embedded", current, DIM),
-                                  ("old-model", current, DIM)]
+        assert cur.fetchall() == [
+            ("current-model", current, DIM),
+            ("not-embedded", current, DIM),
+            ("old-model", current, DIM),
+        ]
     pg.commit()
 
     # now no consumer sees embed work; the new vectors made the articles pending for index
@@ -92,7 +109,7 @@ def test_a_vector_of_an_older_model_is_pending_for_embed_in_the_sweep_the_status
     assert main(["status", "--json"]) == 0
     backlog = json.loads(capsys.readouterr().out)["backlog"]
     assert backlog["embed"]["pending"] == 0 and backlog["index"]["pending"] == 2
-    assert find_stuck(pg, datetime.now(timezone.utc) + timedelta(hours=1), T, model=current).embed == []
+    assert find_stuck(pg, datetime.now(UTC) + timedelta(hours=1), T, model=current).embed == []
     assert _pending(pg, "index", current) == want
 
 
@@ -106,9 +123,15 @@ def test_a_message_for_an_article_embedded_by_another_model_is_not_skipped_as_do
         _article(cur, "current-model", model=embedder.name)
     msgs = []
     for uid in ("old-model", "current-model"):
-        ev = events.make_event(topology.TOPIC_ENRICHED,
-                               {"unique_id": uid, "enriched_at": "2026-01-01T00:00:00+00:00",
-                                "most_specific_theme_code": None, "has_summary": True})
+        ev = events.make_event(
+            topology.TOPIC_ENRICHED,
+            {
+                "unique_id": uid,
+                "enriched_at": "2026-01-01T00:00:00+00:00",
+                "most_specific_theme_code": None,
+                "has_summary": True,
+            },
+        )
         msgs.append(InMessage(topology.SUB_EMBEDDINGS, uid, ev.data(), ev.attributes))
     report = run_stage(stages.EmbedStage(embedder, embedder.name), pg, msgs, sweep_limit=0)
     assert report.processed == ["old-model"] and report.skipped == ["current-model"]
@@ -117,24 +140,30 @@ def test_a_message_for_an_article_embedded_by_another_model_is_not_skipped_as_do
 def test_every_rule_is_two_valued_so_not_is_its_complement(pg):
     """A rule that could yield NULL would drop rows from both a rule and its negation."""
     with db.transaction(pg) as cur:
-        cur.execute("INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at, version)"
-                    " VALUES ('bare', 'mec', 't', 'https://x/bare', now(), now(), 1)")
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at, version)"
+            " VALUES ('bare', 'mec', 't', 'https://x/bare', now(), now(), 1)"
+        )
         _article(cur, "embedded", model=OLD_MODEL)
         _article(cur, "unembedded", model=None)
-        cur.execute("UPDATE news SET removed_at = now(), indexed_version = NULL"
-                    " WHERE unique_id = 'unembedded'")
+        cur.execute(
+            "UPDATE news SET removed_at = now(), indexed_version = NULL WHERE unique_id = 'unembedded'"
+        )
     for model in (None, OLD_MODEL, "another"):
         for d in definitions.DEFINITIONS.values():
             for rule in (d.ready, d.done, d.pending):
                 with pg.cursor() as cur:
-                    cur.execute(f"SELECT count(*) FILTER (WHERE {rule}),"
-                                f" count(*) FILTER (WHERE NOT ({rule})), count(*) FROM news",
-                                definitions.params(model))
+                    cur.execute(
+                        f"SELECT count(*) FILTER (WHERE {rule}),"
+                        f" count(*) FILTER (WHERE NOT ({rule})), count(*) FROM news",
+                        definitions.params(model),
+                    )
                     yes, no, total = cur.fetchone()
                 assert yes + no == total == 3, (d.name, rule, model)
         with pg.cursor() as cur:
-            cur.execute(f"SELECT unique_id FROM news WHERE {definitions.complete()}",
-                        definitions.params(model))
+            cur.execute(
+                f"SELECT unique_id FROM news WHERE {definitions.complete()}", definitions.params(model)
+            )
             complete = {r[0] for r in cur.fetchall()}
         pending_somewhere = set().union(*(_pending(pg, name, model) for name in definitions.DEFINITIONS))
         assert complete == {"bare", "embedded", "unembedded"} - pending_somewhere
@@ -166,7 +195,11 @@ def test_the_registry_builds_each_stage_with_only_what_it_needs(pg, settings, em
     for name, cls in stages.STAGES.items():
         assert cls.definition is definitions.definition(name)
         assert (cls.name, cls.subscriptions, cls.next_topic, cls.sweep_order) == (
-            name, cls.definition.subscriptions, cls.definition.next_topic, cls.definition.since)
+            name,
+            cls.definition.subscriptions,
+            cls.definition.next_topic,
+            cls.definition.since,
+        )
     with pytest.raises(ValueError, match="unknown stage 'nope'"):
         stages.build("nope", pg, settings, deps)
     with pytest.raises(ValueError, match="unknown stage"):
@@ -178,7 +211,7 @@ def test_the_stage_operator_builds_from_the_registry(pg, settings):
 
     index = StageOperator(task_id="index", stage="index")._build(pg)
     assert isinstance(index, stages.IndexStage) and index.alias == settings.typesense_collection
-    embed = StageOperator(task_id="embed", stage="embed")._build(pg)   # the model service client, not called
+    embed = StageOperator(task_id="embed", stage="embed")._build(pg)  # the model service client, not called
     assert isinstance(embed, stages.EmbedStage) and embed.model_name == settings.embedding_model
     with pytest.raises(ValueError, match="unknown stage 'rank'"):
         StageOperator(task_id="rank", stage="rank")._build(pg)

@@ -19,7 +19,7 @@ def mirror_settings(monkeypatch, tmp_path):
 def test_mirror_mode_scrapes_the_sites_agencies_and_ebc(mirror_settings):
     ids = {s.dag_id for s in dags.scrape_specs(Settings.from_env())}
     assert {"scrape_mec", "scrape_saude", "scrape_mj", dags.EBC_DAG_ID} <= ids
-    assert "scrape_anatel" not in ids          # not served by the local site: no 404 noise
+    assert "scrape_anatel" not in ids  # not served by the local site: no 404 noise
     ebc = next(s for s in dags.scrape_specs(Settings.from_env()) if s.dag_id == dags.EBC_DAG_ID)
     assert set(ebc.agency_keys) == {"agencia_brasil", "tvbrasil"}
 
@@ -30,17 +30,30 @@ def test_dag_ids_are_one_to_one_with_keys_and_never_clash_with_ebc(monkeypatch, 
     assert dags.dag_id_for("a-b") != dags.dag_id_for("a_b")
     assert dags.dag_id_for("ebc") != dags.EBC_DAG_ID
     for key in ("ebc", "a-b", "a_b"):
-        (mirror_settings / f"{key}.json").write_text(json.dumps(
-            {"agency": key, "title": "t", "content": "c", "published_at": "2026-11-20T10:00:00-03:00"}))
+        (mirror_settings / f"{key}.json").write_text(
+            json.dumps(
+                {"agency": key, "title": "t", "content": "c", "published_at": "2026-11-20T10:00:00-03:00"}
+            )
+        )
     ids = [spec.dag_id for spec in dags.scrape_specs(Settings.from_env())]
     assert len(ids) == len(set(ids))
     assert {"scrape_ebc", "scrape_a-b", "scrape_a_b", dags.EBC_DAG_ID} <= set(ids)
 
 
 def test_extra_folder_adds_agencies_and_ignores_bad_keys(mirror_settings):
-    (mirror_settings / "a.json").write_text(json.dumps({"agency": "novo-orgao", "title": "t", "content": "c",
-                                                        "published_at": "2026-11-20T10:00:00-03:00"}))
-    (mirror_settings / "b.jsonl").write_text(json.dumps({"agency": "Bad Key!", "title": "t"}) + "\nnot json\n")
+    (mirror_settings / "a.json").write_text(
+        json.dumps(
+            {
+                "agency": "novo-orgao",
+                "title": "t",
+                "content": "c",
+                "published_at": "2026-11-20T10:00:00-03:00",
+            }
+        )
+    )
+    (mirror_settings / "b.jsonl").write_text(
+        json.dumps({"agency": "Bad Key!", "title": "t"}) + "\nnot json\n"
+    )
     s = Settings.from_env()
     ids = {spec.dag_id for spec in dags.scrape_specs(s)}
     assert "scrape_novo-orgao" in ids and not any("bad" in i for i in ids)

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from dgb.scraper.article import parse_article_html
 from dgb.scraper.dates import production_text_date
-from dgb.scraper.identity import (brasilia_wall_clock, content_hash, iso_as_given, normalise_text,
-                                  slugify_title, unique_id)
+from dgb.scraper.identity import (
+    brasilia_wall_clock,
+    content_hash,
+    iso_as_given,
+    normalise_text,
+    slugify_title,
+    unique_id,
+)
 from dgb.scraper.models import Article
 
 BRT = ZoneInfo("America/Sao_Paulo")
@@ -49,14 +55,16 @@ def test_slugify_caps_at_100_chars_on_a_word_boundary():
 def test_unique_id_hashes_the_date_text_it_is_given():
     uid = unique_id("mec", "2026-02-10T17:05:07-03:00", TITLE)
     assert uid == f"{SLUG}_{md5_6(f'mec_2026-02-10T17:05:07-03:00_{TITLE}')}"
-    assert unique_id("mec", "2026-02-10T20:05:07+00:00", TITLE) == \
-        f"{SLUG}_{md5_6(f'mec_2026-02-10T20:05:07+00:00_{TITLE}')}"
+    assert (
+        unique_id("mec", "2026-02-10T20:05:07+00:00", TITLE)
+        == f"{SLUG}_{md5_6(f'mec_2026-02-10T20:05:07+00:00_{TITLE}')}"
+    )
     assert unique_id("mec", "x", "???") == f"sem-titulo_{md5_6('mec_x_???')}"
 
 
 def test_unique_id_prints_a_datetime_with_its_own_offset():
     """Production printed the datetime it held; the same instant in UTC is another id."""
-    utc = datetime(2026, 2, 10, 20, 5, 7, tzinfo=timezone.utc)
+    utc = datetime(2026, 2, 10, 20, 5, 7, tzinfo=UTC)
     fixed = datetime(2026, 2, 10, 17, 5, 7, tzinfo=timezone(timedelta(hours=-3)))
     assert unique_id("mec", utc, TITLE) == unique_id("mec", "2026-02-10T20:05:07+00:00", TITLE)
     assert unique_id("mec", fixed, TITLE) == unique_id("mec", "2026-02-10T17:05:07-03:00", TITLE)
@@ -77,7 +85,7 @@ def test_text_dates_use_a_fixed_minus_three_offset_even_in_old_summer_time():
     summer = datetime(2018, 1, 15, 17, 5, tzinfo=BRT)
     assert summer.utcoffset() == timedelta(hours=-2)
     assert brasilia_wall_clock(summer) == "2018-01-15T17:05:00-03:00"
-    assert brasilia_wall_clock(datetime(2026, 2, 10, 20, 5, tzinfo=timezone.utc)) == "2026-02-10T17:05:00-03:00"
+    assert brasilia_wall_clock(datetime(2026, 2, 10, 20, 5, tzinfo=UTC)) == "2026-02-10T17:05:00-03:00"
     assert production_text_date("Publicado em 10/02/2026 17h05") == "2026-02-10T17:05:00-03:00"
     assert production_text_date("17/11/2025 - 18:58") == "2025-11-17T18:58:00-03:00"
     # Shapes production's two patterns did not read: it fell back to the listing's day.
@@ -95,8 +103,9 @@ def test_normalise_text_folds_case_accents_punctuation_and_spaces():
 
 def test_content_hash_matches_the_documented_formula():
     h = content_hash(TITLE, "Primeiro parágrafo.\n\nSegundo parágrafo.")
-    assert h == sha16("governo anuncia r 12 bilhao para escolas em tempo integral\n"
-                      "primeiro paragrafo segundo paragrafo")
+    assert h == sha16(
+        "governo anuncia r 12 bilhao para escolas em tempo integral\nprimeiro paragrafo segundo paragrafo"
+    )
     assert content_hash(TITLE.upper(), "primeiro PARAGRAFO;  segundo paragrafo") == h
     assert content_hash(TITLE, "Primeiro parágrafo. Terceiro parágrafo.") != h
     assert content_hash("", "") is None and content_hash(None, "  !! ") is None
@@ -111,13 +120,17 @@ def _page(head: str = "", byline: str = "") -> str:
     </div></body></html>"""
 
 
-BYLINE = ('<span class="documentPublished"><span>Publicado em</span>'
-          '<span class="value">10/02/2026 17h05</span></span>')
+BYLINE = (
+    '<span class="documentPublished"><span>Publicado em</span>'
+    '<span class="value">10/02/2026 17h05</span></span>'
+)
 
 
 def test_article_id_uses_jsonld_date_as_the_page_wrote_it():
-    head = ('<script type="application/ld+json">{"@type": "NewsArticle", '
-            '"datePublished": "2026-02-10T20:05:07+00:00"}</script>')
+    head = (
+        '<script type="application/ld+json">{"@type": "NewsArticle", '
+        '"datePublished": "2026-02-10T20:05:07+00:00"}</script>'
+    )
     art = parse_article_html(_page(head, BYLINE), URL, "mec")
     assert art.id_date == "2026-02-10T20:05:07+00:00"
     assert art.unique_id == f"{SLUG}_{md5_6(f'mec_2026-02-10T20:05:07+00:00_{TITLE}')}"
@@ -126,10 +139,14 @@ def test_article_id_uses_jsonld_date_as_the_page_wrote_it():
 
 def test_article_id_falls_back_where_production_did():
     # Broken JSON (an unescaped quote) and an @graph object were not read by production: byline next.
-    broken = ('<script type="application/ld+json">{"@type": "NewsArticle", "headline": "a "b" c", '
-              '"datePublished": "2026-02-10T17:05:07-03:00"}</script>')
-    graph = ('<script type="application/ld+json">{"@graph": [{"@type": "NewsArticle", '
-             '"datePublished": "2026-02-10T17:05:07-03:00"}]}</script>')
+    broken = (
+        '<script type="application/ld+json">{"@type": "NewsArticle", "headline": "a "b" c", '
+        '"datePublished": "2026-02-10T17:05:07-03:00"}</script>'
+    )
+    graph = (
+        '<script type="application/ld+json">{"@graph": [{"@type": "NewsArticle", '
+        '"datePublished": "2026-02-10T17:05:07-03:00"}]}</script>'
+    )
     for head in (broken, graph):
         art = parse_article_html(_page(head, BYLINE), URL, "mec")
         assert art.id_date == "2026-02-10T17:05:00-03:00"

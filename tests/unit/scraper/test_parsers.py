@@ -12,9 +12,17 @@ from dgb.scraper.dates import parse_br_datetime, parse_iso_datetime
 from dgb.scraper.errors import CATEGORIES, AntiBotError, ScrapeError, detect_anti_bot, error_for_status
 from dgb.scraper.identity import content_hash, unique_id
 from dgb.scraper.markup import absolute_url, decode_bytes
-from dgb.scraper.parsers import (detect_source, parse_article_bytes, parse_article_html, parse_ebc_article,
-                                 parse_ebc_listing, parse_listing_html, parse_listing_page, parse_plone6_article,
-                                 parse_plone6_search)
+from dgb.scraper.parsers import (
+    detect_source,
+    parse_article_bytes,
+    parse_article_html,
+    parse_ebc_article,
+    parse_ebc_listing,
+    parse_listing_html,
+    parse_listing_page,
+    parse_plone6_article,
+    parse_plone6_search,
+)
 from dgb.scraper.plone6 import parse_plone6_item
 
 PAGES = Path(__file__).resolve().parents[2] / "fixtures" / "pages"
@@ -38,8 +46,16 @@ def assert_category(exc: pytest.ExceptionInfo, category: str) -> None:
 
 # --- errors -------------------------------------------------------------------------------
 
+
 def test_scrape_error_categories():
-    assert CATEGORIES == ("network_error", "anti_bot", "empty_content", "url_broken", "html_changed", "unknown")
+    assert CATEGORIES == (
+        "network_error",
+        "anti_bot",
+        "empty_content",
+        "url_broken",
+        "html_changed",
+        "unknown",
+    )
     err = ScrapeError("anti_bot", "page is a Cloudflare challenge")
     assert (err.category, str(err)) == ("anti_bot", "anti_bot: page is a Cloudflare challenge")
     assert AntiBotError("x").category == "anti_bot" and isinstance(AntiBotError("x"), ScrapeError)
@@ -60,7 +76,9 @@ def test_detect_anti_bot():
     assert not detect_anti_bot(page("article_jsonld.html"))
     assert not detect_anti_bot(page("listing_tileitem.html"))
     # Cloudflare's script injected into a real page is not a challenge.
-    real = page("article_jsonld.html").replace("</body>", '<script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script></body>')
+    real = page("article_jsonld.html").replace(
+        "</body>", '<script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script></body>'
+    )
     assert not detect_anti_bot(real)
     script = '<script src="/cdn-cgi/challenge-platform/scripts/jsd/main.js"></script></body>'
     for fixture in ("ebc_article_tvbrasil.html", "ebc_listing_agenciabrasil.html"):  # EBC's real markup
@@ -70,13 +88,17 @@ def test_detect_anti_bot():
 
 # --- dates --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,expected", [
-    ("10/02/2026 17h05", brt(2026, 2, 10, 17, 5)),
-    ("27/11/2026 - 14:30", brt(2026, 11, 27, 14, 30)),
-    (" 02/03/2026  08h30  Notícia ", brt(2026, 3, 2, 8, 30)),
-    ("06/02/2026", brt(2026, 2, 6, 0, 0)),
-    ("sem data", None),
-])
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("10/02/2026 17h05", brt(2026, 2, 10, 17, 5)),
+        ("27/11/2026 - 14:30", brt(2026, 11, 27, 14, 30)),
+        (" 02/03/2026  08h30  Notícia ", brt(2026, 3, 2, 8, 30)),
+        ("06/02/2026", brt(2026, 2, 6, 0, 0)),
+        ("sem data", None),
+    ],
+)
 def test_parse_br_datetime(text, expected):
     result = parse_br_datetime(text)
     assert result == expected
@@ -92,6 +114,7 @@ def test_parse_iso_datetime_converts_to_brasilia():
 
 # --- classic listing ----------------------------------------------------------------------
 
+
 def test_tileitem_listing_items_and_next_page():
     result = parse_listing_page(page("listing_tileitem.html"), f"{MEC_NEWS}?b_start:int=30", "mec")
     assert [i.title for i in result.items] == [
@@ -103,9 +126,13 @@ def test_tileitem_listing_items_and_next_page():
     assert first.url == f"{MEC_NEWS}/2026/fevereiro/enem-2026-tem-inscricoes-abertas"
     assert first.published_at.isoformat() == "2026-02-10T16:40:00-03:00"
     assert first.category == "EDUCAÇÃO BÁSICA"
-    assert first.summary == "Participantes podem se inscrever até 21 de fevereiro pela Página do Participante."
+    assert (
+        first.summary == "Participantes podem se inscrever até 21 de fevereiro pela Página do Participante."
+    )
     assert first.image_url.endswith("/enem-2026-tem-inscricoes-abertas/@@images/image/thumb")
-    assert second.url == f"{MEC_NEWS}/2026/fevereiro/sisu-divulga-resultado-da-chamada-regular"  # made absolute
+    assert (
+        second.url == f"{MEC_NEWS}/2026/fevereiro/sisu-divulga-resultado-da-chamada-regular"
+    )  # made absolute
     assert second.published_at == brt(2026, 2, 9, 9, 5)
     assert third.published_at.isoformat() == "2026-02-06T00:00:00-03:00"  # date only
     assert result.next_url == f"{MEC_NEWS}?b_start:int=60"
@@ -126,30 +153,59 @@ def test_listing_with_icons_and_type_word_and_numbered_pagination():
     assert parse_listing_page(page("listing_icons.html"), f"{base}?b_start:int=60", "saude").next_url is None
 
 
-@pytest.mark.parametrize("fixture,base,expected", [
-    ("listing_ul_noticias.html", "https://www.gov.br/fazenda/pt-br/assuntos/noticias", [
-        ("Receita abre consulta ao lote residual do Imposto de Renda",
-         "https://www.gov.br/fazenda/pt-br/assuntos/noticias/2026/fevereiro/receita-abre-consulta-ao-lote-residual",
-         "2026-02-12T00:00:00-03:00"),
-        ("Arrecadação federal de janeiro bate recorde",
-         "https://www.gov.br/fazenda/pt-br/assuntos/noticias/2026/fevereiro/arrecadacao-federal-de-janeiro",
-         "2026-02-11T00:00:00-03:00"),
-    ]),
-    ("listing_entries.html", "https://www.gov.br/mma/pt-br/noticias", [
-        ("Brasil reduz desmatamento na Amazônia pelo terceiro ano seguido",
-         "https://www.gov.br/mma/pt-br/noticias/brasil-reduz-desmatamento-na-amazonia", "2026-03-05T14:10:00-03:00"),
-        ("Consulta pública do Plano Clima recebe contribuições até abril",
-         "https://www.gov.br/mma/pt-br/noticias/consulta-publica-plano-clima", "2026-03-04T10:00:00-03:00"),
-    ]),
-    ("listing_div_item.html", "https://www.gov.br/defesa/pt-br/centrais-de-conteudo/noticias", [
-        ("Operação Acolhida completa oito anos",
-         "https://www.gov.br/defesa/pt-br/centrais-de-conteudo/noticias/operacao-acolhida-completa-oito-anos",
-         "2026-01-20T11:15:00-03:00"),
-        ("Navio hidroceanográfico chega à Antártica",
-         "https://www.gov.br/defesa/pt-br/centrais-de-conteudo/noticias/navio-hidroceanografico-chega-a-antartica",
-         "2026-01-19T17:45:00-03:00"),
-    ]),
-])
+@pytest.mark.parametrize(
+    "fixture,base,expected",
+    [
+        (
+            "listing_ul_noticias.html",
+            "https://www.gov.br/fazenda/pt-br/assuntos/noticias",
+            [
+                (
+                    "Receita abre consulta ao lote residual do Imposto de Renda",
+                    "https://www.gov.br/fazenda/pt-br/assuntos/noticias/2026/fevereiro/receita-abre-consulta-ao-lote-residual",
+                    "2026-02-12T00:00:00-03:00",
+                ),
+                (
+                    "Arrecadação federal de janeiro bate recorde",
+                    "https://www.gov.br/fazenda/pt-br/assuntos/noticias/2026/fevereiro/arrecadacao-federal-de-janeiro",
+                    "2026-02-11T00:00:00-03:00",
+                ),
+            ],
+        ),
+        (
+            "listing_entries.html",
+            "https://www.gov.br/mma/pt-br/noticias",
+            [
+                (
+                    "Brasil reduz desmatamento na Amazônia pelo terceiro ano seguido",
+                    "https://www.gov.br/mma/pt-br/noticias/brasil-reduz-desmatamento-na-amazonia",
+                    "2026-03-05T14:10:00-03:00",
+                ),
+                (
+                    "Consulta pública do Plano Clima recebe contribuições até abril",
+                    "https://www.gov.br/mma/pt-br/noticias/consulta-publica-plano-clima",
+                    "2026-03-04T10:00:00-03:00",
+                ),
+            ],
+        ),
+        (
+            "listing_div_item.html",
+            "https://www.gov.br/defesa/pt-br/centrais-de-conteudo/noticias",
+            [
+                (
+                    "Operação Acolhida completa oito anos",
+                    "https://www.gov.br/defesa/pt-br/centrais-de-conteudo/noticias/operacao-acolhida-completa-oito-anos",
+                    "2026-01-20T11:15:00-03:00",
+                ),
+                (
+                    "Navio hidroceanográfico chega à Antártica",
+                    "https://www.gov.br/defesa/pt-br/centrais-de-conteudo/noticias/navio-hidroceanografico-chega-a-antartica",
+                    "2026-01-19T17:45:00-03:00",
+                ),
+            ],
+        ),
+    ],
+)
 def test_fallback_listing_shapes(fixture, base, expected):
     items = parse_listing_html(page(fixture), base, base.split("/")[3])
     assert [(i.title, i.url, i.published_at.isoformat()) for i in items] == expected
@@ -163,9 +219,14 @@ def test_fallback_pagination_link_is_next_url_not_an_item():
 
 
 def test_empty_listing_is_valid_and_unknown_markup_is_html_changed():
-    assert parse_listing_html(page("listing_empty.html"), "https://www.gov.br/turismo/pt-br/noticias", "turismo") == []
+    assert (
+        parse_listing_html(page("listing_empty.html"), "https://www.gov.br/turismo/pt-br/noticias", "turismo")
+        == []
+    )
     with pytest.raises(ScrapeError) as exc:
-        parse_listing_html(page("listing_unknown.html"), "https://www.gov.br/cidades/pt-br/noticias", "cidades")
+        parse_listing_html(
+            page("listing_unknown.html"), "https://www.gov.br/cidades/pt-br/noticias", "cidades"
+        )
     assert_category(exc, "html_changed")
     with pytest.raises(ScrapeError) as exc:
         parse_listing_html(page("anti_bot_cloudflare.html"), MEC_NEWS, "mec")
@@ -178,27 +239,36 @@ def test_navigation_links_are_not_items():
     # "Menu" (nav-toggle), "Clique Aqui" (btn), "Leia mais »", links under navbar-nav / menu-lateral / nav,
     # a "button" link and a pagination-next link are skipped; the items keep their headline links.
     assert [(i.title, i.url, i.published_at) for i in items] == [
-        ("Fragata participa de exercício no Atlântico Sul", f"{base}/fragata-participa-de-exercicio",
-         brt(2026, 1, 21, 9, 30)),
-        ("Concurso da Marinha abre inscrições", f"{base}/concurso-da-marinha-abre-inscricoes",
-         brt(2026, 1, 20, 16, 0)),
+        (
+            "Fragata participa de exercício no Atlântico Sul",
+            f"{base}/fragata-participa-de-exercicio",
+            brt(2026, 1, 21, 9, 30),
+        ),
+        (
+            "Concurso da Marinha abre inscrições",
+            f"{base}/concurso-da-marinha-abre-inscricoes",
+            brt(2026, 1, 20, 16, 0),
+        ),
     ]
 
 
-@pytest.mark.parametrize("link, nav", [
-    ('<a class="nav-link" href="/x">Ministério anuncia plano</a>', True),
-    ('<a class="navbar-brand" href="/x">Ministério anuncia plano</a>', True),
-    ('<a class="main-menu__item" href="/x">Ministério anuncia plano</a>', True),
-    ('<a class="btn-outline" href="/x">Ministério anuncia plano</a>', True),
-    ('<span class="button-wrap"><a href="/x">Ministério anuncia plano</a></span>', True),
-    ('<a href="/x">MENU</a>', True),
-    ('<a href="/x">Clique aqui!</a>', True),
-    ('<a href="/x">» Leia mais...</a>', True),
-    ('<a href="/x">Saiba Mais</a>', True),
-    ('<a class="summary url" href="/x">Leia mais sobre o novo plano de safra</a>', False),
-    ('<a class="canvas-title" href="/x">Menu da merenda escolar muda em março</a>', False),
-    ('<a class="tileHeadline" href="/x">Ministério anuncia plano</a>', False),
-])
+@pytest.mark.parametrize(
+    "link, nav",
+    [
+        ('<a class="nav-link" href="/x">Ministério anuncia plano</a>', True),
+        ('<a class="navbar-brand" href="/x">Ministério anuncia plano</a>', True),
+        ('<a class="main-menu__item" href="/x">Ministério anuncia plano</a>', True),
+        ('<a class="btn-outline" href="/x">Ministério anuncia plano</a>', True),
+        ('<span class="button-wrap"><a href="/x">Ministério anuncia plano</a></span>', True),
+        ('<a href="/x">MENU</a>', True),
+        ('<a href="/x">Clique aqui!</a>', True),
+        ('<a href="/x">» Leia mais...</a>', True),
+        ('<a href="/x">Saiba Mais</a>', True),
+        ('<a class="summary url" href="/x">Leia mais sobre o novo plano de safra</a>', False),
+        ('<a class="canvas-title" href="/x">Menu da merenda escolar muda em março</a>', False),
+        ('<a class="tileHeadline" href="/x">Ministério anuncia plano</a>', False),
+    ],
+)
 def test_is_navigation_link(link, nav):
     from dgb.scraper.listing import is_navigation_link
     from dgb.scraper.markup import parse_html
@@ -208,6 +278,7 @@ def test_is_navigation_link(link, nav):
 
 
 # --- classic article ----------------------------------------------------------------------
+
 
 def test_article_with_jsonld_graph():
     url = f"{MEC_NEWS}/2026/fevereiro/governo-anuncia-r-1-2-bilhao-para-escolas-em-tempo-integral"
@@ -233,16 +304,22 @@ def test_article_with_jsonld_graph():
 
 
 def test_article_with_malformed_jsonld_uses_regex_dates():
-    art = parse_article_html(page("article_malformed_jsonld.html"),
-                             "https://www.gov.br/mcti/pt-br/noticias/2026/03/edital-mais-ciencia", "mcti")
+    art = parse_article_html(
+        page("article_malformed_jsonld.html"),
+        "https://www.gov.br/mcti/pt-br/noticias/2026/03/edital-mais-ciencia",
+        "mcti",
+    )
     assert art.title == 'Ministério lança edital "Mais Ciência na Escola" com R$ 100 milhões'
     assert art.published_at.isoformat() == "2026-03-03T11:20:00-03:00"
     assert art.updated_at.isoformat() == "2026-03-03T15:45:10-03:00"  # only in the broken JSON-LD
 
 
 def test_article_with_byline_spans_only():
-    art = parse_article_html(page("article_byline_only.html"),
-                             "https://www.gov.br/agricultura/pt-br/assuntos/noticias/safra-recorde", "agricultura")
+    art = parse_article_html(
+        page("article_byline_only.html"),
+        "https://www.gov.br/agricultura/pt-br/assuntos/noticias/safra-recorde",
+        "agricultura",
+    )
     assert art.published_at.isoformat() == "2026-03-12T10:30:00-03:00"
     assert art.updated_at.isoformat() == "2026-03-12T18:02:00-03:00"
     assert art.category is None and art.editorial_lead is None
@@ -250,8 +327,11 @@ def test_article_with_byline_spans_only():
 
 
 def test_article_with_publicado_em_free_text():
-    art = parse_article_html(page("article_publicado_text.html"),
-                             "https://www.gov.br/trabalho-e-emprego/pt-br/noticias/seguro", "trabalho-e-emprego")
+    art = parse_article_html(
+        page("article_publicado_text.html"),
+        "https://www.gov.br/trabalho-e-emprego/pt-br/noticias/seguro",
+        "trabalho-e-emprego",
+    )
     assert art.title == "Seguro-desemprego passa a ser pedido apenas pelo aplicativo"
     assert art.published_at == brt(2026, 1, 15, 14, 22)
     assert art.updated_at == brt(2026, 1, 16, 8, 0)
@@ -268,11 +348,27 @@ def test_article_rich_content_cleaning_resolveuid_video_tags():
     assert art.video_url == "https://www.youtube.com/embed/dQw4w9WgXcQ"
     assert art.tags == ["Saúde", "Povos Indígenas", "Cooperação Internacional"]
     assert art.category == "SAÚDE INDÍGENA"
-    for unwanted in ("Compartilhe", "Assessoria", "imprensa@", "2020-4000", "Facebook", "analytics",
-                     "width: 100%", "Tags", "Você está aqui", "Publicado em"):
+    for unwanted in (
+        "Compartilhe",
+        "Assessoria",
+        "imprensa@",
+        "2020-4000",
+        "Facebook",
+        "analytics",
+        "width: 100%",
+        "Tags",
+        "Você está aqui",
+        "Publicado em",
+    ):
         assert unwanted not in art.content
-    assert "O encontro reúne, até quinta-feira (9), representantes de 12 países da América Latina." in art.content
-    assert f"[Política Nacional de Atenção à Saúde dos Povos Indígenas]({root}a1b2c3d4e5f60718293a4b5c6d7e8f90)" in art.content
+    assert (
+        "O encontro reúne, até quinta-feira (9), representantes de 12 países da América Latina."
+        in art.content
+    )
+    assert (
+        f"[Política Nacional de Atenção à Saúde dos Povos Indígenas]({root}a1b2c3d4e5f60718293a4b5c6d7e8f90)"
+        in art.content
+    )
     assert art.content.endswith("O evento é transmitido pelo canal do ministério no YouTube.")
     assert "\n\n\n" not in art.content
 
@@ -291,12 +387,18 @@ def test_article_errors():
 
 
 def test_article_without_date_uses_fallback():
-    html = page("article_publicado_text.html").replace("Publicado em 15/01/2026 14h22 Atualizado em 16/01/2026 08h00", "")
-    art = parse_article_html(html, "https://www.gov.br/trabalho-e-emprego/pt-br/noticias/seguro", "trabalho-e-emprego")
+    html = page("article_publicado_text.html").replace(
+        "Publicado em 15/01/2026 14h22 Atualizado em 16/01/2026 08h00", ""
+    )
+    art = parse_article_html(
+        html, "https://www.gov.br/trabalho-e-emprego/pt-br/noticias/seguro", "trabalho-e-emprego"
+    )
     assert art.published_at is None and art.unique_id is None
     art.with_published_at(brt(2026, 1, 15))
     assert art.unique_id == unique_id("trabalho-e-emprego", brt(2026, 1, 15), art.title)
-    fallback = parse_article_html(html, "https://www.gov.br/x/pt-br/y", "x", published_fallback=brt(2026, 1, 14))
+    fallback = parse_article_html(
+        html, "https://www.gov.br/x/pt-br/y", "x", published_fallback=brt(2026, 1, 14)
+    )
     assert fallback.published_at == brt(2026, 1, 14)
 
 
@@ -308,7 +410,7 @@ def test_decoding_cp1252_and_binary():
     assert art.title == "Inscrições para o Pronatec estão abertas até sexta-feira"
     assert art.subtitle == "São 200 mil vagas em cursos técnicos – gratuitos"
     assert "“Qualifica Mais”" in art.content
-    assert decode_bytes("Educação".encode("utf-8"), charset="iso-8859-1") == "EducaÃ§Ã£o"  # declared wins
+    assert decode_bytes("Educação".encode(), charset="iso-8859-1") == "EducaÃ§Ã£o"  # declared wins
     assert decode_bytes(b'<meta charset="windows-1252"><p>Educa\xe7\xe3o</p>').endswith("Educação</p>")
     with pytest.raises(ScrapeError) as exc:
         parse_article_bytes((PAGES / "binary_blob.bin").read_bytes(), "https://www.gov.br/mec/pt-br/x", "mec")
@@ -318,22 +420,37 @@ def test_decoding_cp1252_and_binary():
 
 def test_absolute_url_resolveuid_rule():
     page_url = "https://www.gov.br/mec/pt-br/assuntos/noticias/2026/02/x"
-    assert absolute_url("../../resolveuid/abc/@@images/image", page_url, "mec") == "https://www.gov.br/mec/resolveuid/abc/@@images/image"
+    assert (
+        absolute_url("../../resolveuid/abc/@@images/image", page_url, "mec")
+        == "https://www.gov.br/mec/resolveuid/abc/@@images/image"
+    )
     assert absolute_url("resolveuid/abc", page_url) == "https://www.gov.br/mec/resolveuid/abc"
-    assert absolute_url("https://cdn.gov.br/resolveuid/abc", page_url, "mec") == "https://cdn.gov.br/resolveuid/abc"
-    assert absolute_url("imagem.jpg", page_url, "mec") == "https://www.gov.br/mec/pt-br/assuntos/noticias/2026/02/imagem.jpg"
+    assert (
+        absolute_url("https://cdn.gov.br/resolveuid/abc", page_url, "mec")
+        == "https://cdn.gov.br/resolveuid/abc"
+    )
+    assert (
+        absolute_url("imagem.jpg", page_url, "mec")
+        == "https://www.gov.br/mec/pt-br/assuntos/noticias/2026/02/imagem.jpg"
+    )
     assert absolute_url("javascript:void(0)", page_url) is None
 
 
 # --- Plone 6 ------------------------------------------------------------------------------
 
+
 def test_plone6_search_two_pages():
     first = parse_plone6_search(page("plone6_search_page1.json"), f"{CULTURA_API}/@search", "cultura")
-    assert first.next_url == (f"{CULTURA_API}/@search?portal_type=News%20Item&sort_on=effective"
-                              "&sort_order=descending&b_start=2&b_size=2&fullobjects=1")
+    assert first.next_url == (
+        f"{CULTURA_API}/@search?portal_type=News%20Item&sort_on=effective"
+        "&sort_order=descending&b_start=2&b_size=2&fullobjects=1"
+    )
     rouanet, funarte = first.items
     assert rouanet.title == "Lei Rouanet bate recorde de projetos aprovados em 2025"
-    assert rouanet.url == "https://www.gov.br/cultura/pt-br/assuntos/noticias/2026/03/lei-rouanet-bate-recorde-de-projetos-aprovados"
+    assert (
+        rouanet.url
+        == "https://www.gov.br/cultura/pt-br/assuntos/noticias/2026/03/lei-rouanet-bate-recorde-de-projetos-aprovados"
+    )
     assert rouanet.published_at.isoformat() == "2026-03-10T14:05:07-03:00"
     assert rouanet.updated_at.isoformat() == "2026-03-11T09:00:00-03:00"
     assert rouanet.tags == ["Lei Rouanet", "Fomento", "Economia criativa"]
@@ -369,49 +486,78 @@ def test_plone6_errors_and_single_object():
         parse_plone6_search(page("anti_bot_cloudflare.html"), CULTURA_API, "cultura")
     assert_category(exc, "anti_bot")
     import json
+
     item = json.loads(page("plone6_search_page2.json"))["items"][0]
     art = parse_plone6_article(json.dumps(item), item["@id"], "cultura")
-    assert art.url == "https://www.gov.br/cultura/pt-br/assuntos/noticias/2026/03/cinemateca-restaura-acervo-de-glauber-rocha"
+    assert (
+        art.url
+        == "https://www.gov.br/cultura/pt-br/assuntos/noticias/2026/03/cinemateca-restaura-acervo-de-glauber-rocha"
+    )
     assert art.tags == ["Cinema", "Patrimônio"]
 
 
 def test_plone6_text_variants_are_kept():
     base = f"{CULTURA_API}/@search"
-    item = {"@id": "https://www.gov.br/cultura/++api++/pt-br/assuntos/noticias/a", "title": "A",
-            "effective": "2026-03-10T17:05:07+00:00", "text": "Conteúdo como string simples."}
+    item = {
+        "@id": "https://www.gov.br/cultura/++api++/pt-br/assuntos/noticias/a",
+        "title": "A",
+        "effective": "2026-03-10T17:05:07+00:00",
+        "text": "Conteúdo como string simples.",
+    }
     assert parse_plone6_item(item, base).content == "Conteúdo como string simples."
     item["text"] = "<p>Parágrafo <strong>um</strong>.</p><p>Dois.</p>"
     assert parse_plone6_item(item, base).content == "Parágrafo **um**.\n\nDois."
     item["text"] = {"data": "<p>Rico</p>", "content-type": "text/html", "encoding": "utf-8"}
     assert parse_plone6_item(item, base).content == "Rico"
-    blocks = {"t": {"@type": "title"},
-              "b1": {"@type": "text", "text": "Bloco text em texto puro.\n\nSegundo parágrafo."},
-              "b2": {"@type": "textBlock", "text": "<p>Bloco <em>textBlock</em> em HTML.</p>"},
-              "b3": {"@type": "textBlock", "text": "Bloco textBlock em texto puro."},
-              "b4": {"@type": "text", "text": {"blocks": [{"text": "Draft.js"}], "entityMap": {}}},
-              "b5": {"@type": "slate", "plaintext": "Slate sem value."}}
-    item = {**item, "text": "ignorado: os blocos têm texto", "blocks": blocks,
-            "blocks_layout": {"items": ["t", "b1", "b2", "b3", "b4", "b5"]}}
+    blocks = {
+        "t": {"@type": "title"},
+        "b1": {"@type": "text", "text": "Bloco text em texto puro.\n\nSegundo parágrafo."},
+        "b2": {"@type": "textBlock", "text": "<p>Bloco <em>textBlock</em> em HTML.</p>"},
+        "b3": {"@type": "textBlock", "text": "Bloco textBlock em texto puro."},
+        "b4": {"@type": "text", "text": {"blocks": [{"text": "Draft.js"}], "entityMap": {}}},
+        "b5": {"@type": "slate", "plaintext": "Slate sem value."},
+    }
+    item = {
+        **item,
+        "text": "ignorado: os blocos têm texto",
+        "blocks": blocks,
+        "blocks_layout": {"items": ["t", "b1", "b2", "b3", "b4", "b5"]},
+    }
     assert parse_plone6_item(item, base).content == (
         "Bloco text em texto puro.\n\nSegundo parágrafo.\n\nBloco *textBlock* em HTML.\n\n"
-        "Bloco textBlock em texto puro.\n\nDraft.js\n\nSlate sem value.")
+        "Bloco textBlock em texto puro.\n\nDraft.js\n\nSlate sem value."
+    )
     del item["blocks_layout"]  # without a layout the blocks' own order is used
     assert parse_plone6_item(item, base).content.startswith("Bloco text em texto puro.")
 
 
-@pytest.mark.parametrize("effective, id_date, published", [
-    ("2026-03-10T17:05:07+00:00", "2026-03-10T17:05:07+00:00", "2026-03-10T14:05:07-03:00"),  # offset kept
-    ("2026-03-10T14:05:07-03:00", "2026-03-10T14:05:07-03:00", "2026-03-10T14:05:07-03:00"),
-    ("2026-03-10T17:05:07Z", "2026-03-10T17:05:07+00:00", "2026-03-10T14:05:07-03:00"),
-    ("2026-03-10T17:05:07.250000+00:00", "2026-03-10T17:05:07.250000+00:00",
-     "2026-03-10T14:05:07.250000-03:00"),
-    ("2026-03-10T14:05", "2026-03-10T14:05:00", "2026-03-10T14:05:00-03:00"),  # naive stays naive
-    (None, None, None),
-    ("None", None, None),
-])
+@pytest.mark.parametrize(
+    "effective, id_date, published",
+    [
+        (
+            "2026-03-10T17:05:07+00:00",
+            "2026-03-10T17:05:07+00:00",
+            "2026-03-10T14:05:07-03:00",
+        ),  # offset kept
+        ("2026-03-10T14:05:07-03:00", "2026-03-10T14:05:07-03:00", "2026-03-10T14:05:07-03:00"),
+        ("2026-03-10T17:05:07Z", "2026-03-10T17:05:07+00:00", "2026-03-10T14:05:07-03:00"),
+        (
+            "2026-03-10T17:05:07.250000+00:00",
+            "2026-03-10T17:05:07.250000+00:00",
+            "2026-03-10T14:05:07.250000-03:00",
+        ),
+        ("2026-03-10T14:05", "2026-03-10T14:05:00", "2026-03-10T14:05:00-03:00"),  # naive stays naive
+        (None, None, None),
+        ("None", None, None),
+    ],
+)
 def test_plone6_id_date_is_effective_as_the_api_gives_it(effective, id_date, published):
-    item = {"@id": "https://www.gov.br/cultura/++api++/pt-br/assuntos/noticias/a", "title": "A",
-            "effective": effective, "text": "Texto."}
+    item = {
+        "@id": "https://www.gov.br/cultura/++api++/pt-br/assuntos/noticias/a",
+        "title": "A",
+        "effective": effective,
+        "text": "Texto.",
+    }
     parsed = parse_plone6_item(item, f"{CULTURA_API}/@search")
     assert parsed.id_date == id_date
     assert (parsed.published_at.isoformat() if parsed.published_at else None) == published
@@ -426,30 +572,43 @@ TV_URL = "https://tvbrasil.ebc.com.br/caminhos-da-reportagem/2026/11/a-rota-do-c
 
 
 def test_ebc_listing_real_shapes():
-    result = parse_ebc_listing(page("ebc_listing_agenciabrasil.html"), "https://agenciabrasil.ebc.com.br/ultimas")
+    result = parse_ebc_listing(
+        page("ebc_listing_agenciabrasil.html"), "https://agenciabrasil.ebc.com.br/ultimas"
+    )
     # a.capa-noticia cards with /noticia/ links; the header "Menu", the "Clique Aqui" button, a /tags/ link
     # and the repeated "Leia mais" link of a card are not items.
     assert [(i.title, i.url, i.published_at.isoformat()) for i in result.items] == [
         ("IPCA-15 desacelera para 0,25% em novembro", AB_URL, "2026-11-27T14:30:00-03:00"),
-        ("SUS amplia oferta de exames de imagem",
-         "https://agenciabrasil.ebc.com.br/saude/noticia/2026-11/sus-amplia-oferta-de-exames",
-         "2026-11-27T13:05:00-03:00"),
+        (
+            "SUS amplia oferta de exames de imagem",
+            "https://agenciabrasil.ebc.com.br/saude/noticia/2026-11/sus-amplia-oferta-de-exames",
+            "2026-11-27T13:05:00-03:00",
+        ),
     ]
     assert result.items[0].image_url == "https://imagens.ebc.com.br/ipca15-mercado-thumb.jpg"  # data-echo
     assert result.next_url == "https://agenciabrasil.ebc.com.br/ultimas?page=1"
     tv = parse_ebc_listing(page("ebc_listing_tvbrasil.html"), "https://tvbrasil.ebc.com.br/ultimas?page=3")
     assert [(i.title, i.url, i.published_at) for i in tv.items] == [
         ("A rota do café especial no Sul de Minas", TV_URL, brt(2026, 11, 26, 22, 0)),
-        ("Feira de ciências reúne escolas do DF",
-         "https://tvbrasil.ebc.com.br/reporter-brasil/2026/11/feira-de-ciencias", brt(2026, 11, 26)),
+        (
+            "Feira de ciências reúne escolas do DF",
+            "https://tvbrasil.ebc.com.br/reporter-brasil/2026/11/feira-de-ciencias",
+            brt(2026, 11, 26),
+        ),
     ]  # "Ver mais" (a nav-classed link in an h3.heading) is not an item
     assert tv.next_url == "https://tvbrasil.ebc.com.br/ultimas?page=4"  # production asks page + 1 until empty
     # Past the last page: no items, no next page (not an error); a first page of unknown markup is.
-    empty = parse_ebc_listing('<html><body><p>Nenhum conteúdo</p></body></html>',
-                              "https://agenciabrasil.ebc.com.br/ultimas?page=9")
+    empty = parse_ebc_listing(
+        "<html><body><p>Nenhum conteúdo</p></body></html>", "https://agenciabrasil.ebc.com.br/ultimas?page=9"
+    )
     assert empty.items == [] and empty.next_url is None
-    assert parse_ebc_listing('<div class="view view-ultimas"><div class="view-empty"></div></div>',
-                             "https://tvbrasil.ebc.com.br/ultimas").items == []
+    assert (
+        parse_ebc_listing(
+            '<div class="view view-ultimas"><div class="view-empty"></div></div>',
+            "https://tvbrasil.ebc.com.br/ultimas",
+        ).items
+        == []
+    )
     with pytest.raises(ScrapeError) as exc:
         parse_ebc_listing(page("listing_unknown.html"), "https://agenciabrasil.ebc.com.br/ultimas")
     assert_category(exc, "html_changed")
@@ -471,7 +630,8 @@ def test_ebc_agencia_brasil_article():
         "O Índice Nacional de Preços ao Consumidor Amplo 15 (IPCA-15) ficou em 0,25% em novembro, "
         "informou nesta quinta-feira o [IBGE](https://agenciabrasil.ebc.com.br/tags/ibge).\n\n"
         "Em outubro, a taxa havia sido de 0,41%.\n\n"
-        "## Grupos\n\nO grupo alimentação e bebidas recuou 0,12%.")
+        "## Grupos\n\nO grupo alimentação e bebidas recuou 0,12%."
+    )
     with pytest.raises(ScrapeError) as exc:
         parse_ebc_article(page("article_empty.html"), AB_URL)
     assert_category(exc, "empty_content")
@@ -490,7 +650,8 @@ def test_ebc_tv_brasil_article():
     assert tv.content == (  # restriction notice, "Clique aqui", "Tags:" dropped
         "O Caminhos da Reportagem desta semana percorre a Serra da Mantiqueira, onde pequenos "
         "produtores colhem cafés premiados.\n\nA equipe acompanha a colheita, a secagem e a torra "
-        "em propriedades familiares.")
+        "em propriedades familiares."
+    )
     # Production's own test shape: h5 text without the span, h4 without a link.
     html = """<html><body><h4 class="txtNoticias">Repórter Brasil</h4><h5>No AR em 01/01/2026 - 20:00</h5>
     <h1>Título da matéria</h1><article><p>Conteúdo do programa exibido hoje.</p></article></body></html>"""
@@ -503,38 +664,73 @@ def test_ebc_tv_brasil_article():
     assert by_markup.editorial_lead == "Repórter Brasil"
 
 
-@pytest.mark.parametrize("ld, date_div, id_date, published", [
-    # JSON-LD: fromisoformat(...).isoformat(), offset as written (not converted), seconds as written
-    ('{"@type": "NewsArticle", "datePublished": "2026-11-27T17:30:00+00:00"}', "27/11/2026 - 14:30",
-     "2026-11-27T17:30:00+00:00", "2026-11-27T14:30:00-03:00"),
-    ('{"@type": "NewsArticle", "datePublished": "2026-11-27T17:30Z"}', "", "2026-11-27T17:30:00+00:00",
-     "2026-11-27T14:30:00-03:00"),
-    ('[{"@type": "WebPage"}, {"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45.5-03:00"}]', "",
-     "2026-11-27T14:30:45.500000-03:00", "2026-11-27T14:30:45.500000-03:00"),
-    # not read by production: @graph, a list @type, broken JSON -> the page text, fixed -03:00, zero seconds
-    ('{"@graph": [{"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45-03:00"}]}',
-     "27/11/2026 - 14:30",
-     "2026-11-27T14:30:00-03:00", "2026-11-27T14:30:45-03:00"),
-    ('{"@type": ["NewsArticle"], "datePublished": "2026-11-27T14:30:45-03:00"}',
-     "Publicado em 27/11/2026 - 9:05",
-     "2026-11-27T09:05:00-03:00", "2026-11-27T14:30:45-03:00"),
-    ('{"@type": "NewsArticle", "headline": "O "novo" IPCA", "datePublished": "2026-11-27T14:30:45-03:00"}',
-     "27/11/2026 - 14:30", "2026-11-27T14:30:00-03:00", "2026-11-27T14:30:45-03:00"),
-    # text only: date and time, else the date at midnight; the true instant keeps Brasília's history
-    (None, "Publicado em 27/11/2026 - 14:30 Atualizado em 28/11/2026 - 10:00", "2026-11-27T14:30:00-03:00",
-     "2026-11-27T14:30:00-03:00"),
-    (None, "Publicado em 27/11/2026", "2026-11-27T00:00:00-03:00", "2026-11-27T00:00:00-03:00"),
-    (None, "Publicado em 15/01/2018 - 10:00", "2018-01-15T10:00:00-03:00", "2018-01-15T10:00:00-02:00"),
-    (None, "Publicado em 27/11/2026 às 14h30", "2026-11-27T00:00:00-03:00", "2026-11-27T14:30:00-03:00"),
-    (None, "Publicado em 27/11/2026 Atualizado em 28/11/2026 - 10:00", "2026-11-28T10:00:00-03:00",
-     "2026-11-27T00:00:00-03:00"),  # production's with-time pattern matches first, anywhere in the text
-    (None, "", None, None),
-])
+@pytest.mark.parametrize(
+    "ld, date_div, id_date, published",
+    [
+        # JSON-LD: fromisoformat(...).isoformat(), offset as written (not converted), seconds as written
+        (
+            '{"@type": "NewsArticle", "datePublished": "2026-11-27T17:30:00+00:00"}',
+            "27/11/2026 - 14:30",
+            "2026-11-27T17:30:00+00:00",
+            "2026-11-27T14:30:00-03:00",
+        ),
+        (
+            '{"@type": "NewsArticle", "datePublished": "2026-11-27T17:30Z"}',
+            "",
+            "2026-11-27T17:30:00+00:00",
+            "2026-11-27T14:30:00-03:00",
+        ),
+        (
+            '[{"@type": "WebPage"}, {"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45.5-03:00"}]',
+            "",
+            "2026-11-27T14:30:45.500000-03:00",
+            "2026-11-27T14:30:45.500000-03:00",
+        ),
+        # not read by production: @graph, a list @type, broken JSON -> the page text, fixed -03:00, zero seconds
+        (
+            '{"@graph": [{"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45-03:00"}]}',
+            "27/11/2026 - 14:30",
+            "2026-11-27T14:30:00-03:00",
+            "2026-11-27T14:30:45-03:00",
+        ),
+        (
+            '{"@type": ["NewsArticle"], "datePublished": "2026-11-27T14:30:45-03:00"}',
+            "Publicado em 27/11/2026 - 9:05",
+            "2026-11-27T09:05:00-03:00",
+            "2026-11-27T14:30:45-03:00",
+        ),
+        (
+            '{"@type": "NewsArticle", "headline": "O "novo" IPCA", "datePublished": "2026-11-27T14:30:45-03:00"}',
+            "27/11/2026 - 14:30",
+            "2026-11-27T14:30:00-03:00",
+            "2026-11-27T14:30:45-03:00",
+        ),
+        # text only: date and time, else the date at midnight; the true instant keeps Brasília's history
+        (
+            None,
+            "Publicado em 27/11/2026 - 14:30 Atualizado em 28/11/2026 - 10:00",
+            "2026-11-27T14:30:00-03:00",
+            "2026-11-27T14:30:00-03:00",
+        ),
+        (None, "Publicado em 27/11/2026", "2026-11-27T00:00:00-03:00", "2026-11-27T00:00:00-03:00"),
+        (None, "Publicado em 15/01/2018 - 10:00", "2018-01-15T10:00:00-03:00", "2018-01-15T10:00:00-02:00"),
+        (None, "Publicado em 27/11/2026 às 14h30", "2026-11-27T00:00:00-03:00", "2026-11-27T14:30:00-03:00"),
+        (
+            None,
+            "Publicado em 27/11/2026 Atualizado em 28/11/2026 - 10:00",
+            "2026-11-28T10:00:00-03:00",
+            "2026-11-27T00:00:00-03:00",
+        ),  # production's with-time pattern matches first, anywhere in the text
+        (None, "", None, None),
+    ],
+)
 def test_ebc_id_date_follows_production(ld, date_div, id_date, published):
     head = f'<script type="application/ld+json">{ld}</script>' if ld else ""
-    html = (f'<html><head>{head}</head><body><h1 class="titulo-materia">O novo IPCA</h1>'
-            f'<div class="data">{date_div}</div><div class="conteudo-noticia"><p>Texto da notícia.</p></div>'
-            f'</body></html>')
+    html = (
+        f'<html><head>{head}</head><body><h1 class="titulo-materia">O novo IPCA</h1>'
+        f'<div class="data">{date_div}</div><div class="conteudo-noticia"><p>Texto da notícia.</p></div>'
+        f"</body></html>"
+    )
     art = parse_ebc_article(html, AB_URL)
     assert art.id_date == id_date
     assert (art.published_at.isoformat() if art.published_at else None) == published
@@ -553,11 +749,15 @@ def test_ebc_tv_brasil_id_date_reads_the_first_h5_only():
 def test_detect_source():
     assert detect_source(CULTURA_API, page("plone6_search_page1.json")) == "plone6"
     assert detect_source("https://agenciabrasil.ebc.com.br/ultimas", "<html></html>") == "ebc"
-    assert detect_source("http://127.0.0.1:8080/agenciabrasil/ultimas", page("ebc_listing_agenciabrasil.html")) == "ebc"
+    assert (
+        detect_source("http://127.0.0.1:8080/agenciabrasil/ultimas", page("ebc_listing_agenciabrasil.html"))
+        == "ebc"
+    )
     assert detect_source(MEC_NEWS, page("listing_tileitem.html")) == "classic"
     local = "http://127.0.0.1:8090/agenciabrasil.ebc.com.br/ultimas?page=7"
     assert detect_source(local, "<html></html>") == "ebc"
     from dgb.scraper.parsers import default_agency
+
     assert default_agency("https://agenciabrasil.ebc.com.br/ultimas") == "agencia_brasil"
     assert default_agency("http://127.0.0.1:8090/tvbrasil.ebc.com.br/ultimas") == "tvbrasil"
     assert default_agency(MEC_NEWS) == "mec"

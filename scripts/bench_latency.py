@@ -105,7 +105,7 @@ def main() -> int:
         f"(rate: one per {args.interval:.1f}s)"
     )
     if latencies:
-        p95 = latencies[min(len(latencies) - 1, int(round(0.95 * (len(latencies) - 1))))]
+        p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
         print(
             f"commit->indexed p50_s={statistics.median(latencies):.2f} p95_s={p95:.2f} "
             f"max_s={latencies[-1]:.2f} min_s={latencies[0]:.2f}"

@@ -388,7 +388,7 @@ class Run:
         argv = ["dags", "trigger", dag_id] + (["-c", json.dumps(conf)] if conf else [])
 
         def go():
-            for attempt in range(3):
+            for _attempt in range(3):
                 try:
                     res = stack.airflow_cli(self.s, argv, check=False, capture=True)
                     if res.returncode == 0:

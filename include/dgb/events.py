@@ -26,7 +26,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
@@ -85,7 +85,7 @@ PAYLOAD_MODELS: dict[str, type[_Payload]] = {
 # topic -> the payload's fields, in order (derived from the models)
 PAYLOAD_FIELDS: dict[str, tuple[str, ...]] = {t: tuple(m.model_fields) for t, m in PAYLOAD_MODELS.items()}
 
-Payload = Union[ScrapedPayload, EnrichedPayload, EmbeddedPayload]
+Payload = ScrapedPayload | EnrichedPayload | EmbeddedPayload
 
 
 class Attributes(BaseModel):

@@ -145,13 +145,13 @@ def test_migrate_adopts_production_rows_without_changing_them(production_db, typ
     assert _rows(conn, "SELECT agency_key, agency_name FROM news WHERE unique_id = 'nova_000001'") == [
         ("mec", "Ministério da Educação")
     ]
-    with pytest.raises(Exception, match="news_agency_url_key"):
-        with db.transaction(conn) as cur:  # the (agency, url) dedup key now holds
-            cur.execute(
-                "INSERT INTO news (unique_id, agency_id, agency_key, title, url, published_at)"
-                " SELECT 'dup_000001', id, key, 'Dup', 'https://www.gov.br/mec/nova', now()"
-                " FROM agencies WHERE key = 'mec'"
-            )
+    # the (agency, url) dedup key now holds
+    with pytest.raises(Exception, match="news_agency_url_key"), db.transaction(conn) as cur:
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_id, agency_key, title, url, published_at)"
+            " SELECT 'dup_000001', id, key, 'Dup', 'https://www.gov.br/mec/nova', now()"
+            " FROM agencies WHERE key = 'mec'"
+        )
 
     # the pipeline indexes production's rows (index stage sweep) with production's field names
     alias = f"t_{uuid.uuid4().hex[:8]}"

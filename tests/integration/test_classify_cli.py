@@ -43,7 +43,7 @@ def test_classify_json_end_to_end(tmp_path):
     assert [o["line"] for o in out] == [1, 2, 4, 5, 6]
 
     taxonomy = load_taxonomy()
-    for o, a in zip(out, arts):
+    for o, _a in zip(out, arts):
         assert set(o) == {"line", "l1", "l2", "l3", "most_specific", "summary", "confidence"}
         assert taxonomy.is_valid_path(o["l1"], o["l2"], o["l3"])
         assert o["most_specific"] == (o["l3"] or o["l2"] or o["l1"])

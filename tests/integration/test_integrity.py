@@ -525,9 +525,11 @@ def test_live_redirect_into_non_allowlisted_loopback_is_refused_on_the_hop(pg, h
     policy = UrlPolicy(allowed_hosts=[urlsplit(redirector_url).netloc], allow_loopback=True)
     assert policy.decide(article_url).allowed and not policy.decide(dest).allowed
     caplog.clear()
-    with caplog.at_level("WARNING", logger="dgb.integrity.policy"):
-        with Fetcher(FAST, url_guard=policy.guard, transport=guarded_transport(policy)) as f:
-            result = check_article(pg, f, "redir-1")
+    with (
+        caplog.at_level("WARNING", logger="dgb.integrity.policy"),
+        Fetcher(FAST, url_guard=policy.guard, transport=guarded_transport(policy)) as f,
+    ):
+        result = check_article(pg, f, "redir-1")
     assert result.outcome == "image_broken"  # the image redirect is refused: a broken image
     assert result.content.status == "error" and result.content.error_category == "url_refused"
     assert "refused by URL policy" in result.content.error and "loopback address" in result.content.error

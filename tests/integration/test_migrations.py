@@ -99,12 +99,12 @@ def test_constraints_guard_identity_and_embedding_dimension(fresh_db):
     )
     with db.transaction(conn) as cur:
         cur.execute(insert, ("a_1", "https://x/1", [0.1, 0.2, 0.3], 3))
-    with pytest.raises(psycopg.errors.UniqueViolation):
-        with db.transaction(conn) as cur:  # same (agency, url): one row per article
-            cur.execute(insert, ("a_2", "https://x/1", None, None))
-    with pytest.raises(psycopg.errors.CheckViolation):
-        with db.transaction(conn) as cur:  # vector length must match its declared dimension
-            cur.execute(insert, ("a_3", "https://x/3", [0.1, 0.2], 3))
+    # same (agency, url): one row per article
+    with pytest.raises(psycopg.errors.UniqueViolation), db.transaction(conn) as cur:
+        cur.execute(insert, ("a_2", "https://x/1", None, None))
+    # vector length must match its declared dimension
+    with pytest.raises(psycopg.errors.CheckViolation), db.transaction(conn) as cur:
+        cur.execute(insert, ("a_3", "https://x/3", [0.1, 0.2], 3))
     conn.close()
 
 

@@ -142,7 +142,7 @@ def test_production_codes_script_parses_the_tree_format(tmp_path: Path) -> None:
         ("24.01.01", "Demarcação"),
     ]
     tree.write_text("01 - Economia:\n  01.02.03 - Fora do lugar:\n    - 01.02.03.04 - X\n", encoding="utf-8")
-    with pytest.raises(SystemExit, match="01.02.03"):
+    with pytest.raises(SystemExit, match=r"01\.02\.03"):
         module.main([str(tree), "-o", str(out)])
 
 

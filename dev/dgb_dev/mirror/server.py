@@ -230,7 +230,7 @@ class MirrorHandler(BaseHTTPRequestHandler):
                 self.close_connection = True
 
     def _base(self) -> str:
-        host = self.headers.get("Host") or "%s:%d" % self.server.server_address[:2]
+        host = self.headers.get("Host") or "{}:{:d}".format(*self.server.server_address[:2])
         return f"http://{host}"
 
     def _content(self, method: str, path: str, query: str) -> None:
@@ -279,7 +279,7 @@ class MirrorHandler(BaseHTTPRequestHandler):
     ) -> None:
         headers = dict(resp.headers)
         if resp.status == 200 and resp.body:
-            etag = '"%s"' % hashlib.sha1(resp.body).hexdigest()[:20]
+            etag = f'"{hashlib.sha1(resp.body).hexdigest()[:20]}"'
             headers["ETag"] = etag
             if resp.last_modified:
                 headers["Last-Modified"] = http_date(resp.last_modified)

@@ -63,7 +63,7 @@ def render(project: str, project_number: str | None = None) -> dict:
     def topic_ref(path: str) -> str:
         if path not in topic_names:
             raise ValueError(f"subscription refers to undeclared topic {path}")
-        return "${google_pubsub_topic.%s.id}" % topic_names[path]
+        return f"${{google_pubsub_topic.{topic_names[path]}.id}}"
 
     subs: dict[str, dict] = {}
     sub_iam: dict[str, dict] = {}
@@ -91,13 +91,13 @@ def render(project: str, project_number: str | None = None) -> dict:
             dlq = topic_names[dlp["dead_letter_topic"]]
             topic_iam[f"{dlq}_pubsub_agent_publisher"] = {
                 "project": PROJECT_REF,
-                "topic": "${google_pubsub_topic.%s.name}" % dlq,
+                "topic": f"${{google_pubsub_topic.{dlq}.name}}",
                 "role": "roles/pubsub.publisher",
                 "member": PUBSUB_AGENT,
             }
             sub_iam[f"{name}_pubsub_agent_subscriber"] = {
                 "project": PROJECT_REF,
-                "subscription": "${google_pubsub_subscription.%s.name}" % name,
+                "subscription": f"${{google_pubsub_subscription.{name}.name}}",
                 "role": "roles/pubsub.subscriber",
                 "member": PUBSUB_AGENT,
             }

@@ -68,10 +68,7 @@ def run(
     from dgb.enrich.base import get_classifier
 
     settings = current_settings()
-    if getattr(args, "backend", None):
-        backend = args.backend
-    else:
-        backend = settings.classifier_backend
+    backend = args.backend if getattr(args, "backend", None) else settings.classifier_backend
     classifier = None  # built on the first valid batch: a run with only bad lines loads no model
     errors = 0
     pending: list[tuple[int, ArticleText]] = []

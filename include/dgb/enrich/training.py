@@ -20,6 +20,7 @@ scikit-learn is imported only by the fitting functions: classifying needs numpy 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import unicodedata
@@ -355,7 +356,7 @@ def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins
     """Mean |accuracy - confidence| over equal-width confidence bins, weighted by bin size."""
     edges = np.linspace(0.0, 1.0, bins + 1)
     total = 0.0
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for lo, hi in itertools.pairwise(edges):
         sel = (confidence > lo) & (confidence <= hi)
         if sel.any():
             total += sel.sum() * abs(correct[sel].mean() - confidence[sel].mean())

@@ -142,15 +142,15 @@ def check_image(fetcher: Fetcher, url: str | None) -> ImageResult:
         )
     ctype = (resp.headers.get("content-type") or "").split(";")[0].strip().lower() or None
     nbytes = fetcher.stats.bytes - before + wire_bytes(resp) - len(resp.content)
-    common = dict(
-        http_status=resp.status,
-        content_type=ctype,
-        url=url,
-        final_url=resp.url,
-        method=method,
-        redirects=list(resp.redirects),
-        bytes_fetched=nbytes,
-    )
+    common = {
+        "http_status": resp.status,
+        "content_type": ctype,
+        "url": url,
+        "final_url": resp.url,
+        "method": method,
+        "redirects": list(resp.redirects),
+        "bytes_fetched": nbytes,
+    }
     if 200 <= resp.status < 300:
         if ctype and ctype.startswith("image/"):
             return ImageResult("redirect" if resp.redirects else "ok", **common)
@@ -403,7 +403,12 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
     nbytes = fetcher.stats.bytes - before + wire_bytes(resp) - len(resp.content)
     new_etag = resp.headers.get("etag")
     new_lm = resp.headers.get("last-modified")
-    common = dict(bytes_fetched=nbytes, http_status=resp.status, final_url=resp.url, fetched_url=fetch_url)
+    common = {
+        "bytes_fetched": nbytes,
+        "http_status": resp.status,
+        "final_url": resp.url,
+        "fetched_url": fetch_url,
+    }
     if resp.status == 304:
         return ContentResult(
             "unchanged",

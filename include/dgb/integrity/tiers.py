@@ -64,7 +64,7 @@ class Tier:
         return f"{self.min_days}-{self.max_days} days"
 
     def contains(self, age_days: float) -> bool:
-        whole = int(math.floor(max(0.0, age_days)))
+        whole = math.floor(max(0.0, age_days))
         return whole >= self.min_days and (self.max_days is None or whole <= self.max_days)
 
 

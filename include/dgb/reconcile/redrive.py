@@ -97,8 +97,8 @@ def redrive(
         )
         letters = cur.fetchall()
         rep.selected = len(letters)
-        rows = load_rows(cur, [l[3] for l in letters if l[3]], model)
-        for dl_id, sub_name, key, uid, trace_id, why, payload, attributes in letters:
+        rows = load_rows(cur, [letter[3] for letter in letters if letter[3]], model)
+        for dl_id, sub_name, key, uid, _trace_id, why, payload, attributes in letters:
             by_reason[why] = by_reason.get(why, 0) + 1
             try:
                 sub_topic = topology.subscription(sub_name).topic

@@ -118,7 +118,7 @@ def drop_nodes(nodes: list[LexborNode]) -> None:
     Destroying a node frees its subtree, so nested matches must not be touched afterwards.
     """
     unique = list({n.mem_id: n for n in nodes}.values())
-    ids = set(n.mem_id for n in unique)
+    ids = {n.mem_id for n in unique}
     outer = []
     for node in unique:
         parent = node.parent

@@ -100,7 +100,7 @@ def _import_batch(
     for attempt in range(max_retries + 1):
         body = "\n".join(line for _, line in pending)
         lines = _call_with_retry(
-            lambda: documents.import_(body, {"action": "upsert"}), "import", max_retries, sleep
+            lambda body=body: documents.import_(body, {"action": "upsert"}), "import", max_retries, sleep
         )
         if isinstance(lines, (str, bytes)):  # the raw JSONL answer, one line per document
             text = lines.decode() if isinstance(lines, bytes) else lines

@@ -52,7 +52,7 @@ class ScrapeAgencyOperator(BaseOperator):
                 **((context["dag_run"].conf or {}) if context.get("dag_run") else {}),
             }
         )
-        run_id = context["run_id"] if "run_id" in context else None
+        run_id = context.get("run_id")
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         reports = []
         try:

@@ -77,7 +77,7 @@ def test_config_refuses_values_pubsub_cannot_take(bad):
 def test_config_names_the_topic_of_its_subscription():
     assert PubSubStreamConfig("p", topology.SUB_ENRICHMENT).topic == topology.TOPIC_SCRAPED
     with pytest.raises(KeyError, match="unknown subscription"):
-        PubSubStreamConfig("p", "no-such-subscription").topic
+        _ = PubSubStreamConfig("p", "no-such-subscription").topic
 
 
 def test_trigger_has_no_standalone_run():

@@ -117,9 +117,8 @@ def main() -> int:
         model = load_model(args.model)
         print(f"in-process load_s={time.perf_counter() - t0:.1f} dim={model.dim}")
         for batch in BATCH_SIZES:
-            print(
-                f"in-process batch={batch} sent_per_s={rate(lambda b, batch=batch: model.encode(b, batch_size=batch), texts, batch):.1f}"
-            )
+            per_s = rate(lambda b, batch=batch: model.encode(b, batch_size=batch), texts, batch)
+            print(f"in-process batch={batch} sent_per_s={per_s:.1f}")
         own, own_peak = rss_mb(os.getpid())
         print(f"in-process rss_mb={own:.0f} peak_rss_mb={own_peak:.0f}")
 
@@ -128,9 +127,8 @@ def main() -> int:
             resp.raise_for_status()
 
         for batch in BATCH_SIZES:
-            print(
-                f"service batch={batch} sent_per_s={rate(lambda b, batch=batch: via_service(b, batch), texts, batch):.1f}"
-            )
+            per_s = rate(lambda b, batch=batch: via_service(b, batch), texts, batch)
+            print(f"service batch={batch} sent_per_s={per_s:.1f}")
         rss, peak = rss_mb(proc.pid)
         print(f"service rss_mb={rss:.0f} peak_rss_mb={peak:.0f}")
         client.close()

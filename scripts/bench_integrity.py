@@ -146,7 +146,8 @@ def bench_bytes(pages: int) -> dict:
 
 
 LOAD_SQL = """
-INSERT INTO news (unique_id, agency_key, agency_name, title, url, image_url, content, published_at, scraped_at)
+INSERT INTO news (unique_id, agency_key, agency_name, title, url, image_url, content,
+                  published_at, scraped_at)
 SELECT %(prefix)s || g, 'ag' || (g %% 150), 'Agency ' || (g %% 150), 'Notícia sintética ' || g,
        'https://www.gov.br/ag' || (g %% 150) || '/pt-br/noticias/' || %(prefix)s || g,
        'https://www.gov.br/ag' || (g %% 150) || '/imagens/' || g || '.jpg', 'texto',

@@ -90,7 +90,8 @@ def main() -> int:
         with conn.cursor() as cur:
             cur.execute(
                 "SELECT extract(epoch FROM indexed_at - scraped_at) FROM news WHERE unique_id = ANY(%s)"
-                " AND indexed_version = version AND embedded_at IS NOT NULL AND most_specific_theme_id IS NOT NULL",
+                " AND indexed_version = version AND embedded_at IS NOT NULL"
+                " AND most_specific_theme_id IS NOT NULL",
                 (new_ids,),
             )
             latencies = [float(r[0]) for r in cur.fetchall()]

@@ -107,7 +107,8 @@ def fill(conn, n: int, dim: int) -> list[str]:
             "INSERT INTO news (unique_id, agency_key, agency_name, title, url, subtitle, category, tags,"
             " content, summary, published_at, content_hash, content_embedding, embedding_model,"
             " embedding_dim, theme_l1_id, theme_l2_id, theme_l3_id, most_specific_theme_id, enriched_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::real[], %s, %s, %s, %s, %s, %s, now())",
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::real[], %s, %s, %s, %s, %s, %s,"
+            " now())",
             rows,
         )
     return [r[0] for r in rows]

@@ -98,7 +98,8 @@ THEMES = [
     (
         "Ministério amplia campanha de vacinação contra a gripe em todo o país",
         "A campanha de imunização contra influenza chega a novos postos de saúde. Profissionais de saúde, "
-        "idosos e crianças são o público prioritário. As doses estão disponíveis nas unidades básicas do SUS.",
+        "idosos e crianças são o público prioritário. "
+        "As doses estão disponíveis nas unidades básicas do SUS.",
     ),
     (
         "Governo anuncia novas vagas em escolas técnicas federais",
@@ -112,12 +113,14 @@ THEMES = [
     ),
     (
         "Receita Federal abre consulta a lote de restituição do Imposto de Renda",
-        "O lote contempla contribuintes com prioridade legal. O crédito bancário será feito no fim do mês e a "
+        "O lote contempla contribuintes com prioridade legal. "
+        "O crédito bancário será feito no fim do mês e a "
         "consulta pode ser feita no site da Receita ou pelo aplicativo.",
     ),
     (
         "Operação combate desmatamento ilegal na Amazônia",
-        "Fiscais ambientais embargaram áreas desmatadas e apreenderam equipamentos. A ação integra o plano de "
+        "Fiscais ambientais embargaram áreas desmatadas e apreenderam equipamentos. "
+        "A ação integra o plano de "
         "prevenção e controle do desmatamento e conta com apoio das forças de segurança.",
     ),
     (
@@ -478,7 +481,8 @@ class Run:
                     if not b.note or "orphans" not in b.note:
                         b.note = (b.note + " " if b.note else "") + f"orphans={len(orphans)}"
                         log(
-                            f"{b.fault}: batch complete, but Airflow still counts {len(orphans)} killed task(s) as "
+                            f"{b.fault}: batch complete, but Airflow still counts"
+                            f" {len(orphans)} killed task(s) as "
                             f"running ({', '.join(orphans[:4])}); waiting for it to let go"
                         )
                     continue
@@ -936,7 +940,8 @@ class Run:
                 line += f" note={b.note.replace(' ', ';')}"
             lines.append(line)
         poison_line = (
-            f"deliveries: extra_copies={self.dup_published} (every event 3x) poison_sent={len(self.poison_sent)}"
+            f"deliveries: extra_copies={self.dup_published} (every event 3x)"
+            f" poison_sent={len(self.poison_sent)}"
             f" poison_dead_lettered={len(self.poison_seen & set(self.poison_sent))}"
             f" reconcile_runs={self.reconcile_runs} articles={len(titles)}"
         )

@@ -332,7 +332,8 @@ class Postgres(Component):
         user, pw = self.s.pg_user, self.s.pg_password.replace("'", "''")
         self._psql_admin(
             f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{user}') THEN "
-            f"CREATE ROLE \"{user}\" LOGIN PASSWORD '{pw}'; ELSE ALTER ROLE \"{user}\" LOGIN PASSWORD '{pw}'; "
+            f"CREATE ROLE \"{user}\" LOGIN PASSWORD '{pw}'; "
+            f"ELSE ALTER ROLE \"{user}\" LOGIN PASSWORD '{pw}'; "
             f"END IF; END$$;"
         )
         for db in (self.s.pg_db, self.s.pg_airflow_db):
@@ -488,7 +489,10 @@ class ModelService(ManagedProcess):
         ]
 
     def describe(self) -> str:
-        return f"model service http://{self.host}:{self.port} ({self.s.embedding_model}, {self.s.embedding_dim}-d)"
+        return (
+            f"model service http://{self.host}:{self.port}"
+            f" ({self.s.embedding_model}, {self.s.embedding_dim}-d)"
+        )
 
 
 # ---- Airflow
@@ -519,7 +523,9 @@ def airflow_env(settings: Settings) -> dict[str, str]:
             # local stack: a DAG that appears later (an agency added to the mirror) runs at once
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{s.airflow_port}/execution/",
-            "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+            "AIRFLOW__CORE__AUTH_MANAGER": (
+                "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+            ),
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "simple_auth_passwords.json"),
             "AIRFLOW__API__HOST": "127.0.0.1",

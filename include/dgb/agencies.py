@@ -141,7 +141,8 @@ def _validate_entry(index: int, raw: Any, errors: list[str]) -> Agency | None:
     parent, active, reason = raw.get("parent"), raw["active"], raw.get("disabled_reason")
     if not KEY_RE.match(key):
         errors.append(
-            f"{label}: bad key format {key!r} (expected lowercase letters and digits, single '-' or '_' between them)"
+            f"{label}: bad key format {key!r}"
+            " (expected lowercase letters and digits, single '-' or '_' between them)"
         )
     if raw["type"] not in AGENCY_TYPES:
         errors.append(f"{label}: unknown type {raw['type']!r} (allowed: {sorted(AGENCY_TYPES)})")

@@ -175,12 +175,14 @@ def upsert_agencies(conn, agencies) -> int:
     with transaction(conn) as cur:
         cur.executemany(
             "INSERT INTO agencies (key, name, type, parent_key, url, site_kind, active, disabled_reason)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, type = EXCLUDED.type,"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name, type = EXCLUDED.type,"
             " parent_key = EXCLUDED.parent_key, url = EXCLUDED.url, site_kind = EXCLUDED.site_kind,"
             " active = EXCLUDED.active, disabled_reason = EXCLUDED.disabled_reason, updated_at = now()"
             " WHERE (agencies.name, agencies.type, agencies.parent_key, agencies.url, agencies.site_kind,"
             " agencies.active, agencies.disabled_reason) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.type,"
-            " EXCLUDED.parent_key, EXCLUDED.url, EXCLUDED.site_kind, EXCLUDED.active, EXCLUDED.disabled_reason)",
+            " EXCLUDED.parent_key, EXCLUDED.url, EXCLUDED.site_kind, EXCLUDED.active,"
+            " EXCLUDED.disabled_reason)",
             rows,
         )
     return len(rows)

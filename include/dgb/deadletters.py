@@ -46,8 +46,9 @@ def record_from_topics(
                     message_id = attrs.get("dgb_source_message_id") or m.message.message_id
                     reason = attrs.get("dgb_dead_letter_reason") or "pubsub_max_delivery_attempts"
                     cur.execute(
-                        "INSERT INTO dead_letters (subscription, message_key, message_id, unique_id, trace_id,"
-                        " reason, error, payload, attributes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                        "INSERT INTO dead_letters (subscription, message_key, message_id, unique_id,"
+                        " trace_id, reason, error, payload, attributes)"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
                         " ON CONFLICT (subscription, message_key, reason) DO UPDATE SET last_seen = now(),"
                         " attempts = dead_letters.attempts + 1, status = 'open'",
                         (

@@ -77,7 +77,8 @@ SELECT 'merenda-escolar-recebe-reforco_a1b2c3', a.id, t1.id, t2.id, t3.id, t3.id
  WHERE a.key = 'mec' AND t1.code = '02' AND t2.code = '02.01' AND t3.code = '02.01.03';
 INSERT INTO news (unique_id, agency_id, title, url, content, published_at)
 SELECT 'enem-abre-inscricoes_d4e5f6', id, 'Enem abre inscrições',
-       'https://www.gov.br/mec/pt-br/assuntos/noticias/enem', 'Inscrições vão até sexta.', '2026-02-11 09:00:00-03'
+       'https://www.gov.br/mec/pt-br/assuntos/noticias/enem', 'Inscrições vão até sexta.',
+       '2026-02-11 09:00:00-03'
   FROM agencies WHERE key = 'mec';
 INSERT INTO scrape_runs (agency_key, status, error_category, articles_scraped)
 VALUES ('mec', 'error', 'network_error', 0);

@@ -421,7 +421,8 @@ def test_drift_check_failure_does_not_stop_reconciliation(conn, ts_alias):
 def _dead_letter(conn, sub, key, reason, *, unique_id=None, payload=None, attributes=None, age_s=0):
     with db.transaction(conn) as cur:
         cur.execute(
-            "INSERT INTO dead_letters (subscription, message_key, unique_id, reason, error, payload, attributes,"
+            "INSERT INTO dead_letters (subscription, message_key, unique_id, reason, error, payload,"
+            " attributes,"
             " first_seen) VALUES (%s, %s, %s, %s, 'boom', %s, %s, now() - make_interval(secs => %s))"
             " RETURNING id",
             (sub, key, unique_id, reason, payload, json.dumps(attributes or {}), age_s),

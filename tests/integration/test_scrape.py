@@ -114,7 +114,8 @@ def test_edit_updates_row_records_history_and_emits_one_event(pg, site_url):
         cur.execute("SELECT field_changed, old_value, new_value FROM news_update_history")
         history = cur.fetchall()
         cur.execute(
-            "SELECT title, version, enriched_at, summary, unique_id FROM news WHERE url LIKE '%/pe-de-meia-paga'"
+            "SELECT title, version, enriched_at, summary, unique_id FROM news WHERE url LIKE"
+            " '%/pe-de-meia-paga'"
         )
         title, version, enriched_at, summary, uid = cur.fetchone()
     assert history == [
@@ -345,7 +346,8 @@ def test_parser_moving_images_is_not_an_edit(pg, site_url):
         scrape_agency(pg, _agency(base, "mec"), f)
     with pg.cursor() as cur:  # as if stored by an older parser that kept the lead image + credit
         cur.execute(
-            "UPDATE news SET content = '![Título](http://x/img.jpg)' || E'\\n\\nFoto: Divulgação/MEC\\n\\n' || content"
+            "UPDATE news SET content = '![Título](http://x/img.jpg)' || E'\\n\\nFoto: Divulgação/MEC\\n\\n'"
+            " || content"
         )
     pg.commit()
     with Fetcher(FAST) as f:

@@ -16,7 +16,8 @@ def _news(cur, uid, scraped_ago, enriched=False, embedded=False, indexed_after=N
     now = datetime.now(UTC)
     scraped = now - timedelta(seconds=scraped_ago)
     cur.execute(
-        "INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at, enriched_at, embedded_at,"
+        "INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at, enriched_at,"
+        " embedded_at,"
         " indexed_at, indexed_version) VALUES (%s, 'mec', 't', %s, now(), %s, %s, %s, %s, %s)",
         (
             uid,

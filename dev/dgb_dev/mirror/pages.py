@@ -365,7 +365,10 @@ def article(site: Site, base: str, ag: MirrorAgency, a: Article, v: Variant) -> 
             '<div id="content-core"><div id="parent-fieldname-text" class="parent-fieldname-text">',
             "\n".join(body),
             "</div></div>",
-            f'<div id="category" class="keywords documentByLine"><span class="tags-label">Tags:</span> {tags}</div>'
+            (
+                '<div id="category" class="keywords documentByLine"><span class="tags-label">Tags:</span>'
+                f" {tags}</div>"
+            )
             if a.tags
             else "",
         ]
@@ -678,7 +681,8 @@ def _pager(url: str, start: int, total: int) -> str:
     lis = []
     if start > 0:
         lis.append(
-            f'<li class="previous"><a class="anterior" href="{esc(url)}?b_start:int={max(0, start - PAGE_SIZE)}">'
+            f'<li class="previous"><a class="anterior"'
+            f' href="{esc(url)}?b_start:int={max(0, start - PAGE_SIZE)}">'
             f"« Anterior</a></li>"
         )
     for n, off in enumerate(range(0, total, PAGE_SIZE), 1):
@@ -746,20 +750,24 @@ def portal_page(
 <body class="{body_class} site-{esc(ag.key)}">
 <div id="wrapper">
 <header id="header" role="banner">
-<div id="barra-brasil"><a href="{base}/{GOVBR}">gov.br</a> <a href="{base}/{GOVBR}/pt-br/orgaos-do-governo">Órgãos do Governo</a></div>
+<div id="barra-brasil"><a href="{base}/{GOVBR}">gov.br</a> \
+<a href="{base}/{GOVBR}/pt-br/orgaos-do-governo">Órgãos do Governo</a></div>
 <div id="portal-title"><a href="{esc(root)}/pt-br">{esc(ag.name)}</a></div>
 <nav id="portal-globalnav" class="portal-menu"><ul>{menu_html}</ul></nav>
 </header>
 <main id="main" role="main"><div id="portal-column-content">
-<nav class="portal-breadcrumbs" id="portal-breadcrumbs" aria-label="Você está aqui:"><ol>{"".join(crumbs)}</ol></nav>
+<nav class="portal-breadcrumbs" id="portal-breadcrumbs" aria-label="Você está aqui:">\
+<ol>{"".join(crumbs)}</ol></nav>
 <div id="content">
 {content}
 </div>
 </div></main>
 <footer id="portal-footer">
 <div class="footer-links"><a href="{esc(root)}/pt-br/acesso-a-informacao">Acesso à Informação</a>
-<a href="{base}/{GOVBR}/pt-br/termos-de-uso">Termos de Uso</a> <a href="{esc(root)}/pt-br/canais_atendimento/ouvidoria">Ouvidoria</a></div>
-<p>Todo o conteúdo deste site está publicado sob a licença Creative Commons Atribuição-SemDerivações 3.0 Não Adaptada.</p>
+<a href="{base}/{GOVBR}/pt-br/termos-de-uso">Termos de Uso</a> \
+<a href="{esc(root)}/pt-br/canais_atendimento/ouvidoria">Ouvidoria</a></div>
+<p>Todo o conteúdo deste site está publicado sob a licença Creative Commons \
+Atribuição-SemDerivações 3.0 Não Adaptada.</p>
 </footer>
 </div>
 </body>
@@ -777,7 +785,8 @@ def _ebc_page(base: str, ag: MirrorAgency, title: str, body: str, head: str = ""
 {head}
 </head>
 <body class="html not-front">
-<header class="site-header"><a class="logo" href="{base}/{ag.host}/">{esc(site)}</a><nav class="menu-editorias"><ul>{menu}</ul></nav></header>
+<header class="site-header"><a class="logo" href="{base}/{ag.host}/">{esc(site)}</a>\
+<nav class="menu-editorias"><ul>{menu}</ul></nav></header>
 <main id="main-content">
 {body}
 </main>
@@ -791,7 +800,8 @@ def _ebc_page(base: str, ag: MirrorAgency, title: str, body: str, head: str = ""
 def error_page(base: str, status: int) -> str:
     title = "Este conteúdo foi removido" if status == 410 else "Página não encontrada"
     return (
-        f'<!DOCTYPE html><html lang="pt-br"><head><meta charset="utf-8"><title>{title} — gov.br</title></head>'
+        '<!DOCTYPE html><html lang="pt-br"><head><meta charset="utf-8">'
+        f"<title>{title} — gov.br</title></head>"
         f'<body><div id="content"><h1 class="documentFirstHeading">{title}</h1>'
         f"<p>Desculpe, não foi possível encontrar o conteúdo solicitado.</p>"
         f'<p><a href="{base}/{GOVBR}">Ir para o gov.br</a></p></div></body></html>'

@@ -163,10 +163,12 @@ ANTI_BOT_PAGE = """<!DOCTYPE html><html lang="en-US"><head><title>Just a moment.
 <h1 class="zone-name-title h1">www.gov.br</h1>
 <h2 id="challenge-running" class="h2">Checking if the site connection is secure</h2>
 <div id="cf-browser-verification"><noscript>Enable JavaScript and cookies to continue</noscript></div>
-<div id="challenge-body-text">www.gov.br needs to review the security of your connection before proceeding.</div>
+<div id="challenge-body-text">www.gov.br needs to review the security of your connection \
+before proceeding.</div>
 </div></div>
 <script>(function(){window._cf_chl_opt={cvId:'3',cZone:'www.gov.br',cType:'managed',cRay:'%(ray)s'};
-var a=document.createElement('script');a.src='/cdn-cgi/challenge-platform/h/g/orchestrate/chl_page/v1?ray=%(ray)s';
+var a=document.createElement('script');\
+a.src='/cdn-cgi/challenge-platform/h/g/orchestrate/chl_page/v1?ray=%(ray)s';
 document.getElementsByTagName('head')[0].appendChild(a);})();</script>
 <div class="footer" role="contentinfo">Performance &amp; security by Cloudflare · Ray ID: %(ray)s</div>
 </body></html>
@@ -323,7 +325,10 @@ class MirrorHandler(BaseHTTPRequestHandler):
 
     def _oversized(self, method: str, fault: dict) -> None:
         size = int(float(fault.get("mb", 12)) * 1024 * 1024)
-        head = b'<!DOCTYPE html><html lang="pt-br"><head><meta charset="utf-8"><title>Arquivo</title></head><body>'
+        head = (
+            b'<!DOCTYPE html><html lang="pt-br"><head><meta charset="utf-8">'
+            b"<title>Arquivo</title></head><body>"
+        )
         tail = b"</body></html>"
         filler = b"<p>" + b"Lorem ipsum gov.br " * 200 + b"</p>\n"
 

@@ -140,7 +140,8 @@ class ServiceEmbedder:
             ) from exc
         if vectors.shape != (n, self._dim):
             raise ModelServiceError(
-                f"model service at {self.base_url} returned vectors of shape {vectors.shape}, expected ({n}, {self._dim})"
+                f"model service at {self.base_url} returned vectors of shape {vectors.shape},"
+                f" expected ({n}, {self._dim})"
             )
         return vectors
 
@@ -181,7 +182,8 @@ class ServiceEmbedder:
             raise _Transient(f"HTTP {resp.status_code}: {_error_text(resp)}")
         if resp.status_code != 200:
             raise ModelServiceError(
-                f"model service at {self.base_url} refused {method} {path}: HTTP {resp.status_code}: {_error_text(resp)}"
+                f"model service at {self.base_url} refused {method} {path}:"
+                f" HTTP {resp.status_code}: {_error_text(resp)}"
             )
         try:
             answer = resp.json()

@@ -178,7 +178,8 @@ def format_table(report: dict[str, Any]) -> str:
         lines.append(
             f"{a['agency_key'][:28]:<28} {a['checked_articles']:>8} {a['modified_articles']:>8} "
             f"{_pct(a['modification_rate']):>8} {a['title_changes']:>6} {a['content_changes']:>7} "
-            f"{a['image_changes']:>6} {('-' if hours is None else f'{hours:.1f}'):>10} {a['removed_articles']:>7} "
+            f"{a['image_changes']:>6} {('-' if hours is None else f'{hours:.1f}'):>10} "
+            f"{a['removed_articles']:>7} "
             f"{a['suspect_articles']:>7} {a['moved_articles']:>6} "
             f"{a['image_broken_articles']:>7} {_pct(a['broken_link_rate']):>8}"
         )

@@ -360,12 +360,14 @@ def _record(
                 {"now": now, "id": row["id"]},
             )
         cur.execute(
-            "INSERT INTO integrity_state (news_id, tier, last_checked_at, next_due_at, checks, etag, last_modified,"
-            " page_updated_at, image_status, content_status, http_status, consecutive_failures, last_error,"
+            "INSERT INTO integrity_state (news_id, tier, last_checked_at, next_due_at, checks, etag,"
+            " last_modified, page_updated_at, image_status, content_status, http_status,"
+            " consecutive_failures, last_error,"
             " gone_since, gone_checks, gone_status)"
-            " VALUES (%(id)s, %(tier)s, %(now)s, %(due)s, 1, %(etag)s, %(lm)s, %(pu)s, %(img)s, %(cs)s, %(http)s,"
-            " %(fails)s, %(err)s, %(gsince)s, %(gchecks)s, %(gstatus)s)"
-            " ON CONFLICT (news_id) DO UPDATE SET tier = EXCLUDED.tier, last_checked_at = EXCLUDED.last_checked_at,"
+            " VALUES (%(id)s, %(tier)s, %(now)s, %(due)s, 1, %(etag)s, %(lm)s, %(pu)s, %(img)s, %(cs)s,"
+            " %(http)s, %(fails)s, %(err)s, %(gsince)s, %(gchecks)s, %(gstatus)s)"
+            " ON CONFLICT (news_id) DO UPDATE SET tier = EXCLUDED.tier,"
+            " last_checked_at = EXCLUDED.last_checked_at,"
             " next_due_at = EXCLUDED.next_due_at, checks = integrity_state.checks + 1, etag = EXCLUDED.etag,"
             " last_modified = EXCLUDED.last_modified,"
             " page_updated_at = coalesce(EXCLUDED.page_updated_at, integrity_state.page_updated_at),"
@@ -480,9 +482,10 @@ def record_failure(conn, news_id: int, unique_id: str, error: str, schedule: Sch
         failures = (prev[0] if prev else 0) + 1
         tier = schedule.tier_for(published, now).name
         cur.execute(
-            "INSERT INTO integrity_state (news_id, tier, last_checked_at, next_due_at, checks, content_status,"
-            " consecutive_failures, last_error) VALUES (%s, %s, %s, %s, 1, 'error', %s, %s)"
-            " ON CONFLICT (news_id) DO UPDATE SET tier = EXCLUDED.tier, last_checked_at = EXCLUDED.last_checked_at,"
+            "INSERT INTO integrity_state (news_id, tier, last_checked_at, next_due_at, checks,"
+            " content_status, consecutive_failures, last_error) VALUES (%s, %s, %s, %s, 1, 'error', %s, %s)"
+            " ON CONFLICT (news_id) DO UPDATE SET tier = EXCLUDED.tier,"
+            " last_checked_at = EXCLUDED.last_checked_at,"
             " next_due_at = EXCLUDED.next_due_at, checks = integrity_state.checks + 1,"
             " content_status = 'error', consecutive_failures = EXCLUDED.consecutive_failures,"
             " last_error = EXCLUDED.last_error",
@@ -536,7 +539,10 @@ def backlog(conn, threshold: int | None = None, outbox_max_age_s: float | None =
             )
             oldest, stale = cur.fetchone()
             if stale:
-                reason = f"{stale}{'+' if stale >= 1000 else ''} outbox event(s) unpublished for over {max_age:.0f} s"
+                reason = (
+                    f"{stale}{'+' if stale >= 1000 else ''} outbox event(s)"
+                    f" unpublished for over {max_age:.0f} s"
+                )
         if reason is None and threshold > 0:
             cur.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM news WHERE enriched_at IS NULL LIMIT %s) p",

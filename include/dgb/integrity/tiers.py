@@ -186,7 +186,8 @@ class DueArticle:
 
 
 DUE_SQL = (
-    "SELECT s.news_id, n.unique_id, CASE WHEN isfinite(s.next_due_at) THEN s.next_due_at END, s.last_checked_at"
+    "SELECT s.news_id, n.unique_id, CASE WHEN isfinite(s.next_due_at) THEN s.next_due_at END,"
+    " s.last_checked_at"
     " FROM integrity_state s JOIN news n ON n.id = s.news_id"
     " WHERE s.tier = %(tier)s AND s.next_due_at <= %(now)s"
     " ORDER BY s.next_due_at, s.news_id"

@@ -81,8 +81,9 @@ class EnrichStage(Stage):
     def persist(self, cur, row: dict, result) -> dict | None:
         ids = self._themes(cur)
         cur.execute(
-            "UPDATE news SET theme_l1_id = %s, theme_l2_id = %s, theme_l3_id = %s, most_specific_theme_id = %s,"
-            " summary = %s, classifier = %s, classifier_version = %s, theme_confidence = %s,"
+            "UPDATE news SET theme_l1_id = %s, theme_l2_id = %s, theme_l3_id = %s,"
+            " most_specific_theme_id = %s, summary = %s, classifier = %s, classifier_version = %s,"
+            " theme_confidence = %s,"
             " enriched_at = %s, version = version + 1, updated_at = now(), last_error = NULL,"
             " last_error_stage = NULL WHERE unique_id = %s AND version = %s",
             (

@@ -21,8 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "reconcile",
         help="find articles stuck in a stage and Typesense drift; repair through the outbox",
-        description="Find articles stuck beyond a threshold (scraped not enriched, enriched not embedded with "
-        "the current model, not indexed at their version), unsent outbox events and Typesense drift "
+        description="Find articles stuck beyond a threshold (scraped not enriched, "
+        "enriched not embedded with the current model, not indexed at their version), "
+        "unsent outbox events and Typesense drift "
         "(missing, extra, older documents); re-send the right event through the outbox (bounded "
         "attempts; past them the article is flagged problem='stuck'), delete extra documents, and "
         "record a reconcile_runs row. Default: the sweep's window of recent articles "

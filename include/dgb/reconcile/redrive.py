@@ -113,7 +113,8 @@ def redrive(
                 if not dry_run:
                     enqueue(cur, event)
                     cur.execute(
-                        "UPDATE news SET problem = CASE WHEN problem = 'dead_letter' THEN NULL ELSE problem END,"
+                        "UPDATE news SET"
+                        " problem = CASE WHEN problem = 'dead_letter' THEN NULL ELSE problem END,"
                         " reconcile_attempts = 0, reconciled_at = NULL WHERE unique_id = %s",
                         (uid,),
                     )

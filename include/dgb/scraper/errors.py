@@ -84,7 +84,8 @@ def error_for_status(status: int, url: str = "") -> ScrapeError | None:
 
 # Cloudflare's interstitial titles: a challenge whatever else the page holds.
 _CHALLENGE_TITLE = re.compile(
-    r"<title>[^<]*(?:just a moment|attention required!? \| cloudflare|captcha|checking your browser)[^<]*</title>",
+    r"<title>[^<]*(?:just a moment|attention required!? \| cloudflare|captcha|checking your browser)"
+    r"[^<]*</title>",
     re.IGNORECASE,
 )
 # Challenge scripts/widgets. Cloudflare can also inject its challenge-platform script into real

@@ -32,8 +32,9 @@ class Article:
     ``unique_id`` is None only when no publication date was found (see
     :meth:`with_published_at` to supply the listing's date). ``id_date`` is the date text that
     production's unique-id hash used for this article (see :mod:`dgb.scraper.identity`); each
-    parser sets it from the source it read and documents its rule, and without it the Brasília wall clock of ``published_at``
-    with a fixed -03:00 offset is used (production's rule for text dates).
+    parser sets it from the source it read and documents its rule, and without it the Brasília
+    wall clock of ``published_at`` with a fixed -03:00 offset is used (production's rule for
+    text dates).
     """
 
     url: str

@@ -115,8 +115,9 @@ def save_articles(
                 trace_id = str(uuid.uuid4())
                 vals = _values(art)
                 cur.execute(
-                    "INSERT INTO news (unique_id, agency_id, agency_key, agency_name, title, subtitle, content,"
-                    " image_url, editorial_lead, category, tags, video_url, updated_datetime, content_hash,"
+                    "INSERT INTO news (unique_id, agency_id, agency_key, agency_name, title, subtitle,"
+                    " content, image_url, editorial_lead, category, tags, video_url, updated_datetime,"
+                    " content_hash,"
                     " url, published_at, extracted_at, scraped_at, trace_id)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     (

@@ -126,9 +126,11 @@ def rate_bars(
         w = 0 if value is None else plot_w * min(1.0, value / scale_max)
         agency = r.get("agency_key")
         parts.append(
-            f'<g class="bar-row"><text x="{label_w - 8}" y="{y + bar_h * 0.7:.1f}" font-size="12" text-anchor="end">'
+            f'<g class="bar-row"><text x="{label_w - 8}" y="{y + bar_h * 0.7:.1f}"'
+            ' font-size="12" text-anchor="end">'
             f"{_e(agency)}</text>"
-            f'<rect class="bar" data-agency="{_e(agency)}" data-value="{"" if value is None else f"{value:.4f}"}" '
+            f'<rect class="bar" data-agency="{_e(agency)}"'
+            f' data-value="{"" if value is None else f"{value:.4f}"}" '
             f'x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" rx="3" fill="{color}">'
             f"<title>{_e(agency)}: {_e(_pct(value))} ({_e(detail(r))})</title></rect>"
             f'<text x="{label_w + w + 6:.1f}" y="{y + bar_h * 0.7:.1f}" font-size="12" fill="#333">'
@@ -210,7 +212,8 @@ def type_bars(chart_id: str, types: dict[str, int]) -> str:
 # -- page ------------------------------------------------------------------------------------------
 
 CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;padding:18px 22px;color:#222;background:#fafafa}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;\
+margin:0;padding:18px 22px;color:#222;background:#fafafa}
 h1{font-size:20px;margin:0 0 4px} h2{font-size:15px;margin:0 0 8px}
 .sub{color:#666;font-size:12px;margin-bottom:14px}
 .alert{border-color:#c62828 !important;background:#fff5f5 !important;margin-bottom:14px}
@@ -219,7 +222,8 @@ h1{font-size:20px;margin:0 0 4px} h2{font-size:15px;margin:0 0 8px}
 .card .v{font-size:22px;font-weight:600} .card .k{font-size:12px;color:#666}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:14px}
 .panel{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:12px 14px}
-table{border-collapse:collapse;width:100%;font-size:12px} th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #eee;vertical-align:top}
+table{border-collapse:collapse;width:100%;font-size:12px} \
+th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #eee;vertical-align:top}
 th{color:#555;font-weight:600} td.num{text-align:right} .muted{color:#888}
 .diff-old{color:#9b1c1c} .diff-new{color:#1b5e20}
 """
@@ -291,7 +295,8 @@ def render_page(report: dict) -> str:
         "".join(
             f"<tr><td class=muted>{_e(_short_time(h['detected_at']))}</td><td>{_e(h['agency_key'])}</td>"
             f"<td>{_e(h['title'])}</td><td>{_e(h['field_changed'])}</td><td>{_e(h['source'])}</td>"
-            f"<td><span class=diff-old>{_e(h['old_value'])}</span><br><span class=diff-new>{_e(h['new_value'])}"
+            f"<td><span class=diff-old>{_e(h['old_value'])}</span><br>"
+            f"<span class=diff-new>{_e(h['new_value'])}"
             f"</span></td></tr>"
             for h in report["recent_changes"]
         )
@@ -304,7 +309,8 @@ def render_page(report: dict) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
 <body>
 <h1>News integrity</h1>
-<div class="sub">Generated {_e(_short_time(report["generated_at"]))} UTC · schedule <b>{_e(report["schedule"]["mode"])}</b>
+<div class="sub">Generated {_e(_short_time(report["generated_at"]))} UTC · \
+schedule <b>{_e(report["schedule"]["mode"])}</b>
 ({_e(sched)}) · open problems: {_e(problems)} · <a href="api/report">JSON</a></div>
 {breaker_panel}
 <div class="cards">{card_html}</div>
@@ -315,12 +321,14 @@ def render_page(report: dict) -> str:
 <div class="panel"><h2>Modification types</h2>{types_chart}</div>
 </div>
 <div class="panel" style="margin-top:14px"><h2>Agencies</h2>
-<table><thead><tr><th>agency</th><th>checked</th><th>modified</th><th>mod. rate</th><th>title/content/image</th>
+<table><thead><tr><th>agency</th><th>checked</th><th>modified</th><th>mod. rate</th>\
+<th>title/content/image</th>
 <th>mean time to 1st change</th><th>removed</th><th>suspect</th><th>moved</th><th>broken img</th>
 <th>broken-link rate</th></tr></thead>
 <tbody>{agency_rows}</tbody></table></div>
 <div class="panel" style="margin-top:14px"><h2>Latest changes</h2>
-<table><thead><tr><th>detected</th><th>agency</th><th>article</th><th>field</th><th>source</th><th>old → new</th></tr></thead>
+<table><thead><tr><th>detected</th><th>agency</th><th>article</th><th>field</th><th>source</th>\
+<th>old → new</th></tr></thead>
 <tbody>{history_rows}</tbody></table></div>
 </body></html>"""
 

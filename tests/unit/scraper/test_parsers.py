@@ -681,12 +681,14 @@ def test_ebc_tv_brasil_article():
             "2026-11-27T14:30:00-03:00",
         ),
         (
-            '[{"@type": "WebPage"}, {"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45.5-03:00"}]',
+            '[{"@type": "WebPage"},'
+            ' {"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45.5-03:00"}]',
             "",
             "2026-11-27T14:30:45.500000-03:00",
             "2026-11-27T14:30:45.500000-03:00",
         ),
-        # not read by production: @graph, a list @type, broken JSON -> the page text, fixed -03:00, zero seconds
+        # not read by production: @graph, a list @type, broken JSON
+        # -> the page text, fixed -03:00, zero seconds
         (
             '{"@graph": [{"@type": "NewsArticle", "datePublished": "2026-11-27T14:30:45-03:00"}]}',
             "27/11/2026 - 14:30",
@@ -700,7 +702,8 @@ def test_ebc_tv_brasil_article():
             "2026-11-27T14:30:45-03:00",
         ),
         (
-            '{"@type": "NewsArticle", "headline": "O "novo" IPCA", "datePublished": "2026-11-27T14:30:45-03:00"}',
+            '{"@type": "NewsArticle", "headline": "O "novo" IPCA",'
+            ' "datePublished": "2026-11-27T14:30:45-03:00"}',
             "27/11/2026 - 14:30",
             "2026-11-27T14:30:00-03:00",
             "2026-11-27T14:30:45-03:00",
@@ -766,7 +769,8 @@ def test_detect_source():
 def test_lead_image_and_credit_leave_the_body_but_later_images_stay():
     html = """<html><body><div id="content"><h1 class="documentFirstHeading">Título da notícia</h1>
     <div id="content-core"><div id="parent-fieldname-text">
-    <figure><img src="resolveuid/abc123/@@images/image" alt="Título da notícia"><figcaption>Foto: Divulgação/MEC</figcaption></figure>
+    <figure><img src="resolveuid/abc123/@@images/image" alt="Título da notícia">\
+<figcaption>Foto: Divulgação/MEC</figcaption></figure>
     <p>Foto: Fulano de Tal/Agência Gov</p>
     <p>Primeiro parágrafo do texto.</p>
     <p><img src="https://www.gov.br/mec/grafico.png" alt="gráfico"></p>

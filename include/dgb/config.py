@@ -34,12 +34,38 @@ def read_env_file(path: Path) -> dict[str, str]:
     return out
 
 
-def _int(name: str, default: int) -> int:
-    raw = _env(name, str(default))
+def env_number(
+    name: str,
+    default,
+    *,
+    integer: bool = False,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+):
+    """A numeric setting: ``default`` when unset or empty, else the parsed value, range-checked.
+
+    The one home for reading numbers from the environment (ports, integrity thresholds, ratios):
+    a bad value is a ``ValueError`` naming the variable, the rule and what it got.
+    """
+    raw = _env(name, "").strip()
+    if not raw:
+        return default
     try:
-        return int(raw)
+        value = int(raw) if integer else float(raw)
     except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+        raise ValueError(f"{name} must be {'an integer' if integer else 'a number'}, got {raw!r}") from exc
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {raw!r}")
+    if above is not None and value <= above:
+        raise ValueError(f"{name} must be > {above}, got {raw!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {raw!r}")
+    return value
+
+
+def _int(name: str, default: int) -> int:
+    return env_number(name, default, integer=True)
 
 
 def _bool(name: str, default: bool) -> bool:
@@ -53,16 +79,7 @@ def _bool(name: str, default: bool) -> bool:
 
 def _fraction(name: str) -> float | None:
     """An optional number between 0 and 1 (unset or empty: None)."""
-    raw = _env(name, "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number between 0 and 1, got {raw!r}") from exc
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be a number between 0 and 1, got {raw!r}")
-    return value
+    return env_number(name, None, minimum=0.0, maximum=1.0)
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,12 @@ Settings (environment, read by :meth:`RemovalPolicy.from_env`; see docs/configur
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
+
+from dgb.config import env_number
 
 log = logging.getLogger("dgb.integrity.evidence")
 
@@ -51,29 +52,11 @@ def is_normal(http_status: int | None) -> bool:
 
 
 def _int_env(name: str, default: int, minimum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
+    return env_number(name, default, integer=True, minimum=minimum)
 
 
 def _ratio_env(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
-    if not 0 < value <= 1:
-        raise ValueError(f"{name} must be in (0, 1], got {value}")
-    return value
+    return env_number(name, default, above=0.0, maximum=1.0)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,8 @@ import os
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+from dgb.config import env_number
+
 SCHEDULE_MODES = ("tiers", "exponential")
 DAG_PREFIX = "integrity_tier_"
 
@@ -78,18 +80,10 @@ DEFAULT_TIERS: tuple[Tier, ...] = (
 
 
 def _num(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
-    if value <= 0 and name != "DGB_INTEGRITY_LAMBDA":
-        raise ValueError(f"{name} must be positive, got {raw!r}")
-    if value < 0:
-        raise ValueError(f"{name} must not be negative, got {raw!r}")
-    return value
+    """A positive number (the decay rate DGB_INTEGRITY_LAMBDA may also be 0)."""
+    if name == "DGB_INTEGRITY_LAMBDA":
+        return env_number(name, default, minimum=0.0)
+    return env_number(name, default, above=0.0)
 
 
 @dataclass(frozen=True)

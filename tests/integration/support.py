@@ -41,3 +41,19 @@ def start_site(articles, folder):
     site = Site(corpus, extra_dir=None)
     server, base = start_in_thread(site)
     return site, server, base
+
+
+def stop_process_group(proc) -> None:
+    """Stop a server started with ``start_new_session=True``: SIGTERM to its group, SIGKILL after 15 s."""
+    import os
+    import signal
+    import subprocess
+
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)

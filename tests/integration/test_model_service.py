@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +21,8 @@ import pytest
 from dgb.config import REPO_ROOT
 from dgb.embed.client import ModelServiceError, ServiceEmbedder
 from dgb.embed.model import load_model
+
+from .support import stop_process_group
 
 pytestmark = pytest.mark.model
 
@@ -82,13 +83,7 @@ def service(tmp_path_factory):
             time.sleep(0.1)
         yield {"url": url, "port": port, "proc": proc, "log": log_path, "seen": seen}
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+        stop_process_group(proc)
         deadline = time.monotonic() + 5
         while _group_alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)

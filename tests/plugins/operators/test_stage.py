@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from dgb.scraper.run import scrape_agency
 from dgb_airflow.operators.stage import StageOperator
 from dgb_airflow.triggers.pubsub import raw_event
 
-from ...integration.support import FAST
+from ...integration.support import FAST, stop_process_group
 from ...integration.test_scrape import ARTICLES, _agency
 from ..conftest import pull_all, task_context
 
@@ -59,13 +58,7 @@ def model_service(tmp_path_factory):
             time.sleep(0.2)
         yield port
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+        stop_process_group(proc)
 
 
 @pytest.fixture

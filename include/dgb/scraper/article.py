@@ -30,7 +30,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from dgb.scraper.dates import labelled_datetime, parse_br_datetime, production_text_date
 from dgb.scraper.errors import AntiBotError, EmptyContentError, detect_anti_bot
-from dgb.scraper.identity import BRASILIA, brasilia_wall_clock
+from dgb.scraper.identity import listing_day
 from dgb.scraper.jsonld import extract_jsonld_article, production_date_published
 from dgb.scraper.markup import (
     absolute_url,
@@ -262,8 +262,7 @@ def parse_article_html(
         raise EmptyContentError(f"{url} has no article body")
     id_date = _production_id_date(tree)
     if id_date is None and published_fallback is not None:
-        day = published_fallback.astimezone(BRASILIA).replace(hour=0, minute=0, second=0, microsecond=0)
-        id_date = brasilia_wall_clock(day)  # production kept only the listing's day
+        id_date = listing_day(published_fallback)
     return Article(
         url=url,
         agency=agency,

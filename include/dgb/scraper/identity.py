@@ -85,6 +85,14 @@ def brasilia_wall_clock(dt: datetime) -> str:
     return dt.replace(tzinfo=BRASILIA_FIXED).isoformat()
 
 
+def listing_day(dt: datetime) -> str:
+    """The id date text of an article dated only by its listing: midnight of that Brasília day at
+    ``-03:00`` (production kept the listing's day, not its time, when it fell back to it)."""
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(BRASILIA)
+    return brasilia_wall_clock(dt.replace(hour=0, minute=0, second=0, microsecond=0))
+
+
 def unique_id(agency: str, id_date: str | datetime, title: str) -> str:
     """``<slug>_<6 hex of md5("<agency>_<id_date>_<title>")>`` (see module docstring).
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from dgb.scraper.dates import iso
-from dgb.scraper.identity import BRASILIA, brasilia_wall_clock, content_hash, unique_id
+from dgb.scraper.identity import brasilia_wall_clock, content_hash, listing_day, unique_id
 
 ARTICLE_FIELDS: tuple[str, ...] = (
     "title",
@@ -68,8 +68,7 @@ class Article:
         """
         if self.published_at is None:
             self.published_at = published_at
-            day = published_at.astimezone(BRASILIA).replace(hour=0, minute=0, second=0, microsecond=0)
-            self.id_date = id_date or brasilia_wall_clock(day)
+            self.id_date = id_date or listing_day(published_at)
             self.unique_id = unique_id(self.agency, self.id_date, self.title)
         return self
 

@@ -122,7 +122,7 @@ is not JSON cannot be and stays open). A letter that fails again is re-opened by
 the task log and a `reconcile_runs` row (mode `redrive`). Shell: `dgb redrive --reason R --limit N`.
 """,
 ) as redrive_dead_letters:
-    RedriveOperator(task_id="redrive")
+    RedriveOperator(task_id="redrive", execution_timeout=timedelta(minutes=30))
 
 with DAG(
     dag_id=REPLAY_DAG_ID,
@@ -170,4 +170,4 @@ Manual: re-processes a time window.
 Outcome: the task log and a `reconcile_runs` row (mode `replay`). Shell: `dgb replay --start ... --end ...`.
 """,
 ) as replay_events:
-    ReplayOperator(task_id="replay")
+    ReplayOperator(task_id="replay", execution_timeout=timedelta(hours=2))

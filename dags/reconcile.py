@@ -159,7 +159,8 @@ Manual: re-processes a time window.
   (`scraped_at` / `enriched_at` / `embedded_at`) falls in `[start, end)`. **Idempotent**: the stages skip
   work already done (enrich: `enriched_at` set; embed: embedded with the current model; index:
   `indexed_version = version`), so replaying twice changes nothing; only what is missing gets done.
-* `seek` (Pub/Sub replay, the workflow of seed 002): for each subscription of `topic` (or `subscription`),
+* `seek` (Pub/Sub replay, its recommended reprocessing workflow): for each subscription of `topic`
+  (or `subscription`),
   snapshots it, creates a NEW subscription `<subscription>--replay-<stamp>` from the snapshot, seeks that
   one back to `start` (the topics retain 7 days of messages) and runs the consuming stage over the
   messages published in `[start, end)` there; then deletes the new subscription and the snapshot. The

@@ -8,7 +8,7 @@ a dead-letter topic. The emulator does not implement dead-letter or retry polici
 our consumers implement both themselves; the policies are still declared and sent so production
 gets them.
 
-Replay (:mod:`dgb.reconcile.replay`, seed 002) snapshots a subscription, creates a NEW subscription
+Replay (:mod:`dgb.reconcile.replay`) snapshots a subscription, creates a NEW subscription
 from the snapshot and seeks it back to the window's start; a subscription created now only sees
 messages published before it when the TOPIC retains them, so every pipeline topic declares
 ``message_retention_duration`` (:data:`TOPIC_RETENTION_S`, 7 days: the replay horizon, billed as

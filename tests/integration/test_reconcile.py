@@ -602,7 +602,7 @@ def _leftovers(project: str) -> tuple[list[str], list[str]]:
 def test_replay_seek_processes_acked_messages_on_a_new_subscription_from_a_snapshot(
     conn, project, local_classifier
 ):
-    """Seed 002: snapshot the running subscription, a NEW subscription from it, process there.
+    """Pub/Sub reprocessing: snapshot the running subscription, a NEW subscription from it, process there.
     The messages were published and acked on the running subscription before the replay: they
     can only come back through the snapshot + seek (nothing is republished from PostgreSQL), and
     the running subscription is never seeked (nothing comes back there)."""

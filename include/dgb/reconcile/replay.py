@@ -7,7 +7,7 @@ It is idempotent by construction: the stages skip work already done (their ``don
 model; index: ``indexed_version = version``), so replaying a window twice, or a window already
 processed, changes nothing; only what is missing gets done.
 
-``seek`` is Pub/Sub's own reprocessing workflow (seed 002: never seek a subscription a running
+``seek`` is Pub/Sub's own reprocessing workflow (never seek a subscription a running
 pipeline consumes): for each subscription of ``topic`` (or the one named), snapshot it, create a
 NEW subscription of the topic (``<subscription>--replay-<stamp>``, with a 1-day expiration in case
 this run dies), seek the new one to the snapshot (it inherits the running subscription's state)
@@ -133,7 +133,7 @@ def _replay_subscription(
     pull_timeout: float = 5.0,
     idle_pulls: int = 2,
 ) -> dict:
-    """Seed 002's reprocessing workflow for one subscription ``sub`` (which the running DAGs
+    """Pub/Sub's recommended reprocessing workflow for one subscription ``sub`` (which the running DAGs
     consume, and which is never seeked): snapshot it, create a NEW subscription of its topic,
     seek that one to the snapshot and then back to ``start``, pull it dry, hand the messages
     published in ``[start, end)`` to ``process`` (as messages of ``sub``), ack them there, and

@@ -711,3 +711,29 @@ def test_cli_reconcile_dry_run_prints_a_json_report(conn, capsys):
     assert outbox_rows(conn) == []
     assert main(["redrive", "--dry-run", "--json", "--reason", "none-such"]) == 0
     assert json.loads(capsys.readouterr().out)["selected"] == 0
+
+
+def test_cli_replay_seek_is_an_error_without_retention_unless_fallback_is_asked(
+    conn, project, monkeypatch, capsys
+):
+    from google.cloud import pubsub_v1
+
+    from dgb.cli import main
+
+    monkeypatch.setenv("DGB_GCP_PROJECT", project)
+    add(conn, "s1", "scraped")
+    pub = pubsub_v1.PublisherClient()
+    topic = f"projects/{project}/topics/{topology.TOPIC_SCRAPED}"
+    pub.delete_topic(request={"topic": topic})
+    pub.create_topic(request={"name": topic})  # a topic made by hand: no retention to seek in
+    now = datetime.now(UTC)
+    window = ["--start", (now - 3 * HOUR).isoformat(), "--end", now.isoformat(), "--mode", "seek"]
+    assert main(["replay", *window, "--no-relay", "--json"]) == 1
+    assert "seek unavailable" in capsys.readouterr().err and outbox_rows(conn) == []
+    assert main(["replay", *window, "--no-relay", "--json", "--fallback-republish"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (
+        out["mode_used"] == "republish"
+        and out["enqueued"] == 1
+        and "retains no messages" in out["fallback_reason"]
+    )

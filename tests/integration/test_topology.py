@@ -98,3 +98,18 @@ def test_a_subscription_created_without_an_expiration_policy_is_reported(pubsub_
     current = sub.get_subscription(request={"subscription": body["name"]})
     assert "expiration_policy" in topology._drifted(current, body)
     topology.apply(project)  # does not fail on the emulator's refusal
+
+
+def test_an_existing_topic_without_retention_gets_it(pubsub_server):
+    """A stack whose topics predate the retention declaration: apply brings them in line."""
+    from google.cloud import pubsub_v1
+
+    project = f"dgb-topo-{uuid.uuid4().hex[:8]}"
+    pub = pubsub_v1.PublisherClient()
+    path = f"projects/{project}/topics/{topology.TOPIC_ENRICHED}"
+    pub.create_topic(request={"name": path})
+    assert pub.get_topic(request={"topic": path}).message_retention_duration.total_seconds() == 0
+    assert topology.TOPIC_ENRICHED in topology.apply(project)["updated"]
+    got = pub.get_topic(request={"topic": path})
+    assert got.message_retention_duration.total_seconds() == topology.TOPIC_RETENTION_S
+    assert topology.apply(project) == {"created": [], "updated": []}

@@ -147,8 +147,21 @@ class Proc:
         return self.pid() is not None
 
     def spawn(self, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> int:
+        """Start the process (its own session: pgid == pid) unless a live one is recorded: the
+        check and the start hold a lock on ``<name>.lock``, so the watchdog and another starter
+        (`up`, the fault suite) never run two copies. Returns the pid."""
+        import fcntl
+
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.pid_file.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            running = self.pid()
+            if running is not None:
+                return running
+            return self._spawn(argv, env, cwd)
+
+    def _spawn(self, argv: list[str], env: dict[str, str], cwd: Path | None) -> int:
         with open(self.log_file, "ab") as out:
             out.write(
                 f"\n--- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(map(str, argv))}\n".encode()

@@ -110,3 +110,11 @@ def test_up_and_down_start_and_stop_the_watchdog_process(tmp_path):
     assert stack.stop_watchdog(s) is True and not proc.alive()
     assert "watchdog: stopped" in proc.log_file.read_text()
     assert stack.watchdog_state_file(s).exists()  # it watched this state dir, not the environment's
+
+
+def test_two_starters_never_run_two_copies(component):
+    """The watchdog and another starter (`up`, the fault suite) may both find a component down:
+    a start finding a live process recorded (under the component's lock) reuses it."""
+    pid = component.proc.pid()
+    assert component.proc.spawn(component.argv(), component.env()) == pid
+    assert component.proc.pid() == pid and stack._group_alive(pid)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pendulum
 from airflow.sdk import dag, task
 
@@ -26,7 +28,11 @@ time; daily it re-asserts the declared state.
 """,
 )
 def dgb_bootstrap():
-    @task
+    # every task ends: migrations and reference data take seconds, the topology and the collection
+    # a few calls each; a hung server fails the task (to be retried) instead of holding a slot
+    step = task(execution_timeout=timedelta(minutes=15))
+
+    @step
     def migrate() -> list[str]:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
@@ -38,7 +44,7 @@ def dgb_bootstrap():
         finally:
             conn.close()
 
-    @task
+    @step
     def load_reference() -> str:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
@@ -52,7 +58,7 @@ def dgb_bootstrap():
             conn.close()
         return f"{n_agencies} agencies, {n_themes} themes"
 
-    @task
+    @step
     def pubsub_topology() -> dict:
         from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
 
@@ -61,7 +67,7 @@ def dgb_bootstrap():
         hook = PubSubHook(gcp_conn_id="google_cloud_default")
         return topology.apply(hook.project_id, hook.get_conn(), hook.subscriber_client)
 
-    @task
+    @step
     def typesense_collection() -> str:
         from dgb.config import settings
         from dgb.search.schema import ensure_collection

@@ -28,4 +28,4 @@ with exponential backoff (per row). Runs every minute as a safety net beside the
 that follows each scrape, so no event waits for the daily reconciliation.
 """,
 ) as outbox_relay:
-    OutboxRelayOperator(task_id="relay_outbox")
+    OutboxRelayOperator(task_id="relay_outbox", execution_timeout=timedelta(minutes=5))

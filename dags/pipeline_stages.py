@@ -71,5 +71,6 @@ for spec in STAGE_DAGS:
             dag_id=spec.dag_id, doc=spec.doc, subs=", ".join(f"`{s}`" for s in spec.subscriptions)
         ),
     ) as dag:
-        StageOperator(task_id=spec.stage, stage=spec.stage)
+        # inside the 30 min run timeout, so a hung attempt is killed and retried within the run
+        StageOperator(task_id=spec.stage, stage=spec.stage, execution_timeout=timedelta(minutes=20))
     globals()[spec.dag_id] = dag

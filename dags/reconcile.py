@@ -122,7 +122,7 @@ is not JSON cannot be and stays open). A letter that fails again is re-opened by
 the task log and a `reconcile_runs` row (mode `redrive`). Shell: `dgb redrive --reason R --limit N`.
 """,
 ) as redrive_dead_letters:
-    RedriveOperator(task_id="redrive")
+    RedriveOperator(task_id="redrive", execution_timeout=timedelta(minutes=30))
 
 with DAG(
     dag_id=REPLAY_DAG_ID,
@@ -142,6 +142,11 @@ with DAG(
         "subscription": Param(None, type=["null", "string"], description="seek: only this subscription"),
         "limit": Param(50_000, type="integer", minimum=1),
         "dry_run": Param(False, type="boolean"),
+        "fallback_republish": Param(
+            False,
+            type="boolean",
+            description="seek: republish from PostgreSQL when Pub/Sub cannot snapshot/seek (else fail)",
+        ),
     },
     doc_md=f"""
 ### {REPLAY_DAG_ID}
@@ -154,12 +159,16 @@ Manual: re-processes a time window.
   (`scraped_at` / `enriched_at` / `embedded_at`) falls in `[start, end)`. **Idempotent**: the stages skip
   work already done (enrich: `enriched_at` set; embed: embedded with the current model; index:
   `indexed_version = version`), so replaying twice changes nothing; only what is missing gets done.
-* `seek` (Pub/Sub replay): snapshots each subscription of `topic` (a restore point) and seeks it to `start`,
-  so Pub/Sub redelivers what it retained (no end bound: later messages come again too, harmlessly).
-  Needs subscriptions that retain acknowledged messages; when they do not, or the server cannot
-  snapshot/seek, the task logs why and falls back to `republish`.
+* `seek` (Pub/Sub replay, its recommended reprocessing workflow): for each subscription of `topic`
+  (or `subscription`),
+  snapshots it, creates a NEW subscription `<subscription>--replay-<stamp>` from the snapshot, seeks that
+  one back to `start` (the topics retain 7 days of messages) and runs the consuming stage over the
+  messages published in `[start, end)` there; then deletes the new subscription and the snapshot. The
+  subscriptions the stage DAGs consume are never seeked. When Pub/Sub cannot do it (no snapshot/seek,
+  a window older than the topic's retention) the task fails, unless `fallback_republish` is true: then
+  it logs why and republishes instead.
 
 Outcome: the task log and a `reconcile_runs` row (mode `replay`). Shell: `dgb replay --start ... --end ...`.
 """,
 ) as replay_events:
-    ReplayOperator(task_id="replay")
+    ReplayOperator(task_id="replay", execution_timeout=timedelta(hours=2))

@@ -62,5 +62,6 @@ for spec in scrape_specs():
             agency_keys=spec.agency_keys,
             pool=SCRAPE_POOL,
             outlets=[NEWS_TABLE, SCRAPED_TOPIC],
+            execution_timeout=timedelta(minutes=20),  # inside the 30 min run timeout
         )
     globals()[spec.dag_id] = dag

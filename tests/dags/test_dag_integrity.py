@@ -40,3 +40,18 @@ def test_dag_conventions(dagbag, check):
         ):
             bad.append(dag_id)
     assert bad == [], f"DAGs failing the {check} convention: {bad}"
+
+
+def test_every_task_has_an_execution_timeout_inside_its_run_timeout(dagbag):
+    """A hung task (a server that never answers) is killed and retried instead of holding a slot
+    forever, and its timeout leaves room inside the DAG's run timeout for that retry to start."""
+    assert dagbag.dags, "no DAGs found"
+    missing, too_long = [], []
+    for dag_id, dag in dagbag.dags.items():
+        for t in dag.tasks:
+            if t.execution_timeout is None:
+                missing.append(f"{dag_id}.{t.task_id}")
+            elif dag.dagrun_timeout is not None and t.execution_timeout >= dag.dagrun_timeout:
+                too_long.append(f"{dag_id}.{t.task_id}: {t.execution_timeout} >= {dag.dagrun_timeout}")
+    assert missing == [], f"tasks without execution_timeout: {missing}"
+    assert too_long == [], f"execution_timeout not below the DAG's dagrun_timeout: {too_long}"

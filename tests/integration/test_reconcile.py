@@ -578,62 +578,124 @@ def test_replay_republish_is_idempotent(conn, local_classifier):
         replay.replay(conn, end, start, topology.TOPIC_SCRAPED)
 
 
-def test_replay_seek_falls_back_cleanly_when_the_subscription_cannot_seek(conn, project):
+def _publish(conn, project: str, uids: list[str]) -> None:
+    """The scraped events of ``uids`` published to the emulator through the outbox."""
     from google.cloud import pubsub_v1
 
-    add(conn, "s1", "scraped")
-    now = datetime.now(UTC)
-    sub = pubsub_v1.SubscriberClient()
-    # the declared topology does not retain acknowledged messages: a seek to a time would
-    # bring back nothing already processed, so replay says so and republishes from PostgreSQL
-    rep = replay.replay(
-        conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, mode="seek", project=project, subscriber=sub
-    )
-    assert rep.mode_used == "republish" and "retain_acked_messages" in rep.fallback_reason
-    assert rep.enqueued == 1 and sent(conn) == {topology.TOPIC_SCRAPED: ["s1"]}
-    # no client at all (e.g. no Pub/Sub connection): the same clean fallback
-    rep = replay.replay(conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, mode="seek")
-    assert rep.mode_used == "republish" and rep.fallback_reason
-
-
-def test_replay_seek_redelivers_on_a_subscription_that_retains_messages(conn, project):
-    from google.cloud import pubsub_v1
-    from google.protobuf import field_mask_pb2
-
-    sub = pubsub_v1.SubscriberClient()
-    path = f"projects/{project}/subscriptions/{topology.SUB_ENRICHMENT}"
-    sub.update_subscription(
-        request={
-            "subscription": {"name": path, "retain_acked_messages": True},
-            "update_mask": field_mask_pb2.FieldMask(paths=["retain_acked_messages"]),
-        }
-    )
-    before = datetime.now(UTC) - timedelta(seconds=2)
-    add(conn, "s1", "scraped")
     with db.transaction(conn) as cur:
-        outbox.enqueue(
-            cur, resend.event_for(resend.load_rows(cur, ["s1"])["s1"], topology.TOPIC_SCRAPED, "test")
-        )
-    assert outbox.relay(conn, pubsub_v1.PublisherClient(), project).published == 1
-    assert pull_ids(project, topology.SUB_ENRICHMENT, 1) == ["s1"]  # processed and acked
+        rows = resend.load_rows(cur, uids)
+        for uid in uids:
+            outbox.enqueue(cur, resend.event_for(rows[uid], topology.TOPIC_SCRAPED, "test"))
+    assert outbox.relay(conn, pubsub_v1.PublisherClient(), project).published == len(uids)
     clear_outbox(conn)
+
+
+def _leftovers(project: str) -> tuple[list[str], list[str]]:
+    from google.cloud import pubsub_v1
+
+    sub = pubsub_v1.SubscriberClient()
+    subs = [s.name for s in sub.list_subscriptions(request={"project": f"projects/{project}"})]
+    snaps = [s.name for s in sub.list_snapshots(request={"project": f"projects/{project}"})]
+    return [s for s in subs if topology.REPLAY_SUFFIX in s], snaps
+
+
+def test_replay_seek_processes_acked_messages_on_a_new_subscription_from_a_snapshot(
+    conn, project, local_classifier
+):
+    """Pub/Sub reprocessing: snapshot the running subscription, a NEW subscription from it, process there.
+    The messages were published and acked on the running subscription before the replay: they
+    can only come back through the snapshot + seek (nothing is republished from PostgreSQL), and
+    the running subscription is never seeked (nothing comes back there)."""
+    from google.cloud import pubsub_v1
+
+    add(conn, "old", "scraped")
+    _publish(conn, project, ["old"])
+    time.sleep(1.5)  # "old" is published before the window: the seek to its start leaves it acked
+    start = datetime.now(UTC)
+    add(conn, "s1", "scraped")
+    add(conn, "s2", "scraped")
+    _publish(conn, project, ["s1", "s2"])
+    end = datetime.now(UTC) + timedelta(seconds=1)
+    # the running DAGs consumed all three (acked), but never processed them (a lost result)
+    assert pull_ids(project, topology.SUB_ENRICHMENT, 3) == ["old", "s1", "s2"]
+
+    sub, pub = pubsub_v1.SubscriberClient(), pubsub_v1.PublisherClient()
+    classifier = Counting(local_classifier)
+    enrich = stages.EnrichStage(classifier, conn)
+    during: list = []
+
+    def process(subscription, messages):
+        during.append(
+            (subscription, sorted(m.attributes["unique_id"] for m in messages), _leftovers(project))
+        )
+        return run_stage(enrich, conn, messages, sweep_limit=0).summary()
 
     rep = replay.replay(
         conn,
-        before,
-        datetime.now(UTC),
+        start,
+        end,
         topology.TOPIC_SCRAPED,
         mode="seek",
         project=project,
         subscriber=sub,
+        publisher=pub,
+        process=process,
         subscription=topology.SUB_ENRICHMENT,
     )
-    if rep.mode_used == "seek":  # the emulator supports snapshots and seek: Pub/Sub redelivers
-        assert rep.seek[0]["snapshot"].startswith(f"projects/{project}/snapshots/dgb-replay-")
-        assert pull_ids(project, topology.SUB_ENRICHMENT, 1) == ["s1"]
-        assert outbox_rows(conn) == []
-    else:  # a server without seek: a clean fallback to republish
-        assert rep.fallback_reason and rep.enqueued == 1
+    assert rep.mode_used == "seek" and rep.fallback_reason is None and rep.enqueued == 0
+    [(subscription, uids, (replay_subs, snapshots))] = during
+    assert subscription == topology.SUB_ENRICHMENT and uids == ["s1", "s2"]
+    # processed on a new subscription seeked to a snapshot of the running one, both existing then
+    [seek] = rep.seek
+    assert replay_subs == [seek["replay_subscription"]] and snapshots == [seek["snapshot"]]
+    assert seek["replay_subscription"].startswith(
+        f"projects/{project}/subscriptions/{topology.SUB_ENRICHMENT}{topology.REPLAY_SUFFIX}"
+    )
+    assert seek["delivered"] == 2 and seek["in_window"] == 2 and seek["results"][0]["processed"] == 2
+    assert sorted(classifier.seen) == ["s1", "s2"]
+    assert one(conn, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL") == 2
+    assert one(conn, "SELECT count(*) FROM outbox WHERE topic = %s", topology.TOPIC_SCRAPED) == 0
+    # cleaned up; the running subscription was not seeked: nothing comes back there
+    assert _leftovers(project) == ([], [])
+    assert pull_ids(project, topology.SUB_ENRICHMENT, 1, timeout=4) == []
+    run = one(conn, "SELECT detail FROM reconcile_runs WHERE mode = 'replay'")
+    assert run["mode_used"] == "seek" and run["seek"][0]["in_window"] == 2
+
+
+def test_replay_seek_fails_when_it_cannot_seek_unless_fallback_is_asked(conn, project):
+    from google.api_core import exceptions
+    from google.cloud import pubsub_v1
+    from google.protobuf import duration_pb2, field_mask_pb2
+
+    add(conn, "s1", "scraped")
+    now = datetime.now(UTC)
+    sub, pub = pubsub_v1.SubscriberClient(), pubsub_v1.PublisherClient()
+
+    def process(subscription, messages):
+        raise AssertionError("nothing can be replayed here")
+
+    seek = {"mode": "seek", "project": project, "subscriber": sub, "publisher": pub, "process": process}
+    # a topic that retains nothing: a new subscription cannot seek back; an error, not a republish
+    topic = f"projects/{project}/topics/{topology.TOPIC_SCRAPED}"
+    try:
+        pub.update_topic(
+            request={
+                "topic": {"name": topic, "message_retention_duration": duration_pb2.Duration(seconds=0)},
+                "update_mask": field_mask_pb2.FieldMask(paths=["message_retention_duration"]),
+            }
+        )
+    except exceptions.GoogleAPICallError:  # the emulator refuses 0: a topic made without it
+        pub.delete_topic(request={"topic": topic})
+        pub.create_topic(request={"name": topic})
+    with pytest.raises(replay.SeekUnavailable, match="retains no messages"):
+        replay.replay(conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, **seek)
+    with pytest.raises(replay.SeekUnavailable, match="no Pub/Sub"):
+        replay.replay(conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, mode="seek", process=process)
+    assert outbox_rows(conn) == [] and _leftovers(project) == ([], [])
+    # the fallback is explicit: asked for, it republishes from PostgreSQL and says why
+    rep = replay.replay(conn, now - 3 * HOUR, now, topology.TOPIC_SCRAPED, fallback_republish=True, **seek)
+    assert rep.mode_used == "republish" and "retains no messages" in rep.fallback_reason
+    assert rep.enqueued == 1 and sent(conn) == {topology.TOPIC_SCRAPED: ["s1"]}
 
 
 # --------------------------------------------------------------------------- CLI
@@ -649,3 +711,29 @@ def test_cli_reconcile_dry_run_prints_a_json_report(conn, capsys):
     assert outbox_rows(conn) == []
     assert main(["redrive", "--dry-run", "--json", "--reason", "none-such"]) == 0
     assert json.loads(capsys.readouterr().out)["selected"] == 0
+
+
+def test_cli_replay_seek_is_an_error_without_retention_unless_fallback_is_asked(
+    conn, project, monkeypatch, capsys
+):
+    from google.cloud import pubsub_v1
+
+    from dgb.cli import main
+
+    monkeypatch.setenv("DGB_GCP_PROJECT", project)
+    add(conn, "s1", "scraped")
+    pub = pubsub_v1.PublisherClient()
+    topic = f"projects/{project}/topics/{topology.TOPIC_SCRAPED}"
+    pub.delete_topic(request={"topic": topic})
+    pub.create_topic(request={"name": topic})  # a topic made by hand: no retention to seek in
+    now = datetime.now(UTC)
+    window = ["--start", (now - 3 * HOUR).isoformat(), "--end", now.isoformat(), "--mode", "seek"]
+    assert main(["replay", *window, "--no-relay", "--json"]) == 1
+    assert "seek unavailable" in capsys.readouterr().err and outbox_rows(conn) == []
+    assert main(["replay", *window, "--no-relay", "--json", "--fallback-republish"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (
+        out["mode_used"] == "republish"
+        and out["enqueued"] == 1
+        and "retains no messages" in out["fallback_reason"]
+    )

@@ -59,6 +59,8 @@ def render(project: str, project_number: str | None = None) -> dict:
             raise ValueError(f"two topics map to the Terraform name {name!r}")
         topic_names[path] = name
         topics[name] = {"name": short, "project": PROJECT_REF, "labels": dict(LABELS)}
+        if path in spec.get("topic_retention", {}):
+            topics[name]["message_retention_duration"] = spec["topic_retention"][path]
 
     def topic_ref(path: str) -> str:
         if path not in topic_names:
@@ -156,6 +158,11 @@ def topology_of(doc: dict) -> dict:
     return {
         "project": project,
         "topics": [f"projects/{project}/topics/{t['name']}" for t in topics.values()],
+        "topic_retention": {
+            f"projects/{project}/topics/{t['name']}": t["message_retention_duration"]
+            for t in topics.values()
+            if "message_retention_duration" in t
+        },
         "subscriptions": subs,
     }
 

@@ -82,15 +82,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="re-process a time window (republish from PostgreSQL, or Pub/Sub snapshot + seek)",
         description="republish: re-emit, from PostgreSQL, TOPIC's event of every article whose stage time "
         "(scraped_at / enriched_at / embedded_at) is in [START, END); idempotent (stages skip done "
-        "work). seek: snapshot each subscription of TOPIC and seek it to START (Pub/Sub replay); "
-        "falls back to republish, saying why, when the server or subscription cannot.",
+        "work). seek (Pub/Sub replay): snapshot each subscription of TOPIC, create a NEW subscription "
+        "from the snapshot, seek it back to START and run the consuming stage over the messages "
+        "published in [START, END) there, then delete it and the snapshot; the subscriptions the "
+        "DAGs consume are never seeked. A seek that cannot run is an error (exit 1) unless "
+        "--fallback-republish.",
     )
     y.add_argument("--start", required=True, help="ISO 8601 (UTC when no offset)")
     y.add_argument("--end", required=True, help="ISO 8601, exclusive")
     y.add_argument("--topic", default=topology.TOPIC_SCRAPED, choices=list(topology.TOPICS))
     y.add_argument("--mode", default="republish", choices=("republish", "seek"))
     y.add_argument("--subscription", help="seek only this subscription of the topic")
-    y.add_argument("--limit", type=int, default=50_000, help="at most N articles (republish)")
+    y.add_argument(
+        "--limit",
+        type=int,
+        default=50_000,
+        help="at most N articles (republish) / messages per subscription (seek)",
+    )
+    y.add_argument(
+        "--fallback-republish",
+        action="store_true",
+        help="seek: when Pub/Sub cannot snapshot/seek the window, republish from PostgreSQL (not fail)",
+    )
     y.add_argument("--dry-run", action="store_true")
     y.add_argument("--json", action="store_true")
     _pubsub_args(y)
@@ -208,16 +221,42 @@ def cmd_redrive(args) -> int:
     return 0
 
 
+def _stage_process(conn, s):
+    """replay's seek callback: the stage consuming the subscription, run over the messages (the
+    embedder and Typesense client of the settings, built only when the stage asks)."""
+    from dgb.pipeline import stages
+    from dgb.pipeline.stage import run_stage
+    from dgb.reconcile.replay import stage_of
+
+    def embedder():
+        from dgb.embed import get_embedder
+
+        return get_embedder(s)
+
+    def typesense():
+        from dgb.search import schema
+
+        return schema.client(s)
+
+    deps = stages.Dependencies(embedder=embedder, typesense=typesense)
+
+    def process(subscription: str, messages: list) -> dict:
+        stage = stages.build(stage_of(subscription), conn, s, deps)
+        return run_stage(stage, conn, messages, sweep_limit=0).summary()
+
+    return process
+
+
 def cmd_replay(args) -> int:
-    from dgb.reconcile.replay import replay
+    from dgb.reconcile.replay import SeekUnavailable, replay
 
     s, conn = _setup(args)
     try:
-        subscriber = None
+        subscriber = publisher = None
         if args.mode == "seek":
             from google.cloud import pubsub_v1
 
-            subscriber = pubsub_v1.SubscriberClient()
+            subscriber, publisher = pubsub_v1.SubscriberClient(), pubsub_v1.PublisherClient()
         try:
             rep = replay(
                 conn,
@@ -227,14 +266,23 @@ def cmd_replay(args) -> int:
                 args.mode,
                 project=s.gcp_project,
                 subscriber=subscriber,
+                publisher=publisher,
+                process=_stage_process(conn, s),
                 subscription=args.subscription,
                 limit=args.limit,
                 dry_run=args.dry_run,
+                fallback_republish=args.fallback_republish,
             )
         except ValueError as exc:
             print(f"dgb replay: {exc}", file=sys.stderr)
             return 2
-        relayed = _relay(args, conn, s) if rep.mode_used == "republish" else None
+        except SeekUnavailable as exc:
+            print(
+                f"dgb replay: seek unavailable: {exc} (--fallback-republish republishes instead)",
+                file=sys.stderr,
+            )
+            return 1
+        relayed = _relay(args, conn, s)
     finally:
         conn.close()
     _out(args, {**rep.as_dict(), "relay": relayed}, rep.line() + (f"; relay {relayed}" if relayed else ""))

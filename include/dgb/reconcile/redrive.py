@@ -3,8 +3,13 @@
 Selected OPEN dead letters (by reason, subscription, ids; bounded by ``limit``) are re-published
 through the outbox - a fresh event of the article for the dead letter's subscription (built from
 PostgreSQL), or the original payload and attributes when the dead letter has no known article -
-and marked ``redriven`` with ``resolved_at`` and a ``resolution``, in the same transaction. If
-it fails again the stage re-opens the dead letter (``status = 'open'``).
+and marked ``redriven`` with ``resolved_at`` and a ``resolution``, in the same transaction as
+the run's ``reconcile_runs`` row. If it fails again the stage re-opens the dead letter
+(``status = 'open'``).
+
+A caller that may run the same request twice (an Airflow retry after the commit, e.g. a worker
+killed while relaying) passes ``once_key`` (the DAG run): the second call finds the committed run
+of that key and reports it again instead of redriving the next batch.
 """
 
 from __future__ import annotations
@@ -30,6 +35,17 @@ class RedriveReport:
     skipped: list[dict] = field(default_factory=list)  # {id, reason, why}
     dry_run: bool = False
     run_id: int | None = None
+    already_done: bool = False  # the report of an earlier call with the same once_key
+
+    @classmethod
+    def from_run(cls, run_id: int, detail: dict) -> RedriveReport:
+        return cls(
+            selected=int(detail.get("selected", 0)),
+            redriven=list(detail.get("redriven") or []),
+            skipped=list(detail.get("skipped") or []),
+            run_id=run_id,
+            already_done=True,
+        )
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -39,7 +55,8 @@ class RedriveReport:
         for r in self.redriven:
             topics[r["topic"]] = topics.get(r["topic"], 0) + 1
         return (
-            f"redrive{' (dry run)' if self.dry_run else ''}: selected={self.selected}"
+            f"redrive{' (dry run)' if self.dry_run else ''}{' (already done)' if self.already_done else ''}:"
+            f" selected={self.selected}"
             f" redriven={len(self.redriven)} {json.dumps(topics)} skipped={len(self.skipped)}"
         )
 
@@ -54,6 +71,7 @@ def redrive(
     model: str | None = None,
     dry_run: bool = False,
     actor: str = "manual",
+    once_key: str | None = None,
     now: datetime | None = None,
 ) -> RedriveReport:
     """Re-publish selected OPEN dead letters through the outbox and mark them ``redriven``.
@@ -63,7 +81,7 @@ def redrive(
     (or of the earliest stage the article still needs); its ``problem = 'dead_letter'`` flag and
     reconcile counters are cleared. A dead letter with no known article is re-published with its
     original payload and attributes; one whose payload is not a JSON object cannot be re-sent and
-    is not selected (it stays open for an operator to discard)."""
+    is not selected (it stays open for an operator to discard). ``once_key``: see the module doc."""
     now = now or datetime.now(UTC)
     if limit < 1:
         raise ValueError("limit must be >= 1")
@@ -89,6 +107,21 @@ def redrive(
     by_reason: dict[str, int] = {}
     topics: dict[str, int] = {}
     with transaction(conn) as cur:
+        if once_key and not dry_run:
+            # one redrive per key: serialise callers of the key, then look for its committed run
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"dgb.redrive:{once_key}",))
+            cur.execute(
+                "SELECT id, detail FROM reconcile_runs WHERE mode = 'redrive' AND detail->>'once_key' = %s"
+                " ORDER BY id LIMIT 1",
+                (once_key,),
+            )
+            done = cur.fetchone()
+            if done is not None:
+                rep = RedriveReport.from_run(done[0], done[1] or {})
+                log.warning(
+                    "redrive %s already committed as reconcile_runs %s: %s", once_key, done[0], rep.line()
+                )
+                return rep
         cur.execute(
             "SELECT id, subscription, message_key, unique_id, trace_id, reason, payload, attributes"
             f" FROM dead_letters d WHERE {' AND '.join(conds)} ORDER BY first_seen, id LIMIT %s"
@@ -148,21 +181,25 @@ def redrive(
             topics[topic] = topics.get(topic, 0) + 1
         if dry_run:
             conn.rollback()
-    if not dry_run:
-        rep.run_id = record(
-            conn,
-            "redrive",
-            found={"selected": rep.selected, **by_reason},
-            repaired=topics,
-            flagged=0,
-            seconds=0.0,
-            detail={
-                "reason": reason,
-                "limit": limit,
-                "subscription": subscription,
-                "actor": actor,
-                "skipped": rep.skipped[:50],
-            },
-        )
+        else:  # the run's row commits with the redrive it describes
+            rep.run_id = record(
+                conn,
+                "redrive",
+                found={"selected": rep.selected, **by_reason},
+                repaired=topics,
+                flagged=0,
+                seconds=0.0,
+                detail={
+                    "reason": reason,
+                    "limit": limit,
+                    "subscription": subscription,
+                    "actor": actor,
+                    "once_key": once_key,
+                    "selected": rep.selected,
+                    "redriven": rep.redriven,
+                    "skipped": rep.skipped[:50],
+                },
+                cur=cur,
+            )
     log.info(rep.line())
     return rep

@@ -5,23 +5,36 @@ timestamp for that topic (scraped_at / enriched_at / embedded_at) falls in ``[st
 It is idempotent by construction: the stages skip work already done (their ``done`` rules in
 :mod:`dgb.pipeline.definitions`: enrich: ``enriched_at`` set; embed: embedded with the current
 model; index: ``indexed_version = version``), so replaying a window twice, or a window already
-processed, changes nothing; only what is missing gets done. ``seek`` works on Pub/Sub itself:
-snapshot each subscription of the topic (a restore point: seek back to it to undo), then seek it
-to ``start`` so Pub/Sub redelivers what it retained since then (``end`` cannot bound a seek:
-later messages come again too, harmlessly). Seeking to a time only brings back acknowledged
-messages when the subscription retains them (``retain_acked_messages``); when it does not,
-or the server refuses snapshots/seek, replay logs why and falls back to ``republish``.
+processed, changes nothing; only what is missing gets done.
+
+``seek`` is Pub/Sub's own reprocessing workflow (never seek a subscription a running
+pipeline consumes): for each subscription of ``topic`` (or the one named), snapshot it, create a
+NEW subscription of the topic (``<subscription>--replay-<stamp>``, with a 1-day expiration in case
+this run dies), seek the new one to the snapshot (it inherits the running subscription's state)
+and then back to ``start`` (the topic retains 7 days of messages, declared in
+:mod:`dgb.topology`, so messages already acked on the running subscription come back), pull it
+dry, hand the messages published in ``[start, end)`` to the ``process`` callback (the stage that
+consumes the subscription: the caller builds it), ack them on the new subscription, then delete
+the new subscription and the snapshot. The running subscription and its DAGs are not touched.
+
+A seek that cannot run (no client, a server or topic that cannot snapshot/seek, a window older
+than the topic's retention) is an error (:class:`SeekUnavailable`) unless the caller opts in to
+``fallback_republish``: then replay logs why and republishes from PostgreSQL instead.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from dgb import topology
 from dgb.db import transaction
+from dgb.pipeline.definitions import DEFINITIONS
+from dgb.pipeline.stage import InMessage
 from dgb.reconcile.resend import enqueue, event_for, load_rows
 from dgb.reconcile.runs import record
 
@@ -43,7 +56,9 @@ class ReplayReport:
     mode_requested: str
     mode_used: str = ""
     enqueued: int = 0
-    seek: list[dict] = field(default_factory=list)  # {subscription, snapshot, time}
+    # per subscription: {subscription, snapshot, replay_subscription, time, stage, delivered,
+    # in_window, results (the process callback's reports)}
+    seek: list[dict] = field(default_factory=list)
     fallback_reason: str | None = None
     dry_run: bool = False
     run_id: int | None = None
@@ -56,7 +71,11 @@ class ReplayReport:
         what = (
             f"{self.enqueued} {self.topic} event(s) republished"
             if self.mode_used == "republish"
-            else f"seeked {', '.join(s['subscription'] for s in self.seek)}"
+            else "replayed "
+            + (
+                ", ".join(f"{s['in_window']} message(s) of {s['subscription']}" for s in self.seek)
+                or "nothing (dry run)"
+            )
         )
         return f"replay {self.start}..{self.end} {self.mode_requested}->{self.mode_used}: {what}{extra}"
 
@@ -67,52 +86,161 @@ def _aware(value: datetime | str) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _snapshot_name(sub: str, at: datetime) -> str:
+def _snapshot_name(sub: str, stamp: str) -> str:
     base = re.sub(r"[^A-Za-z0-9._~+%-]", "-", sub)
-    return f"dgb-replay-{base}-{at:%Y%m%dT%H%M%S}"[:255]
+    return f"dgb-replay-{base}-{stamp}"[:255]
 
 
 class SeekUnavailable(RuntimeError):
-    pass
+    """Pub/Sub replay cannot run here (no client, no process callback, a server or topic that
+    cannot snapshot/seek or does not retain the window); the message says why."""
 
 
-def _seek(subscriber, project: str, subscriptions: list[str], start: datetime, now: datetime) -> list[dict]:
-    """Pub/Sub's reprocessing workflow: snapshot (restore point), then seek to ``start``; raise
-    SeekUnavailable with the reason when the server cannot do it for every subscription."""
+Process = Callable[[str, list[InMessage]], dict]
+
+
+def stage_of(subscription: str) -> str:
+    """The stage that consumes ``subscription`` (the one whose messages a replay re-processes)."""
+    for d in DEFINITIONS.values():
+        if subscription in d.subscriptions:
+            return d.name
+    raise ValueError(f"no stage consumes {subscription}")
+
+
+def _stamp(at: datetime) -> str:
+    return f"{at.astimezone(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def _published(received) -> datetime | None:
+    pt = received.message.publish_time
+    if pt is None:
+        return None
+    return pt if pt.tzinfo else pt.replace(tzinfo=UTC)
+
+
+def _replay_subscription(
+    subscriber,
+    publisher,
+    project: str,
+    sub: str,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    process: Process,
+    limit: int,
+    *,
+    batch: int = 100,
+    pull_timeout: float = 5.0,
+    idle_pulls: int = 2,
+) -> dict:
+    """Pub/Sub's recommended reprocessing workflow for one subscription ``sub`` (which the running DAGs
+    consume, and which is never seeked): snapshot it, create a NEW subscription of its topic,
+    seek that one to the snapshot and then back to ``start``, pull it dry, hand the messages
+    published in ``[start, end)`` to ``process`` (as messages of ``sub``), ack them there, and
+    delete the new subscription and the snapshot whatever happens. Raises SeekUnavailable (with
+    the reason) when the server refuses a step or the topic does not retain ``start``."""
     from google.api_core import exceptions
-    from google.protobuf import timestamp_pb2
+    from google.protobuf import duration_pb2, timestamp_pb2
 
-    done = []
-    for sub in subscriptions:
-        path = f"projects/{project}/subscriptions/{sub}"
+    from dgb.events import AssetPayload
+
+    declared = topology.subscription(sub)
+    prefix = f"projects/{project}"
+    topic_path = f"{prefix}/topics/{declared.topic}"
+    stamp = _stamp(now)
+    snap = f"{prefix}/snapshots/{_snapshot_name(sub, stamp)}"
+    replay_sub = f"{prefix}/subscriptions/" + f"{sub}{topology.REPLAY_SUFFIX}{stamp}"[:255]
+    try:
+        retention = topology.seconds(
+            publisher.get_topic(request={"topic": topic_path}).message_retention_duration
+        )
+    except exceptions.GoogleAPICallError as exc:
+        raise SeekUnavailable(f"cannot read topic {declared.topic}: {type(exc).__name__}: {exc}") from exc
+    if retention and retention < (now - start).total_seconds():
+        raise SeekUnavailable(
+            f"topic {declared.topic} retains messages for {retention:.0f}s; the window starts "
+            f"{(now - start).total_seconds():.0f}s ago (older messages are gone from Pub/Sub)"
+        )
+    if not retention:
+        raise SeekUnavailable(
+            f"topic {declared.topic} retains no messages (message_retention_duration unset): a new "
+            "subscription cannot seek back to the window (`dgb topology apply` declares it)"
+        )
+    out = {
+        "subscription": sub,
+        "snapshot": snap,
+        "replay_subscription": replay_sub,
+        "time": start.isoformat(),
+        "delivered": 0,
+        "in_window": 0,
+        "stage": stage_of(sub),
+        "results": [],
+    }
+    created_snap = created_sub = False
+    ts = timestamp_pb2.Timestamp()
+    ts.FromDatetime(start.astimezone(UTC).replace(tzinfo=None))
+    try:
         try:
-            info = subscriber.get_subscription(request={"subscription": path})
-        except exceptions.GoogleAPICallError as exc:
-            raise SeekUnavailable(f"cannot read {sub}: {type(exc).__name__}: {exc}") from exc
-        if not getattr(info, "retain_acked_messages", False):
-            raise SeekUnavailable(
-                f"{sub} does not retain acknowledged messages (retain_acked_messages=false): "
-                "seeking to a time would bring back nothing already processed"
+            subscriber.create_snapshot(
+                request={"name": snap, "subscription": f"{prefix}/subscriptions/{sub}"}
             )
-        snap = f"projects/{project}/snapshots/{_snapshot_name(sub, now)}"
-        ts = timestamp_pb2.Timestamp()
-        ts.FromDatetime(start.astimezone(UTC).replace(tzinfo=None))
-        try:
-            subscriber.create_snapshot(request={"name": snap, "subscription": path})
-            subscriber.seek(request={"subscription": path, "time": ts})
-        except (
-            exceptions.MethodNotImplemented,
-            exceptions.FailedPrecondition,
-            exceptions.InvalidArgument,
-            exceptions.NotFound,
-            exceptions.PermissionDenied,
-            exceptions.Unknown,
-        ) as exc:
-            raise SeekUnavailable(
-                f"snapshot/seek of {sub} not supported here: {type(exc).__name__}: {exc}"
-            ) from exc
-        done.append({"subscription": sub, "snapshot": snap, "time": start.isoformat()})
-    return done
+            created_snap = True
+            subscriber.create_subscription(
+                request={
+                    "name": replay_sub,
+                    "topic": topic_path,
+                    "ack_deadline_seconds": declared.ack_deadline_s,
+                    "expiration_policy": {
+                        "ttl": duration_pb2.Duration(seconds=topology.REPLAY_SUBSCRIPTION_TTL_S)
+                    },
+                    "labels": {"dgb-replay": "true"},
+                }
+            )
+            created_sub = True
+            # inherit the running subscription's state (its backlog and everything after) ...
+            subscriber.seek(request={"subscription": replay_sub, "snapshot": snap})
+            # ... then mark unacked what it already processed since the window's start
+            subscriber.seek(request={"subscription": replay_sub, "time": ts})
+        except exceptions.GoogleAPICallError as exc:
+            raise SeekUnavailable(f"snapshot/seek for {sub} failed: {type(exc).__name__}: {exc}") from exc
+        idle = 0
+        while idle < idle_pulls and out["in_window"] < limit:
+            try:
+                resp = subscriber.pull(
+                    request={"subscription": replay_sub, "max_messages": batch}, timeout=pull_timeout
+                )
+                received = list(resp.received_messages)
+            except exceptions.DeadlineExceeded:
+                received = []
+            if not received:
+                idle += 1
+                continue
+            idle = 0
+            out["delivered"] += len(received)
+            window = []
+            for m in received:
+                at = _published(m)
+                if at is None or start <= at < end:
+                    window.append(InMessage.from_payload(sub, AssetPayload.from_received(m).model_dump()))
+            if window:
+                out["results"].append(process(sub, window))  # raises: nothing acked, all redone
+                out["in_window"] += len(window)
+            subscriber.acknowledge(
+                request={"subscription": replay_sub, "ack_ids": [m.ack_id for m in received]}
+            )
+    finally:
+        for what, done, call, key in (
+            ("subscription", created_sub, subscriber.delete_subscription, "subscription"),
+            ("snapshot", created_snap, subscriber.delete_snapshot, "snapshot"),
+        ):
+            if not done:
+                continue
+            name = replay_sub if what == "subscription" else snap
+            try:
+                call(request={key: name})
+            except exceptions.GoogleAPICallError as exc:  # it expires by itself; say so
+                log.warning("replay: could not delete the replay %s %s: %s", what, name, exc)
+    return out
 
 
 def replay(
@@ -124,14 +252,21 @@ def replay(
     *,
     project: str | None = None,
     subscriber=None,
+    publisher=None,
+    process: Process | None = None,
     subscription: str | None = None,
     limit: int = 50_000,
     dry_run: bool = False,
+    fallback_republish: bool = False,
     now: datetime | None = None,
 ) -> ReplayReport:
     """Re-process the window ``[start, end)`` of ``topic`` (default ``dgb.news.scraped``); see
-    the module doc. ``mode="seek"`` needs ``project`` and ``subscriber`` (a Pub/Sub
-    SubscriberClient); ``subscription`` limits the seek to one subscription of the topic."""
+    the module doc. ``mode="seek"`` needs ``project``, ``subscriber`` and ``publisher`` (Pub/Sub
+    clients) and ``process(subscription, messages) -> dict`` (runs the consuming stage over
+    the messages; raising leaves them unacked and fails the replay); ``subscription`` limits it
+    to one subscription of the topic; ``limit`` bounds the articles (republish) or the window's
+    messages per subscription (seek). Raises :class:`SeekUnavailable` when seek cannot run,
+    unless ``fallback_republish``."""
     topic = topic or topology.TOPIC_SCRAPED
     if topic not in STAGE_COLUMN:
         raise ValueError(f"topic must be one of {list(STAGE_COLUMN)}")
@@ -148,27 +283,33 @@ def replay(
             if subscription not in subs:
                 raise ValueError(f"{subscription} is not a subscription of {topic}")
             subs = [subscription]
-        if subscriber is None or not project:
-            rep.fallback_reason = "no Pub/Sub subscriber client/project given"
-        elif dry_run:
+        try:
+            if subscriber is None or publisher is None or not project:
+                raise SeekUnavailable("no Pub/Sub subscriber/publisher client or project given")
+            if process is None:
+                raise SeekUnavailable("no stage to process the replayed messages (process callback)")
+            if dry_run:
+                rep.seek = [{"subscription": s, "stage": stage_of(s), "in_window": 0} for s in subs]
+            else:
+                for sub in subs:
+                    rep.seek.append(
+                        _replay_subscription(
+                            subscriber, publisher, project, sub, start_dt, end_dt, now, process, limit
+                        )
+                    )
             rep.mode_used = "seek"
-        else:
-            try:
-                rep.seek = _seek(subscriber, project, subs, start_dt, now)
-                rep.mode_used = "seek"
-                log.info(
-                    "replay: seeked %s to %s (snapshots %s, a restore point); messages after %s are "
-                    "redelivered too (seek has no end bound): the stages skip work already done",
-                    subs,
-                    start_dt.isoformat(),
-                    [s["snapshot"] for s in rep.seek],
-                    end_dt.isoformat(),
-                )
-            except SeekUnavailable as exc:
-                rep.fallback_reason = str(exc)
-        if rep.fallback_reason:
+            log.info(
+                "replay: %s through new subscriptions seeked to snapshots of %s (running ones untouched)",
+                [(s["subscription"], s.get("in_window")) for s in rep.seek],
+                subs,
+            )
+        except SeekUnavailable as exc:
+            if not fallback_republish:
+                log.error("replay: seek mode unavailable: %s (fallback to republish not requested)", exc)
+                raise
+            rep.fallback_reason = str(exc)
             log.warning(
-                "replay: seek mode unavailable (%s); falling back to republish from PostgreSQL",
+                "replay: seek mode unavailable (%s); falling back to republish from PostgreSQL (requested)",
                 rep.fallback_reason,
             )
     if not rep.mode_used:
@@ -200,8 +341,12 @@ def replay(
         rep.run_id = record(
             conn,
             "replay",
-            found={"articles": rep.enqueued},
-            repaired={topic: rep.enqueued} if rep.mode_used == "republish" else {"seeked": len(rep.seek)},
+            found={"articles": rep.enqueued}
+            if rep.mode_used == "republish"
+            else {"delivered": sum(s.get("delivered", 0) for s in rep.seek)},
+            repaired={topic: rep.enqueued}
+            if rep.mode_used == "republish"
+            else {s["subscription"]: s["in_window"] for s in rep.seek},
             flagged=0,
             seconds=0.0,
             detail={
@@ -211,7 +356,7 @@ def replay(
                 "mode": mode,
                 "mode_used": rep.mode_used,
                 "fallback_reason": rep.fallback_reason,
-                "seek": rep.seek,
+                "seek": [{k: v for k, v in s.items() if k != "results"} for s in rep.seek],
             },
         )
     log.info(rep.line())

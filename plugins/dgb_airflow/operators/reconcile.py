@@ -169,6 +169,11 @@ class RedriveOperator(_SafetyNetOperator):
     """Re-publish selected open dead letters (conf/params ``reason``, ``limit``, ``subscription``,
     ``ids``, ``dry_run``) and mark them redriven (dgb.reconcile.redrive).
 
+    Once per DAG run: the redrive and its ``reconcile_runs`` row commit together under the run's
+    key, so a retry after the commit (a worker lost while relaying) reports the committed redrive
+    and relays its events instead of redriving the next batch. Relaying and recording the
+    trigger's rejects come after the commit and never fail the task.
+
     :param kwargs: the connections and ``relay`` of the safety-net operators, and BaseOperator's.
     """
 
@@ -183,6 +188,8 @@ class RedriveOperator(_SafetyNetOperator):
             raise ValueError("conf 'ids' must be a list of dead_letters ids (integers)")
         dry_run = bool(conf.get("dry_run", False))
         run_id = context.get("run_id") if hasattr(context, "get") else None
+        dag_id = getattr(context.get("ti"), "dag_id", None) or getattr(context.get("dag_run"), "dag_id", None)
+        once_key = f"{dag_id or 'redrive'}/{run_id}" if run_id else None
         conn = self._pg()
         try:
             rep = redrive(
@@ -194,6 +201,7 @@ class RedriveOperator(_SafetyNetOperator):
                 model=settings().embedding_model,
                 dry_run=dry_run,
                 actor=f"airflow {run_id or ''}".strip(),
+                once_key=once_key,
             )
             relayed = None if dry_run else self._relay(conn)
             if not dry_run:
@@ -211,14 +219,27 @@ class RedriveOperator(_SafetyNetOperator):
 
 class ReplayOperator(_SafetyNetOperator):
     """Re-process a time window (conf/params ``start``, ``end``, ``topic``, ``mode`` republish|seek,
-    ``subscription``, ``limit``, ``dry_run``) with dgb.reconcile.replay.
+    ``subscription``, ``limit``, ``dry_run``, ``fallback_republish``) with dgb.reconcile.replay.
 
+    ``seek`` never touches the subscriptions the stage DAGs consume: it snapshots one, creates a
+    new subscription from the snapshot, seeks it back to ``start`` and runs the consuming stage
+    (the one the stage DAGs run, same connections) over the window's messages there, then deletes
+    the new subscription and the snapshot. It fails when Pub/Sub cannot do that, unless
+    ``fallback_republish`` is true (then it republishes from PostgreSQL and says why).
+
+    :param model_conn_id: Airflow connection of the model service (seek into the embed stage).
     :param kwargs: the connections and ``relay`` of the safety-net operators, and BaseOperator's.
     """
 
+    def __init__(self, *, model_conn_id: str = "dgb_model_service", **kwargs):
+        super().__init__(**kwargs)
+        self.model_conn_id = model_conn_id
+
     def execute(self, context: Any) -> dict:
         from dgb import topology
-        from dgb.reconcile.replay import replay
+        from dgb.pipeline.stage import run_stage
+        from dgb.reconcile.replay import replay, stage_of
+        from dgb_airflow.operators.stage import build_stage
 
         conf = _conf(context)
         if not conf.get("start") or not conf.get("end"):
@@ -226,17 +247,32 @@ class ReplayOperator(_SafetyNetOperator):
         mode = conf.get("mode") or "republish"
         topic = conf.get("topic") or topology.TOPIC_SCRAPED
         dry_run = bool(conf.get("dry_run", False))
-        project, subscriber = None, None
+        fallback = bool(conf.get("fallback_republish", False))
+        project, subscriber, publisher = None, None, None
         if mode == "seek":
             from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
 
             try:
                 hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
-                project, subscriber = hook.project_id, hook.subscriber_client
+                project, subscriber, publisher = hook.project_id, hook.subscriber_client, hook.get_conn()
             except Exception as exc:
-                self.log.warning("no Pub/Sub subscriber for seek: %s", exc)
+                if not fallback:
+                    raise
+                self.log.warning("no Pub/Sub clients for seek: %s", exc)
         conn = self._pg()
         try:
+
+            def process(subscription: str, messages: list) -> dict:
+                stage = build_stage(
+                    stage_of(subscription),
+                    conn,
+                    typesense_conn_id=self.typesense_conn_id,
+                    model_conn_id=self.model_conn_id,
+                )
+                summary = run_stage(stage, conn, messages, sweep_limit=0).summary()
+                self.log.info("replayed %d message(s) of %s: %s", len(messages), subscription, summary)
+                return summary
+
             rep = replay(
                 conn,
                 conf["start"],
@@ -245,15 +281,21 @@ class ReplayOperator(_SafetyNetOperator):
                 mode,
                 project=project,
                 subscriber=subscriber,
+                publisher=publisher,
+                process=process,
                 subscription=conf.get("subscription") or None,
                 limit=int(conf.get("limit") or 50_000),
                 dry_run=dry_run,
+                fallback_republish=fallback,
             )
-            relayed = self._relay(conn) if rep.mode_used == "republish" and not dry_run else None
+            # the republished events, and the next stage's events the replayed messages produced
+            relayed = None if dry_run else self._relay(conn)
         finally:
             conn.close()
         self.log.info("%s (reconcile_runs id %s)", rep.line(), rep.run_id)
         if rep.fallback_reason:
             self.log.warning("seek not used: %s; republished from PostgreSQL instead", rep.fallback_reason)
-        emit_metrics("replay", {"enqueued": rep.enqueued, "seeked": len(rep.seek)})
+        emit_metrics(
+            "replay", {"enqueued": rep.enqueued, "replayed": sum(s.get("in_window", 0) for s in rep.seek)}
+        )
         return _jsonable({**rep.as_dict(), "relay": relayed})

@@ -23,6 +23,27 @@ def triggering_messages(context: Any) -> list:
     return messages
 
 
+def build_stage(
+    name: str, conn, *, typesense_conn_id: str = "typesense_default", model_conn_id: str = "dgb_model_service"
+):
+    """The stage ``name`` on ``conn``, its embedder and Typesense client from Airflow connections
+    (built only when the stage asks): shared by the stage DAGs and replay's seek mode."""
+    from dgb.config import settings
+    from dgb.pipeline import stages
+
+    def embedder():
+        from dgb_airflow.hooks.model_service import ModelServiceHook
+
+        return ModelServiceHook(model_conn_id).get_conn()
+
+    def typesense():
+        from dgb_airflow.hooks.typesense import TypesenseHook
+
+        return TypesenseHook(typesense_conn_id).get_conn()
+
+    return stages.build(name, conn, settings(), stages.Dependencies(embedder=embedder, typesense=typesense))
+
+
 class StageOperator(BaseOperator):
     """Consume -> process -> publish for one stage (``enrich``, ``embed`` or ``index``).
 
@@ -59,22 +80,9 @@ class StageOperator(BaseOperator):
         self.model_conn_id = model_conn_id
         self.sweep_limit = sweep_limit
 
-    def _embedder(self):
-        from dgb_airflow.hooks.model_service import ModelServiceHook
-
-        return ModelServiceHook(self.model_conn_id).get_conn()
-
     def _build(self, conn):
-        from dgb.config import settings
-        from dgb.pipeline import stages
-
-        def typesense():
-            from dgb_airflow.hooks.typesense import TypesenseHook
-
-            return TypesenseHook(self.typesense_conn_id).get_conn()
-
-        return stages.build(
-            self.stage, conn, settings(), stages.Dependencies(embedder=self._embedder, typesense=typesense)
+        return build_stage(
+            self.stage, conn, typesense_conn_id=self.typesense_conn_id, model_conn_id=self.model_conn_id
         )
 
     def execute(self, context: Any) -> dict:

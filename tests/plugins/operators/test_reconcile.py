@@ -1,14 +1,17 @@
-"""ReconcileOperator and ReplayOperator (dgb_airflow.operators.reconcile): ``execute`` on PostgreSQL
-and the Pub/Sub emulator: stuck work is re-announced through the outbox and relayed at once.
-(RedriveOperator's own test comes with its fix.)"""
+"""ReconcileOperator and ReplayOperator (dgb_airflow.operators.reconcile): ``execute`` on PostgreSQL,
+the Pub/Sub emulator and Typesense: stuck work is re-announced through the outbox and relayed at
+once; a seek replay runs the consuming stage on a new subscription. (RedriveOperator:
+test_reconcile_redrive.py.)"""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
-from dgb import outbox, topology
+from dgb import db, outbox, topology
 from dgb.fetch import Fetcher
 from dgb.scraper.run import scrape_agency
 from dgb_airflow.operators.reconcile import ReconcileOperator, ReplayOperator
@@ -70,3 +73,83 @@ def test_replay_republishes_a_window_from_postgresql(pg, scraped, project):
     assert len(pull_all(project, topology.SUB_ENRICHMENT, len(scraped))) == len(scraped)
     with pytest.raises(ValueError, match="start"):
         ReplayOperator(task_id="replay_events").execute(task_context(conf={"end": conf["end"]}))
+
+
+@pytest.fixture
+def index_alias(typesense_server, monkeypatch):
+    """A fresh Typesense alias for the index stage (the typesense_default connection's server)."""
+    from dataclasses import replace
+
+    from dgb.search import schema
+
+    alias = f"t_{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias)
+    s = replace(typesense_server, typesense_collection=alias)
+    ts = schema.client(s)
+    schema.ensure_collection(s, ts)
+    yield SimpleNamespace(ts=ts, alias=alias)
+    target = ts.aliases[alias].retrieve()["collection_name"]
+    ts.aliases[alias].delete()
+    ts.collections[target].delete()
+
+
+def test_replay_seek_runs_the_index_stage_on_a_new_subscription(pg, project, index_alias):
+    """The enriched events were consumed (acked) on the index subscription but never indexed: the
+    seek replay brings them back on a new subscription made from a snapshot, runs the index stage
+    over them, relays, and removes the subscription and the snapshot; the DAGs' subscription is
+    not seeked."""
+    from google.cloud import pubsub_v1
+
+    from dgb.reconcile import resend
+    from dgb.taxonomy import load_taxonomy, themes_rows
+
+    from ...integration.test_reconcile import add
+
+    db.upsert_themes(pg, themes_rows(load_taxonomy()))
+    start = datetime.now(UTC)
+    for uid in ("e1", "e2"):
+        add(pg, uid, "enriched", age=timedelta(0))
+    with db.transaction(pg) as cur:
+        rows = resend.load_rows(cur, ["e1", "e2"])
+        for uid in ("e1", "e2"):
+            outbox.enqueue(cur, resend.event_for(rows[uid], topology.TOPIC_ENRICHED, "test"))
+    outbox.relay(pg, pubsub_v1.PublisherClient(), project)
+    assert len(pull_all(project, topology.SUB_TYPESENSE, 2)) == 2  # acked, never indexed
+    conf = {
+        "start": start.isoformat(),
+        "end": (datetime.now(UTC) + timedelta(minutes=1)).isoformat(),
+        "topic": topology.TOPIC_ENRICHED,
+        "mode": "seek",
+        "subscription": topology.SUB_TYPESENSE,
+    }
+    out = ReplayOperator(task_id="replay_events").execute(task_context(conf=conf))
+    assert out["mode_used"] == "seek" and out["enqueued"] == 0 and out["fallback_reason"] is None
+    [seek] = out["seek"]
+    assert seek["stage"] == "index" and seek["in_window"] == 2 and seek["results"][0]["processed"] == 2
+    assert index_alias.ts.collections[index_alias.alias].retrieve()["num_documents"] == 2
+    with pg.cursor() as cur:
+        cur.execute("SELECT count(*) FROM news WHERE indexed_version = version")
+        assert cur.fetchone()[0] == 2
+    sub = pubsub_v1.SubscriberClient()
+    names = [s.name for s in sub.list_subscriptions(request={"project": f"projects/{project}"})]
+    assert not [n for n in names if topology.REPLAY_SUFFIX in n]
+    assert list(sub.list_snapshots(request={"project": f"projects/{project}"})) == []
+    assert pull_all(project, topology.SUB_TYPESENSE, 1, timeout=2) == []
+
+
+def test_replay_seek_fails_without_pubsub_unless_the_fallback_is_asked(pg, scraped, monkeypatch):
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_NO_TOPICS",
+        '{"conn_type": "google_cloud_platform", "extra": {"is_anonymous": true, "project": "dgb-none"}}',
+    )
+    now = datetime.now(UTC)
+    conf = {"start": (now - timedelta(hours=1)).isoformat(), "end": now.isoformat(), "mode": "seek"}
+    from dgb.reconcile.replay import SeekUnavailable
+
+    with pytest.raises(SeekUnavailable, match="cannot read topic"):
+        ReplayOperator(task_id="replay_events", gcp_conn_id="no_topics").execute(task_context(conf=conf))
+    assert outbox.pending_count(pg) == 0
+    out = ReplayOperator(task_id="replay_events", gcp_conn_id="no_topics", relay=False).execute(
+        task_context(conf={**conf, "fallback_republish": True})
+    )
+    assert out["mode_used"] == "republish" and out["enqueued"] == len(scraped) and out["fallback_reason"]

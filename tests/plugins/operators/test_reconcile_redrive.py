@@ -109,3 +109,36 @@ def test_redrive_operator_dry_run_changes_nothing(pg, project):
     assert _rows(pg, "SELECT count(*) FROM reconcile_runs") == [(0,)]
     with pytest.raises(ValueError, match="ids"):
         RedriveOperator(task_id="redrive").execute({"params": {"ids": ["1"]}})
+
+
+def test_a_retry_of_the_same_run_reports_the_committed_redrive_instead_of_the_next_batch(pg, project):
+    """The redrive and its reconcile_runs row commit together under the DAG run's key: a retry of
+    the task after that commit (a worker lost while relaying) redrives nothing more."""
+    from dgb_airflow.operators.reconcile import RedriveOperator
+
+    with db.transaction(pg) as cur:
+        for uid in ("art-a", "art-b"):
+            cur.execute(
+                "INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at)"
+                " VALUES (%s, 'mec', 't', %s, now(), now())",
+                (uid, f"https://www.gov.br/mec/{uid}"),
+            )
+            cur.execute(
+                "INSERT INTO dead_letters (subscription, message_key, unique_id, reason)"
+                " VALUES (%s, %s, %s, 'retries_exhausted')",
+                (topology.SUB_ENRICHMENT, uid, uid),
+            )
+    ctx = {"params": {"limit": 1}, "run_id": "manual__r1"}
+    first = RedriveOperator(task_id="redrive").execute(ctx)
+    assert [r["unique_id"] for r in first["redriven"]] == ["art-a"] and not first["already_done"]
+    again = RedriveOperator(task_id="redrive").execute(ctx)  # Airflow's retry of the same run
+    assert again["already_done"] and again["run_id"] == first["run_id"]
+    assert [r["unique_id"] for r in again["redriven"]] == ["art-a"]
+    assert _rows(pg, "SELECT unique_id, status FROM dead_letters ORDER BY unique_id") == [
+        ("art-a", "redriven"),
+        ("art-b", "open"),
+    ]
+    assert _rows(pg, "SELECT count(*) FROM reconcile_runs WHERE mode = 'redrive'") == [(1,)]
+    # another run redrives the next one
+    other = RedriveOperator(task_id="redrive").execute({"params": {"limit": 1}, "run_id": "manual__r2"})
+    assert [r["unique_id"] for r in other["redriven"]] == ["art-b"]

@@ -748,7 +748,7 @@ def test_compose_offers_a_celery_profile_and_the_model_service():
     services = compose["services"]
     for name in ("redis", "airflow-worker"):
         assert services[name]["profiles"] == ["celery"]
-    assert services["airflow-worker"]["command"] == "celery worker"
+    assert services["airflow-worker"]["command"][-1].endswith("exec airflow celery worker")
     common = services["airflow-scheduler"]["environment"]
     assert common["AIRFLOW__CORE__EXECUTOR"] == "${AIRFLOW__CORE__EXECUTOR:-LocalExecutor}"
     assert common["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://redis:")

@@ -1,0 +1,120 @@
+"""The stack runner's watchdog: an Airflow component that exits is restarted, with backoff, a log
+line and a count `status` shows; one stopped on purpose is left alone. Exercised on a real
+process (a small HTTP server on a loopback port of this checkout's DGB_PORT_BASE) killed with
+SIGKILL, as PostgreSQL's restart kills the triggerer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from dataclasses import replace
+
+import pytest
+
+from dgb.config import Settings
+from dgb_dev import stack
+
+# ports of the stack are <default> + DGB_PORT_BASE (multiples of 100 between checkouts); ...77
+# is no default port's ending, so this never meets another checkout's server
+PORT = 8177 + int(os.environ.get("DGB_PORT_BASE", "0") or 0)
+
+
+class LoopbackServer(stack.ManagedProcess):
+    """A stand-in component: a real process serving HTTP on 127.0.0.1:PORT."""
+
+    name = "airflow-standin"
+    start_timeout = 30.0
+
+    @property
+    def port(self) -> int:
+        return PORT
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(PORT)]
+
+    def healthy(self) -> bool:
+        return stack.http_ok(f"http://127.0.0.1:{PORT}/")
+
+
+@pytest.fixture
+def component(tmp_path):
+    s = replace(Settings.from_env(), state_dir=tmp_path)
+    comp = LoopbackServer(s)
+    assert not stack.port_open("127.0.0.1", PORT), f"port {PORT} is taken: free it for this test"
+    comp.up()
+    yield comp
+    comp.down()
+
+
+def _kill(comp) -> int:
+    pid = comp.proc.pid()
+    os.killpg(pid, signal.SIGKILL)
+    stack.wait_until(lambda: not comp.proc.alive(), 10, "the killed server to go")
+    return pid
+
+
+def test_a_killed_component_is_restarted_with_backoff_and_counted(component, capsys):
+    dog = stack.Watchdog(component.s, [component], poll=0.1, initial=0.2, maximum=0.4, stable_after=3600)
+    stop = threading.Event()
+    runner = threading.Thread(target=dog.run, args=(stop,), daemon=True)
+    runner.start()
+    try:
+        first = _kill(component)
+        stack.wait_until(lambda: component.proc.alive() and component.healthy(), 30, "the restart")
+        second = component.proc.pid()
+        assert second != first
+        _kill(component)
+        stack.wait_until(lambda: component.proc.alive() and component.healthy(), 30, "the 2nd restart")
+        _kill(component)
+        stack.wait_until(lambda: component.proc.alive() and component.healthy(), 30, "the 3rd restart")
+    finally:
+        stop.set()
+        runner.join(10)
+    w = dog.state[component.name]
+    assert w.restarts == 3 and w.delays == [0.2, 0.4, 0.4]  # doubled, capped at the maximum
+    assert stack.watchdog_restarts(component.s)[component.name]["restarts"] == 3
+    out = capsys.readouterr().out
+    assert f"watchdog: {component.name} exited; restarting in" in out
+    assert out.count(f"watchdog: {component.name} restarted (pid") == 3
+    stack.print_watchdog_status(component.s)
+    assert f"{component.name}: 3 restart(s)" in capsys.readouterr().out
+
+
+def test_a_component_that_stays_up_starts_over_at_the_first_delay(component):
+    dog = stack.Watchdog(component.s, [component], initial=5, maximum=60, stable_after=100)
+    _kill(component)
+    assert dog.check_once(now=0.0) == []  # exited: a restart is due in 5 s
+    assert dog.check_once(now=5.0) == [component.name]
+    stack.wait_until(component.healthy, 30, "the restart")
+    assert dog.check_once(now=200.0) == []  # up for 195 s: stable
+    _kill(component)
+    dog.check_once(now=201.0)
+    assert dog.state[component.name].delays == [5, 5]
+
+
+def test_a_component_stopped_on_purpose_is_left_alone(component):
+    dog = stack.Watchdog(component.s, [component], initial=0, poll=0.1)
+    assert component.down() is True  # `make down` stops the watchdog first, then the components
+    assert dog.check_once() == [] and dog.check_once() == []
+    assert not component.proc.alive() and dog.state[component.name].restarts == 0
+
+
+def test_up_and_down_start_and_stop_the_watchdog_process(tmp_path):
+    s = replace(Settings.from_env(), state_dir=tmp_path)
+    assert stack.start_watchdog(s).startswith("started")
+    assert stack.start_watchdog(s).startswith("already running")
+    proc = stack.watchdog_proc(s)
+    stack.wait_until(lambda: "watchdog: watching" in proc.log_file.read_text(), 60, "the watchdog")
+    assert stack.stop_watchdog(s) is True and not proc.alive()
+    assert "watchdog: stopped" in proc.log_file.read_text()
+    assert stack.watchdog_state_file(s).exists()  # it watched this state dir, not the environment's
+
+
+def test_two_starters_never_run_two_copies(component):
+    """The watchdog and another starter (`up`, the fault suite) may both find a component down:
+    a start finding a live process recorded (under the component's lock) reuses it."""
+    pid = component.proc.pid()
+    assert component.proc.spawn(component.argv(), component.env()) == pid
+    assert component.proc.pid() == pid and stack._group_alive(pid)

@@ -24,20 +24,15 @@ log = logging.getLogger(__name__)
 TRIGGER_PATH = "dgb_airflow.triggers.load.PipelineLoadTrigger"
 
 
-def dsn_for(postgres_conn_id: str) -> str:
-    """The news database's DSN from the Airflow connection (resolved where it is used: never
-    stored in the trigger's serialized kwargs)."""
+def check_load(postgres_conn_id: str, thresholds: dict[str, Any]) -> str | None:
+    """One poll: why checks must wait now, or None (blocking; run it in a thread). The connection
+    comes from the Airflow connection, as the operators' do (never stored in the trigger's
+    serialized kwargs), and is closed after the poll."""
     from airflow.providers.postgres.hooks.postgres import PostgresHook
 
-    return PostgresHook(postgres_conn_id=postgres_conn_id).get_uri()
-
-
-def check_load(postgres_conn_id: str, thresholds: dict[str, Any]) -> str | None:
-    """One poll: why checks must wait now, or None (blocking; run it in a thread)."""
-    from dgb import db
     from dgb.integrity.service import system_load
 
-    conn = db.connect(dsn_for(postgres_conn_id))
+    conn = PostgresHook(postgres_conn_id=postgres_conn_id).get_conn()
     try:
         return system_load(conn, **thresholds)
     finally:

@@ -112,8 +112,9 @@ class IntegrityTierOperator(BaseOperator):
 
     Content by conditional GET (304 = unchanged), images by HEAD (GET+Range fallback), through
     the shared polite :class:`dgb.fetch.Fetcher` with the SSRF guard on every redirect hop and
-    connections pinned to vetted addresses. Yields early (returns ``skipped_backlog``) when the
-    event pipeline is behind. Emits ``dgb.integrity.checks`` / ``dgb.integrity.outcome.<o>``
+    connections pinned to vetted addresses. The DAG's load sensor waits first; if the event
+    pipeline is behind all the same, the task is skipped (nothing checked) or stops early
+    (``skipped_backlog`` in its result). Emits ``dgb.integrity.checks`` / ``dgb.integrity.outcome.<o>``
     counters (tags: tier, agency), and ``dgb.integrity.breaker.tripped`` / ``.cleared`` (tags:
     scope, key) when an agency's or host's removal breaker changes (issue 16). Per-article
     failures are recorded as ``error`` outcomes; the task fails (to be retried) only when the
@@ -172,6 +173,10 @@ class IntegrityTierOperator(BaseOperator):
         self.log.info("integrity tier %s: %s", self.tier, out)
         if summary.skipped_backlog:
             _incr("dgb.integrity.skipped_backlog", 1, {"tier": self.tier})
+            if summary.checked == 0:  # shown as skipped, not as a successful run
+                from airflow.sdk.exceptions import AirflowSkipException
+
+                raise AirflowSkipException(summary.note or "skipped_backlog")
         if summary.checked >= 5 and summary.outcomes.get("error", 0) == summary.checked:
             raise RuntimeError(f"every integrity check of tier {self.tier} failed: {out}")
         return out

@@ -70,7 +70,6 @@ def keep_temporaries_in_the_heap() -> None:
         libc.mallopt(-1, 1 << 29)  # M_TRIM_THRESHOLD: 512 MB
     except (OSError, AttributeError):  # not glibc: only slower
         pass
-REPORT_BANDS = [(b.name, b.label, b.min_age.total_seconds(), b.max_age) for b in AGE_BANDS]
 
 
 @dataclass

@@ -249,15 +249,15 @@ def assign_tiers(
 #        hazard = agency_rate * ((age_h + 1)^-a + recency * (since_change_h + 1)^-a)
 #        score  = hazard * since_check_h^2 / cost
 #
-#    ``hazard`` is the expected edits per hour: a prior that decays with age (exponent ``a``,
+#    ``hazard`` is proportional to the expected edits per hour: a prior that decays with age (exponent ``a``,
 #    default 2: most edits come in the first hours), raised again after a change (the page's own
 #    dateModified or a change we detected: edits come in bursts), scaled by the agency's measured
 #    modification rate (:func:`agency_rate_multipliers`, seed 001). ``hazard * since_check^2 / 2`` is
 #    the detection delay accumulated since the last check (edits at rate ``hazard``, each waiting
-#    on average half the gap); checking the highest first minimises total delay for the budget
-#    (the square-root law: check frequency proportional to sqrt(hazard)). ``cost`` is 1 for a page
-#    that last answered 200, ``cost_304`` (0.5) for one that answered 304 (a validator round trip,
-#    no body, no parse), plus ``image_cost`` when the image is due too.
+#    on average half the gap); checking the highest first approximately minimises the total
+#    delay for the budget (the square-root law: check frequency proportional to sqrt(hazard)).
+#    ``cost`` is 1 for a page that last answered 200, ``cost_304`` (0.5) for one that answered
+#    304 (a validator round trip, no body, no parse), plus ``image_cost`` when the image is due.
 #
 # Images are re-checked less often than text: an image is due when its last check is older than
 # a quarter of the article's age (at least ``image_min_interval``, at most ``max_unchecked``).

@@ -14,7 +14,7 @@ The edit model (all draws from one seeded generator, so a corpus is reproducible
   at ~500 a day (production's rate); agency ``k`` (catalogue order after a seeded shuffle)
   publishes a share proportional to ``1 / (k + 5)`` (a few big agencies, a long tail);
 * who edits: each agency has an ``edited share`` drawn log-uniformly in [2%, 40%] (the share of
-  its articles edited at least once, the rate seed 001 asks to measure); an edited article gets
+  its articles edited at least once: the per-agency modification rate); an edited article gets
   ``1 + Poisson(0.6)`` edits;
 * when: each edit's delay after publication comes from a mixture: 55% exponential with mean
   45 min, 25% exponential with mean 10 h, 15% log-uniform in [2, 30] days, 5% log-uniform in

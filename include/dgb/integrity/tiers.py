@@ -241,7 +241,7 @@ def assign_tiers(
 # (requests/s for integrity on the host, after listing traffic) where it detects most edits soonest:
 #
 # 1. fresh: articles under ``fresh_age`` (3 h) not checked for ``fresh_interval`` (10 min), the
-#    longest-unchecked first (seed 001: recent news every ~10 min);
+#    longest-unchecked first (recent news every ~10 min);
 # 2. forced: articles whose removal evidence is due (a suspect 404 to confirm) or that went
 #    ``max_unchecked`` (25 days) without a check, so every article is seen at least monthly;
 # 3. the rest by expected value per cost:
@@ -252,7 +252,7 @@ def assign_tiers(
 #    ``hazard`` is proportional to the expected edits per hour: a prior that decays with age (exponent ``a``,
 #    default 2: most edits come in the first hours), raised again after a change (the page's own
 #    dateModified or a change we detected: edits come in bursts), scaled by the agency's measured
-#    modification rate (:func:`agency_rate_multipliers`, seed 001). ``hazard * since_check^2 / 2`` is
+#    modification rate (:func:`agency_rate_multipliers`). ``hazard * since_check^2 / 2`` is
 #    the detection delay accumulated since the last check (edits at rate ``hazard``, each waiting
 #    on average half the gap); checking the highest first approximately minimises the total
 #    delay for the budget (the square-root law: check frequency proportional to sqrt(hazard)).
@@ -457,7 +457,7 @@ def choose(c: Candidates, now: float, capacity: float, policy: BudgetPolicy) -> 
 def agency_rate_multipliers(
     modified: dict[str, int], checked: dict[str, int], prior_strength: float = 20.0, floor: float = 0.2
 ) -> dict[str, float]:
-    """Each agency's measured modification rate (modified ÷ checked articles, seed 001), shrunk
+    """Each agency's measured modification rate (modified ÷ checked articles), shrunk
     toward the overall rate by ``prior_strength`` pseudo-articles, as a multiplier of the
     overall rate (1 = average; at least ``floor`` so no agency is starved)."""
     total_checked = sum(checked.values())

@@ -1,4 +1,4 @@
-"""The integrity DAGs' load sensor (seed 001: "sensores para verificar carga do sistema")."""
+"""The integrity DAGs' load sensor: integrity checks wait while the system is loaded."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Integrity DAGs: one per article-age tier (`integrity_tier_<tier>`), each on its own schedule,
-all from one configuration (dgb.integrity.tiers.Schedule, `DGB_INTEGRITY_*`)."""
+"""Integrity DAGs, from one configuration (dgb.integrity.tiers.Schedule, `DGB_INTEGRITY_*`): the
+budget scheduler's `integrity_budget` (default), or one per article-age tier
+(`integrity_tier_<tier>`, schedule `tiers`/`exponential`). Each starts with the load sensor."""
 
 from __future__ import annotations
 
@@ -9,9 +10,30 @@ import pendulum
 from airflow.sdk import DAG
 
 from dgb.dags_meta import DEFAULT_ARGS
-from dgb.integrity.dags import POOL, tier_dag_specs
+from dgb.integrity.dags import POOL, budget_dag_spec, tier_dag_specs
 from dgb.integrity.tiers import Schedule
-from dgb_airflow.operators.integrity import IntegrityTierOperator
+from dgb_airflow.operators.integrity import IntegrityBudgetOperator, IntegrityTierOperator
+from dgb_airflow.sensors.load import PipelineLoadSensor
+
+BUDGET_DOC = """
+### {dag_id}
+Integrity re-checks within a request budget, every **{every}** (issue 14).
+
+1. **wait_for_capacity** (deferrable sensor, shown as *deferred* while it waits): waits while
+   the event pipeline has a backlog (outbox events unpublished, articles pending enrichment) or
+   the database is loaded (active sessions, waiting locks); skips the run after ~9 min.
+2. **check_budget**: takes what the budget allows in the slot ({rps:g} requests/s × slot;
+   `DGB_INTEGRITY_BUDGET_RPS`, the host budget's share for integrity): articles under 3 h not
+   checked for 10 min first, then articles unchecked for 25 days or with removal evidence due,
+   then by expected value per cost (age, the agency's measured modification rate, time since the
+   last change and check, the page's dateModified; a page that answers 304 costs less; images
+   are re-checked less often than text). See `dgb.integrity.tiers` ("The budget scheduler").
+
+Each check: conditional GET (304 = unchanged; 404/410 = suspect/removed with evidence; otherwise
+parsed and compared field by field, changes re-sent through the pipeline) and, when due, the
+image (HEAD, GET+Range fallback). Per-band coverage and overdue articles: `dgb integrity-report`,
+StatsD `dgb.integrity.band.*`, the **DGB integrity** page. Pool `{pool}`.
+"""
 
 DOC = """
 ### {dag_id}
@@ -30,7 +52,8 @@ first, then the longest overdue; indexed query) and, per article:
 
 Politeness and safety are the scraper's (per-host interval, Retry-After/backoff, robots.txt,
 size cap) plus the SSRF guard (`dgb url-policy URL`). Runs yield when the event pipeline has a
-backlog. Pool `{pool}` caps concurrent checking. Metrics: `dgb integrity-report`, the SQL views
+backlog (the `wait_for_capacity` sensor waits first).
+Pool `{pool}` caps concurrent checking. Metrics: `dgb integrity-report`, the SQL views
 `integrity_agency_metrics` / `integrity_tier_outcomes`, and the **DGB integrity** page in the UI.
 """
 
@@ -44,8 +67,34 @@ def _every(delta: timedelta) -> str:
     return f"{minutes} minutes"
 
 
+def _load_sensor() -> PipelineLoadSensor:
+    return PipelineLoadSensor(task_id="wait_for_capacity", poll_interval=30.0, max_wait_s=540.0)
+
+
 _schedule = Schedule.from_env()
-for spec in tier_dag_specs(_schedule):
+if _schedule.mode == "budget":
+    _spec = budget_dag_spec()
+    with DAG(
+        dag_id=_spec.dag_id,
+        schedule=_spec.every,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        dagrun_timeout=timedelta(hours=1),
+        default_args=DEFAULT_ARGS,
+        tags=["dgb", "integrity"],
+        doc_md=BUDGET_DOC.format(
+            dag_id=_spec.dag_id, every=_every(_spec.every), rps=_spec.budget_rps, pool=POOL
+        ),
+    ) as dag:
+        _load_sensor() >> IntegrityBudgetOperator(
+            task_id="check_budget",
+            pool=POOL,
+            max_seconds=_spec.every.total_seconds() * 0.9,
+            execution_timeout=timedelta(minutes=30),
+        )
+    globals()[_spec.dag_id] = dag
+for spec in tier_dag_specs(_schedule) if _schedule.mode != "budget" else []:
     with DAG(
         dag_id=spec.dag_id,
         schedule=spec.every,
@@ -64,7 +113,7 @@ for spec in tier_dag_specs(_schedule):
             pool=POOL,
         ),
     ) as dag:
-        IntegrityTierOperator(
+        _load_sensor() >> IntegrityTierOperator(
             task_id="check_tier",
             tier=spec.tier_name,
             limit=spec.batch_size,

@@ -45,6 +45,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--seed", type=int, default=0, help="seed of the --tick edits")
     serve.add_argument(
+        "--synthetic",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also serve N synthetic articles over 5 years for every agency, with edits at known"
+        " times (dgb_dev.mirror.synthetic; e.g. 300000)",
+    )
+    serve.add_argument(
         "--faults", type=Path, default=None, metavar="FILE", help="JSON list of startup faults"
     )
     serve.add_argument(
@@ -78,8 +86,18 @@ def _serve(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"dgb mirror: bad --faults file {args.faults}: {exc}", file=sys.stderr)
         return 2
+    synthetic = None
+    if args.synthetic:
+        from dgb_dev.mirror.synthetic import SyntheticCorpus
+
+        synthetic = SyntheticCorpus(args.synthetic)
+        logging.info("dgb mirror: synthetic corpus %s", synthetic.summary())
     site = Site(
-        args.corpus, removed_status=args.removed_status, hold_back=0.1 if args.tick else 0.0, seed=args.seed
+        args.corpus,
+        removed_status=args.removed_status,
+        hold_back=0.1 if args.tick else 0.0,
+        seed=args.seed,
+        synthetic=synthetic,
     )
     try:
         server = MirrorServer((args.host, port), site, faults)

@@ -118,6 +118,7 @@ class Site:
         hold_back: float = 0.0,
         seed: int = 0,
         clock: Any = None,
+        synthetic: Any = None,
     ) -> None:
         self.corpus_path = Path(corpus_path) if corpus_path else None
         self._extra_dir_arg = extra_dir
@@ -125,6 +126,8 @@ class Site:
         self.hold_back = hold_back
         self.seed = seed
         self.clock = clock or (lambda: datetime.now(UTC))
+        # a dgb_dev.mirror.synthetic.SyntheticCorpus: its articles served as they stand at the clock
+        self.synthetic = synthetic
         self._lock = threading.RLock()
         self._registry = self._load_registry(registry)
         self._ebc_key_by_host = {a.host: k for k, a in self._registry.items() if a.is_ebc}
@@ -249,17 +252,29 @@ class Site:
         self._index, self._images, self._dirty = by_agency, images, False
 
     def articles(self, agency: str) -> list[Article]:
-        """Visible articles of ``agency``, newest first."""
+        """Visible articles of ``agency``, newest first (with its newest synthetic ones, if any)."""
         with self._lock:
             self._rebuild()
-            return list(self._index.get(agency, ()))
+            items = list(self._index.get(agency, ()))
+        if self.synthetic is not None:
+            items = sorted(
+                items + self.synthetic.newest(agency, self._now()),
+                key=lambda a: (a.published_at, a.slug),
+                reverse=True,
+            )
+        return items
 
     def get(self, agency: str, slug: str) -> Article | None:
         with self._lock:
             key = (agency, slug)
             if key in self._removed:
                 return None
-            return self._extra.get(key) or self._base.get(key)
+            found = self._extra.get(key) or self._base.get(key)
+        if found is None and self.synthetic is not None:
+            i = self.synthetic.index_of(agency, slug)
+            if i is not None:
+                return self.synthetic.article(i, self._now())
+        return found
 
     def agency(self, key: str) -> MirrorAgency | None:
         with self._lock:

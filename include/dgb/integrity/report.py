@@ -6,11 +6,13 @@ subtitle change counts), mean time from publication to the first detected modifi
 broken-link rate ((removed + broken image) / checked). Per tier (``integrity_tier_outcomes``):
 check counts and outcomes. Plus the latest change-history rows, open problems and the agencies /
 hosts whose removals a breaker pauses now (``removals_paused``, see :mod:`dgb.integrity.evidence`).
+Per article-age band (:func:`band_figures`, issue 14): coverage (share of the band's articles
+checked within the band's target), overdue count and the oldest overdue article.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -18,7 +20,7 @@ from psycopg.rows import dict_row
 
 from dgb.integrity.evidence import tripped_breakers
 from dgb.integrity.service import OUTCOMES
-from dgb.integrity.tiers import Schedule
+from dgb.integrity.tiers import AGE_BANDS, AgeBand, Schedule
 
 FIELD_LABELS = {"title": "title", "content": "content", "image_url": "image", "subtitle": "subtitle"}
 
@@ -36,8 +38,70 @@ def _rows(cur, sql: str, params=None) -> list[dict]:
     return [{k: _plain(v) for k, v in r.items()} for r in cur.fetchall()]
 
 
+def band_figures(
+    conn, now: datetime | None = None, bands: tuple[AgeBand, ...] = AGE_BANDS
+) -> list[dict[str, Any]]:
+    """Coverage and overdue articles per age band, for the report, StatsD and the UI.
+
+    One dict per band, youngest first: ``band``, ``label``, ``target_minutes`` (checked at least
+    this often to count as covered), ``articles`` (not removed), ``covered`` (checked within the
+    target), ``coverage`` (covered / articles, None without articles), ``overdue`` (the rest: not
+    checked within the target; a never-checked article counts from its publication),
+    ``oldest_overdue_hours`` (the longest time since the last check among them, None when none)
+    and ``never_checked``. An article's band is its age at ``now`` (default: the database's now).
+    """
+    params: dict[str, Any] = {}
+    band_case, target_case = [], []
+    for i, b in enumerate(bands):
+        conds = []
+        if b.max_age is not None:
+            params[f"max{i}"] = b.max_age
+            conds.append(f"n.published_at > t.now - %(max{i})s")
+        params[f"target{i}"] = b.target
+        band_case.append(f"WHEN {' AND '.join(conds) or 'true'} THEN {i}")
+        target_case.append(f"WHEN {i} THEN %(target{i})s")
+    params["now"] = now
+    sql = f"""
+        WITH t AS (SELECT coalesce(%(now)s::timestamptz, now()) AS now),
+        a AS (
+            SELECT CASE {" ".join(band_case)} END AS band,
+                   t.now - coalesce(s.last_checked_at, n.published_at) AS since,
+                   s.last_checked_at IS NULL AS never
+            FROM news n CROSS JOIN t LEFT JOIN integrity_state s ON s.news_id = n.id
+            WHERE n.removed_at IS NULL
+        ), b AS (SELECT a.*, CASE band {" ".join(target_case)} END AS target FROM a)
+        SELECT band, count(*)::bigint,
+               count(*) FILTER (WHERE NOT never AND since <= target)::bigint,
+               count(*) FILTER (WHERE since > target)::bigint,
+               extract(epoch FROM max(since) FILTER (WHERE since > target)),
+               count(*) FILTER (WHERE never)::bigint
+        FROM b GROUP BY band"""
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        found = {r[0]: r[1:] for r in cur.fetchall()}
+    conn.commit()
+    out = []
+    for i, b in enumerate(bands):
+        articles, covered, overdue, oldest, never = found.get(i, (0, 0, 0, None, 0))
+        out.append(
+            {
+                "band": b.name,
+                "label": b.label,
+                "target_minutes": b.target / timedelta(minutes=1),
+                "articles": int(articles),
+                "covered": int(covered),
+                "coverage": round(covered / articles, 4) if articles else None,
+                "overdue": int(overdue),
+                "oldest_overdue_hours": None if oldest is None else round(float(oldest) / 3600.0, 2),
+                "never_checked": int(never),
+            }
+        )
+    return out
+
+
 def integrity_report(conn, *, recent: int = 20, schedule: Schedule | None = None) -> dict[str, Any]:
     schedule = schedule or Schedule.from_env()
+    bands = band_figures(conn)
     with conn.cursor(row_factory=dict_row) as cur:
         agencies = _rows(
             cur, "SELECT * FROM integrity_agency_metrics ORDER BY checked_articles DESC, agency_key"
@@ -142,6 +206,7 @@ def integrity_report(conn, *, recent: int = 20, schedule: Schedule | None = None
         "problems": {r["problem"]: int(r["articles"]) for r in problems},
         "recent_changes": recent_rows,
         "removals_paused": paused,
+        "bands": bands,
     }
 
 
@@ -200,4 +265,26 @@ def format_table(report: dict[str, Any]) -> str:
         )
     if report["problems"]:
         lines.append("open problems: " + ", ".join(f"{k} {v}" for k, v in report["problems"].items()))
+    if report.get("bands"):
+        lines.append("")
+        head = (
+            f"{'age band':<14} {'target':>8} {'articles':>9} {'coverage':>9} {'overdue':>8}"
+            f" {'oldest overdue':>15} {'never':>7}"
+        )
+        lines += [head, "-" * len(head)]
+        for b in report["bands"]:
+            oldest = b["oldest_overdue_hours"]
+            lines.append(
+                f"{b['label']:<14} {_minutes(b['target_minutes']):>8} {b['articles']:>9}"
+                f" {_pct(b['coverage']):>9} {b['overdue']:>8}"
+                f" {('-' if oldest is None else f'{oldest:.1f} h'):>15} {b['never_checked']:>7}"
+            )
     return "\n".join(lines)
+
+
+def _minutes(minutes: float) -> str:
+    if minutes >= 1440 and minutes % 1440 == 0:
+        return f"{minutes / 1440:g}d"
+    if minutes >= 60 and minutes % 60 == 0:
+        return f"{minutes / 60:g}h"
+    return f"{minutes:g}m"

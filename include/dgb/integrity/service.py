@@ -49,7 +49,7 @@ from dgb.fetch import Fetcher
 from dgb.integrity.checks import ContentResult, ImageResult, check_content, check_image
 from dgb.integrity.evidence import BreakerChange, Evidence, RemovalPolicy, evaluate_breakers, host_of, weigh
 from dgb.integrity.policy import current_unique_id
-from dgb.integrity.tiers import Schedule, assign_tiers, due_articles
+from dgb.integrity.tiers import BudgetPolicy, Schedule, assign_tiers, choose, due_articles, load_candidates
 from dgb.scraper import store
 
 log = logging.getLogger("dgb.integrity")
@@ -159,9 +159,12 @@ def check_article(
     schedule: Schedule | None = None,
     now: datetime | None = None,
     policy: RemovalPolicy | None = None,
+    image: bool = True,
 ) -> CheckResult:
     """Fully check one article now (content, then image) and record everything. ``now`` is the
-    check's time as recorded (a controllable clock for tests and replays)."""
+    check's time as recorded (a controllable clock for tests and replays). ``image=False`` skips
+    the image (the budget scheduler re-checks images less often than text); a changed page's
+    image is checked anyway (its URL may have changed)."""
     schedule = schedule or Schedule.from_env()
     policy = policy or RemovalPolicy.from_env()
     token = current_unique_id.set(unique_id)
@@ -194,8 +197,9 @@ def check_article(
                     error=save_error,
                     error_category="unknown",
                 )
+        want_image = image or content.status == "modified"
         image = None
-        if content.status != "removed":
+        if content.status != "removed" and want_image:
             image_url = content.article.image_url if content.article is not None else row["image_url"]
             image = check_image(fetcher, image_url)
         outcome = _outcome(content, image)
@@ -340,6 +344,10 @@ def _record(
     host = host_of(row["url"])
     gone_since, gone_status = row.get("gone_since"), row.get("gone_status")
     gone_checks = row.get("gone_checks") or 0
+    changed_at = None
+    if content.status == "modified":  # dated by the page's own dateModified when it has a plausible one
+        page = content.page_updated_at
+        changed_at = page if page is not None and row["published_at"] <= page <= now else now
     with transaction(conn) as cur:
         paused_by, changes = evaluate_breakers(cur, row["agency_key"], host, content.http_status, now, policy)
         evidence = None
@@ -363,9 +371,10 @@ def _record(
             "INSERT INTO integrity_state (news_id, tier, last_checked_at, next_due_at, checks, etag,"
             " last_modified, page_updated_at, image_status, content_status, http_status,"
             " consecutive_failures, last_error,"
-            " gone_since, gone_checks, gone_status)"
+            " gone_since, gone_checks, gone_status, last_changed_at, first_modified_at, image_checked_at)"
             " VALUES (%(id)s, %(tier)s, %(now)s, %(due)s, 1, %(etag)s, %(lm)s, %(pu)s, %(img)s, %(cs)s,"
-            " %(http)s, %(fails)s, %(err)s, %(gsince)s, %(gchecks)s, %(gstatus)s)"
+            " %(http)s, %(fails)s, %(err)s, %(gsince)s, %(gchecks)s, %(gstatus)s, %(changed)s, %(changed)s,"
+            " %(imgat)s)"
             " ON CONFLICT (news_id) DO UPDATE SET tier = EXCLUDED.tier,"
             " last_checked_at = EXCLUDED.last_checked_at,"
             " next_due_at = EXCLUDED.next_due_at, checks = integrity_state.checks + 1, etag = EXCLUDED.etag,"
@@ -375,7 +384,10 @@ def _record(
             " content_status = EXCLUDED.content_status, http_status = EXCLUDED.http_status,"
             " consecutive_failures = EXCLUDED.consecutive_failures, last_error = EXCLUDED.last_error,"
             " gone_since = EXCLUDED.gone_since, gone_checks = EXCLUDED.gone_checks,"
-            " gone_status = EXCLUDED.gone_status",
+            " gone_status = EXCLUDED.gone_status,"
+            " last_changed_at = coalesce(EXCLUDED.last_changed_at, integrity_state.last_changed_at),"
+            " first_modified_at = coalesce(integrity_state.first_modified_at, EXCLUDED.first_modified_at),"
+            " image_checked_at = coalesce(EXCLUDED.image_checked_at, integrity_state.image_checked_at)",
             {
                 "id": row["id"],
                 "tier": tier,
@@ -392,6 +404,8 @@ def _record(
                 "gsince": gone_since,
                 "gchecks": gone_checks,
                 "gstatus": gone_status,
+                "changed": changed_at,
+                "imgat": now if image is not None and not image.transient else None,
             },
         )
         cur.execute(
@@ -555,6 +569,41 @@ def backlog(conn, threshold: int | None = None, outbox_max_age_s: float | None =
     return reason
 
 
+def database_load(conn, max_active: int | None = None, max_lock_waits: int | None = None) -> str | None:
+    """Why the database is too loaded for integrity checks now, or None: more than ``max_active``
+    other sessions running a statement on this database (``DGB_LOAD_MAX_ACTIVE``, default 40;
+    0 disables) or more than ``max_lock_waits`` lock requests waiting (``DGB_LOAD_MAX_LOCK_WAITS``,
+    default 20; 0 disables). Reads ``pg_stat_activity`` / ``pg_locks`` (cheap, no table access)."""
+    max_active = _env_int("DGB_LOAD_MAX_ACTIVE", 40) if max_active is None else max_active
+    max_lock_waits = _env_int("DGB_LOAD_MAX_LOCK_WAITS", 20) if max_lock_waits is None else max_lock_waits
+    reason = None
+    with conn.cursor() as cur:
+        if max_active > 0:
+            cur.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND state = 'active' AND pid <> pg_backend_pid()"
+            )
+            active = cur.fetchone()[0]
+            if active > max_active:
+                reason = f"{active} active database sessions (more than {max_active})"
+        if reason is None and max_lock_waits > 0:
+            cur.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+            waiting = cur.fetchone()[0]
+            if waiting > max_lock_waits:
+                reason = f"{waiting} lock requests waiting (more than {max_lock_waits})"
+    conn.commit()
+    return reason
+
+
+def system_load(conn, **thresholds: Any) -> str | None:
+    """Why integrity checks should wait now (event pipeline backlog, then database load), or
+    None. One home for the load decision: the DAGs' load sensor
+    (``dgb_airflow.sensors.load.PipelineLoadSensor``) polls it, and runs re-check it between checks.
+    ``thresholds``: ``backlog_threshold``, ``outbox_max_age_s``, ``max_active``, ``max_lock_waits``."""
+    reason = backlog(conn, thresholds.get("backlog_threshold"), thresholds.get("outbox_max_age_s"))
+    return reason or database_load(conn, thresholds.get("max_active"), thresholds.get("max_lock_waits"))
+
+
 def purge_old_checks(conn, days: int | None = None, batch: int = 10_000) -> int:
     """Drop ``integrity_checks`` rows older than ``DGB_INTEGRITY_LOG_DAYS`` (default 14); the
     daily roll-up keeps the counts."""
@@ -680,4 +729,152 @@ def run_tier(
         log.warning("integrity: purging old check rows failed", exc_info=True)
     summary.seconds = time.monotonic() - t0
     log.info("integrity tier=%s run: %s", tier, summary.as_dict())
+    return summary
+
+
+# -- a budget run (issue 14) ---------------------------------------------------------------------
+
+
+def integrity_budget_rps(policy: BudgetPolicy | None = None) -> float:
+    """Requests/s the integrity checks may spend on the host now.
+
+    The single seam with the shared per-host budget (``dgb.hostbudget``): today the configured
+    share (``DGB_INTEGRITY_BUDGET_RPS``, default 1.7 = 2 req/s for www.gov.br minus ~0.27 for the
+    listings of 160 agencies every 10 min); wired to the host budget's rate query, it becomes
+    what the host allows integrity after listings. Each request itself still takes its turn in
+    the fetch path (``Fetcher``), where the host budget hands out tokens."""
+    return (policy or BudgetPolicy.from_env()).budget_rps
+
+
+@dataclass
+class BudgetRunSummary:
+    capacity: float = 0.0  # requests the budget allowed this run
+    candidates: int = 0
+    planned: int = 0
+    planned_by_reason: dict[str, int] = field(default_factory=dict)
+    checked: int = 0
+    requests: int = 0  # content checks + image checks made
+    placed: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    bytes_fetched: int = 0
+    seconds: float = 0.0
+    stopped_load: bool = False
+    note: str | None = None
+    breaker_changes: list[BreakerChange] = field(default_factory=list)
+    paused: Counter = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "capacity": round(self.capacity, 1),
+            "candidates": self.candidates,
+            "planned": self.planned,
+            "planned_by_reason": dict(self.planned_by_reason),
+            "checked": self.checked,
+            "requests": self.requests,
+            "placed": self.placed,
+            "outcomes": {o: self.outcomes.get(o, 0) for o in OUTCOMES},
+            "bytes_fetched": self.bytes_fetched,
+            "seconds": round(self.seconds, 3),
+            "stopped_load": self.stopped_load,
+            "note": self.note,
+            "breaker_changes": [c.as_dict() for c in self.breaker_changes],
+            "removals_paused": dict(self.paused),
+        }
+
+
+PLAN_REASONS = ("fresh", "forced", "score")
+
+
+def run_budget(
+    conn,
+    fetcher: Fetcher,
+    *,
+    policy: BudgetPolicy | None = None,
+    schedule: Schedule | None = None,
+    removal: RemovalPolicy | None = None,
+    budget_rps: float | None = None,
+    max_seconds: float | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+    recheck_every: int = 50,
+    load_thresholds: dict[str, Any] | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> BudgetRunSummary:
+    """One run of the budget scheduler: take what the budget allows in the slot
+    (``budget_rps * slot``, :func:`dgb.integrity.tiers.choose` over every article) and check
+    it in the chosen order, stopping at ``max_seconds`` or when :func:`system_load` says the
+    system is loaded (re-asked every ``recheck_every`` checks; the DAG's load sensor waits
+    before a run starts). ``clock`` dates the plan and every check."""
+    import numpy as np
+
+    policy = policy or BudgetPolicy.from_env()
+    schedule = schedule or Schedule.from_env()
+    removal = removal or RemovalPolicy.from_env()
+    rps = integrity_budget_rps(policy) if budget_rps is None else budget_rps
+    summary = BudgetRunSummary(capacity=policy.capacity(budget_rps=rps))
+    t0 = time.monotonic()
+    now = clock() if clock is not None else datetime.now(UTC)
+    summary.placed = assign_tiers(conn, schedule, now)
+    cands = load_candidates(conn, now, policy)
+    summary.candidates = len(cands)
+    plan = choose(cands, now.timestamp(), summary.capacity, policy)
+    summary.planned = len(plan)
+    summary.planned_by_reason = {
+        name: int(np.count_nonzero(plan.reason == i)) for i, name in enumerate(PLAN_REASONS)
+    }
+    ids = [int(cands.news_id[i]) for i in plan.index]
+    with conn.cursor() as cur:
+        cur.execute("SELECT id, unique_id FROM news WHERE id = ANY(%s)", (ids,))
+        uid = dict(cur.fetchall())
+    conn.commit()
+    for n, (news_id, with_image) in enumerate(zip(ids, plan.image, strict=True)):
+        if max_seconds is not None and time.monotonic() - t0 > max_seconds:
+            summary.note = f"stopped after {max_seconds:.0f} s with {len(ids) - n} planned checks left"
+            break
+        if n and recheck_every and n % recheck_every == 0:
+            reason = system_load(conn, **(load_thresholds or {}))
+            if reason:
+                summary.stopped_load, summary.note = True, f"stopped_load: {reason} (after {n} checks)"
+                log.info("integrity budget run stopped_load %s after %d checks", reason, n)
+                break
+        unique_id = uid.get(news_id)
+        if unique_id is None:
+            continue
+        try:
+            result = check_article(
+                conn,
+                fetcher,
+                unique_id,
+                schedule=schedule,
+                policy=removal,
+                now=clock() if clock is not None else None,
+                image=bool(with_image),
+            )
+        except ArticleNotFound:
+            continue
+        except Exception as exc:
+            conn.rollback()
+            record_failure(conn, news_id, unique_id, repr(exc), schedule)
+            summary.checked += 1
+            summary.requests += 1
+            summary.outcomes["error"] += 1
+            continue
+        summary.checked += 1
+        summary.requests += 1 + (result.image is not None)
+        summary.outcomes[result.outcome] += 1
+        summary.bytes_fetched += result.bytes_fetched
+        summary.breaker_changes.extend(result.breaker_changes)
+        if result.outcome == "suspect_removed" and result.paused_by:
+            summary.paused.update(result.paused_by)
+        if on_result is not None:
+            try:
+                on_result(result)
+            except Exception:
+                log.debug("on_result callback failed", exc_info=True)
+    try:
+        purge_old_checks(conn)
+    except Exception:
+        conn.rollback()
+        log.warning("integrity: purging old check rows failed", exc_info=True)
+    summary.seconds = time.monotonic() - t0
+    log.info("integrity budget run: %s", summary.as_dict())
     return summary

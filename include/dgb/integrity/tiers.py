@@ -16,6 +16,11 @@ tier       age         checked every
 gt90d      > 90 days   7 days
 =========  ==========  ==============
 
+``DGB_INTEGRITY_SCHEDULE=budget`` (the default, issue 14) keeps these tiers as labels (the
+``tier`` column, the per-tier report) and their intervals as the fallback ``next_due_at``, but what
+is checked is chosen by :func:`choose` within a request budget (one DAG, ``integrity_budget``); see
+"The budget scheduler" below.
+
 ``DGB_INTEGRITY_SCHEDULE=exponential`` (a frequency decaying exponentially with age) keeps the
 tiers as the unit of work (one DAG each) but spaces each article's checks by
 ``frequency = base * e^(-lambda * days)``, i.e.
@@ -41,10 +46,11 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from dgb.config import env_number
 
-SCHEDULE_MODES = ("tiers", "exponential")
+SCHEDULE_MODES = ("budget", "tiers", "exponential")
 DAG_PREFIX = "integrity_tier_"
 
 
@@ -88,7 +94,7 @@ def _num(name: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class Schedule:
-    mode: str = "tiers"
+    mode: str = "budget"
     base_minutes: float = 10.0
     lam: float = 0.3
     max_minutes: float = 7 * 24 * 60
@@ -101,7 +107,7 @@ class Schedule:
 
     @classmethod
     def from_env(cls) -> Schedule:
-        mode = os.environ.get("DGB_INTEGRITY_SCHEDULE", "").strip().lower() or "tiers"
+        mode = os.environ.get("DGB_INTEGRITY_SCHEDULE", "").strip().lower() or "budget"
         return cls(
             mode=mode,
             base_minutes=_num("DGB_INTEGRITY_BASE_MINUTES", cls.base_minutes),
@@ -226,3 +232,298 @@ def assign_tiers(
         placed = cur.rowcount
     conn.commit()
     return placed
+
+
+# -- the budget scheduler (issue 14) -------------------------------------------------------------
+#
+# One host (www.gov.br) serves ~160 agencies and ~300k articles; checking all of them at the seed's
+# fixed intervals would need ~7 requests/s. The budget scheduler spends a given request budget
+# (requests/s for integrity on the host, after listing traffic) where it detects most edits soonest:
+#
+# 1. fresh: articles under ``fresh_age`` (3 h) not checked for ``fresh_interval`` (10 min), the
+#    longest-unchecked first (recent news every ~10 min);
+# 2. forced: articles whose removal evidence is due (a suspect 404 to confirm) or that went
+#    ``max_unchecked`` (25 days) without a check, so every article is seen at least monthly;
+# 3. the rest by expected value per cost:
+#
+#        hazard = agency_rate * ((age_h + 1)^-a + recency * (since_change_h + 1)^-a)
+#        score  = hazard * since_check_h^2 / cost
+#
+#    ``hazard`` is proportional to the expected edits per hour: a prior that decays with age (exponent ``a``,
+#    default 2: most edits come in the first hours), raised again after a change (the page's own
+#    dateModified or a change we detected: edits come in bursts), scaled by the agency's measured
+#    modification rate (:func:`agency_rate_multipliers`). ``hazard * since_check^2 / 2`` is
+#    the detection delay accumulated since the last check (edits at rate ``hazard``, each waiting
+#    on average half the gap); checking the highest first approximately minimises the total
+#    delay for the budget (the square-root law: check frequency proportional to sqrt(hazard)).
+#    ``cost`` is 1 for a page that last answered 200, ``cost_304`` (0.5) for one that answered
+#    304 (a validator round trip, no body, no parse), plus ``image_cost`` when the image is due.
+#
+# Images are re-checked less often than text: an image is due when its last check is older than
+# a quarter of the article's age (at least ``image_min_interval``, at most ``max_unchecked``).
+# A run takes what the budget allows in its slot: ``budget_rps * slot_seconds`` requests (a check
+# is one request, two with its image). The same functions drive the DAG (through
+# :func:`load_candidates`) and ``scripts/bench_scale.py`` (an in-memory store, a simulated clock).
+
+
+@dataclass(frozen=True)
+class AgeBand:
+    """An article-age band of the report: coverage = share of its articles checked within
+    ``target`` (the issue's detection targets); overdue = the others."""
+
+    name: str
+    label: str
+    min_age: timedelta
+    max_age: timedelta | None  # exclusive; None = no upper bound
+    target: timedelta
+
+
+AGE_BANDS: tuple[AgeBand, ...] = (
+    AgeBand("lt3h", "< 3 h", timedelta(0), timedelta(hours=3), timedelta(minutes=20)),
+    AgeBand("3h_2d", "3 h - 2 days", timedelta(hours=3), timedelta(days=2), timedelta(hours=2)),
+    AgeBand("2_30d", "2-30 days", timedelta(days=2), timedelta(days=30), timedelta(hours=24)),
+    AgeBand("30_90d", "30-90 days", timedelta(days=30), timedelta(days=90), timedelta(days=7)),
+    AgeBand("gt90d", "> 90 days", timedelta(days=90), None, timedelta(days=30)),
+)
+
+
+def band_for(age: timedelta, bands: tuple[AgeBand, ...] = AGE_BANDS) -> AgeBand:
+    for b in bands:
+        if age >= b.min_age and (b.max_age is None or age < b.max_age):
+            return b
+    return bands[0] if age < bands[0].min_age else bands[-1]
+
+
+@dataclass(frozen=True)
+class BudgetPolicy:
+    """The budget scheduler's knobs (``DGB_INTEGRITY_*``, read by :meth:`from_env`)."""
+
+    budget_rps: float = 1.7  # integrity's share of the host budget (2 req/s - listings ~0.27)
+    slot_seconds: float = 600.0  # one run of the integrity_budget DAG
+    fresh_age_s: float = 3 * 3600.0
+    fresh_interval_s: float = 600.0
+    max_unchecked_s: float = 25 * 86400.0
+    min_gap_s: float = 300.0  # never re-check sooner by score alone
+    age_decay: float = 2.0
+    recency: float = 1.0
+    cost_304: float = 0.5
+    image_cost: float = 0.5
+    image_min_interval_s: float = 3600.0
+
+    @classmethod
+    def from_env(cls) -> BudgetPolicy:
+        return cls(
+            budget_rps=env_number("DGB_INTEGRITY_BUDGET_RPS", cls.budget_rps, above=0.0),
+            slot_seconds=env_number("DGB_INTEGRITY_SLOT_S", cls.slot_seconds, above=0.0),
+            fresh_interval_s=env_number("DGB_INTEGRITY_FRESH_INTERVAL_S", cls.fresh_interval_s, above=0.0),
+            max_unchecked_s=env_number("DGB_INTEGRITY_MAX_UNCHECKED_DAYS", 25.0, above=0.0) * 86400.0,
+            age_decay=env_number("DGB_INTEGRITY_AGE_DECAY", cls.age_decay, above=0.0),
+        )
+
+    def capacity(self, seconds: float | None = None, budget_rps: float | None = None) -> float:
+        """Requests one run may spend: the budget over its slot."""
+        rps = self.budget_rps if budget_rps is None else budget_rps
+        return max(0.0, rps * (self.slot_seconds if seconds is None else seconds))
+
+
+@dataclass
+class Candidates:
+    """The scheduler's view of the articles (parallel numpy arrays; times in epoch seconds,
+    NaN = never / unknown). Built by :func:`load_candidates` (PostgreSQL) or by the benchmark."""
+
+    news_id: Any  # int64
+    published: Any
+    last_checked: Any
+    last_changed: Any  # our last detected change
+    page_modified: Any  # the page's own dateModified
+    agency_rate: Any  # multiplier of the prior hazard (1 = an average agency)
+    cheap: Any  # bool: the last content check answered 304
+    image_checked: Any
+    has_image: Any  # bool
+    urgent: Any  # bool: removal evidence due now
+
+    def __len__(self) -> int:
+        return len(self.news_id)
+
+
+@dataclass
+class Plan:
+    """What one run checks, in order: indices into the candidates, whether each check includes
+    the image, and why it was chosen (0 fresh, 1 forced, 2 by score)."""
+
+    index: Any
+    image: Any
+    reason: Any
+    requests: float
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+def image_due(c: Candidates, now: float, policy: BudgetPolicy) -> Any:
+    import numpy as np
+
+    age = np.maximum(0.0, now - c.published)
+    interval = np.clip(age / 4.0, policy.image_min_interval_s, policy.max_unchecked_s)
+    since = now - c.image_checked
+    return c.has_image & (np.isnan(since) | (since >= interval))
+
+
+def _inv_pow(x: Any, a: float) -> Any:
+    """``x ** -a`` (x >= 1), with the default exponent 2 as a cheap reciprocal square."""
+    import numpy as np
+
+    if a == 2.0:
+        out = x * x
+        return np.reciprocal(out, out=out)
+    return x**-a
+
+
+def scores(c: Candidates, now: float, policy: BudgetPolicy, image: Any = None) -> Any:
+    """Expected detection delay a check now would end, per unit of cost (see the section comment).
+    ``image``: :func:`image_due` when already computed."""
+    import numpy as np
+
+    age_h = np.maximum(now - c.published, 0.0)
+    age_h *= 1 / 3600.0
+    since_h = np.maximum(now - c.last_checked, 0.0) * (1 / 3600.0)
+    since_h = np.where(np.isnan(since_h), age_h, since_h)
+    page = np.where(c.page_modified > c.published + 60, c.page_modified, np.nan)
+    changed_h = np.maximum(now - np.fmax(c.last_changed, page), 0.0) * (1 / 3600.0)
+    np.nan_to_num(changed_h, copy=False, nan=1e12)  # never changed: no recency term
+    a = policy.age_decay
+    hazard = _inv_pow(age_h + 1.0, a)
+    hazard += policy.recency * _inv_pow(changed_h + 1.0, a)
+    hazard *= c.agency_rate
+    image = image_due(c, now, policy) if image is None else image
+    cost = np.where(c.cheap, policy.cost_304, 1.0) + policy.image_cost * image
+    since_h *= since_h
+    hazard *= since_h
+    hazard /= cost
+    return hazard
+
+
+def choose(c: Candidates, now: float, capacity: float, policy: BudgetPolicy) -> Plan:
+    """The checks of one run within ``capacity`` requests: fresh first, then forced, then by
+    expected value (see the section comment). Pure: the DAG and the benchmark both call it."""
+    import numpy as np
+
+    n = len(c)
+    if n == 0 or capacity < 1:
+        return Plan(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int8), 0.0)
+    age = now - c.published
+    since = np.where(np.isnan(c.last_checked), np.maximum(age, 0.0), now - c.last_checked)
+    slack = min(60.0, policy.fresh_interval_s / 10)
+    fresh = (age < policy.fresh_age_s) & (since >= policy.fresh_interval_s - slack)
+    forced = ~fresh & (c.urgent | (since >= policy.max_unchecked_s))
+    rest = ~fresh & ~forced & (since >= policy.min_gap_s)
+    img = image_due(c, now, policy)
+    cost = 1.0 + img  # requests
+    groups = []
+    budget = capacity
+    for reason, mask, key in (
+        (0, fresh, -since),
+        (1, forced, -since),
+        (2, rest, None),
+    ):
+        if budget < 1:
+            break
+        if key is None:  # by score: the best `want` (at most this many fit), best first
+            count = int(np.count_nonzero(mask))
+            if not count:
+                continue
+            s = scores(c, now, policy, img)
+            s[~mask] = -np.inf
+            want = min(count, int(budget))
+            idx = np.argpartition(-s, want - 1)[:want] if want < n else np.arange(n)
+            idx = idx[np.isfinite(s[idx])]
+            idx = idx[np.argsort(-s[idx], kind="stable")]
+        else:
+            idx = np.flatnonzero(mask)
+            if not len(idx):
+                continue
+            idx = idx[np.argsort(key[idx], kind="stable")]
+        fits = np.cumsum(cost[idx]) <= budget
+        idx = idx[fits]
+        budget -= float(cost[idx].sum())
+        groups.append((idx, reason))
+    if not groups:
+        return Plan(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int8), 0.0)
+    index = np.concatenate([g for g, _ in groups])
+    reason = np.concatenate([np.full(len(g), r, dtype=np.int8) for g, r in groups])
+    return Plan(index, img[index], reason, capacity - budget)
+
+
+def agency_rate_multipliers(
+    modified: dict[str, int], checked: dict[str, int], prior_strength: float = 20.0, floor: float = 0.2
+) -> dict[str, float]:
+    """Each agency's measured modification rate (modified ÷ checked articles), shrunk
+    toward the overall rate by ``prior_strength`` pseudo-articles, as a multiplier of the
+    overall rate (1 = average; at least ``floor`` so no agency is starved)."""
+    total_checked = sum(checked.values())
+    overall = max(0.01, sum(modified.values()) / total_checked) if total_checked else 0.1
+    out = {}
+    for key in set(checked) | set(modified):
+        m, k = modified.get(key, 0), checked.get(key, 0)
+        rate = (m + prior_strength * overall) / (max(k, m) + prior_strength)
+        out[key] = max(floor, rate / overall)
+    return out
+
+
+def agency_rates(conn) -> dict[str, float]:
+    """:func:`agency_rate_multipliers` from PostgreSQL: checked articles and articles with a
+    detected change (``integrity_state.last_changed_at``, migration 0011), per agency."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT n.agency_key, count(*) FILTER (WHERE s.last_checked_at IS NOT NULL),"
+            " count(*) FILTER (WHERE s.last_changed_at IS NOT NULL)"
+            " FROM integrity_state s JOIN news n ON n.id = s.news_id GROUP BY n.agency_key"
+        )
+        rows = cur.fetchall()
+    conn.commit()
+    return agency_rate_multipliers({r[0]: int(r[2]) for r in rows}, {r[0]: int(r[1]) for r in rows})
+
+
+CANDIDATES_SQL = (
+    "SELECT s.news_id, n.agency_key, extract(epoch FROM n.published_at),"
+    " extract(epoch FROM s.last_checked_at), extract(epoch FROM s.last_changed_at),"
+    " extract(epoch FROM coalesce(s.page_updated_at, n.updated_datetime)),"
+    " coalesce(s.http_status = 304, false), extract(epoch FROM s.image_checked_at),"
+    " n.image_url IS NOT NULL,"
+    " (s.gone_since IS NOT NULL AND isfinite(s.next_due_at) AND s.next_due_at <= %(now)s)"
+    " FROM integrity_state s JOIN news n ON n.id = s.news_id"
+    " WHERE (n.removed_at IS NULL OR s.gone_since IS NOT NULL)"
+    " AND (s.last_checked_at IS NULL OR s.last_checked_at < %(recent)s)"
+)
+
+
+def load_candidates(conn, now: datetime, policy: BudgetPolicy | None = None) -> Candidates:
+    """Every article the scheduler may pick now (not removed, or removed with evidence pending;
+    not checked within the last few minutes), as :class:`Candidates`."""
+    import numpy as np
+
+    policy = policy or BudgetPolicy.from_env()
+    rates = agency_rates(conn)
+    recent = now - timedelta(seconds=min(policy.min_gap_s, policy.fresh_interval_s * 0.9))
+    with conn.cursor() as cur:
+        cur.execute(CANDIDATES_SQL, {"now": now, "recent": recent})
+        rows = cur.fetchall()
+    conn.commit()
+
+    def col(i: int, dtype=float):
+        if dtype is float:
+            return np.array([np.nan if r[i] is None else float(r[i]) for r in rows], dtype=float)
+        return np.array([bool(r[i]) for r in rows], dtype=bool)
+
+    return Candidates(
+        news_id=np.array([r[0] for r in rows], dtype=np.int64),
+        published=col(2),
+        last_checked=col(3),
+        last_changed=col(4),
+        page_modified=col(5),
+        agency_rate=np.array([rates.get(r[1], 1.0) for r in rows], dtype=float),
+        cheap=col(6, bool),
+        image_checked=col(7),
+        has_image=col(8, bool),
+        urgent=col(9, bool),
+    )

@@ -59,3 +59,33 @@ def test_tier_run_checks_due_articles_and_counts_outcomes(pg, scraped_site, reco
 def test_a_tier_with_nothing_due_checks_nothing(pg, scraped_site):
     out = IntegrityTierOperator(task_id="check_0_2d", tier="0_2d").execute(task_context())
     assert out["checked"] == 0 and out["tier"] == "0_2d"
+
+
+def test_budget_run_checks_within_the_budget_and_emits_band_gauges(pg, scraped_site, recorded_metrics):
+    from dgb_airflow.operators.integrity import IntegrityBudgetOperator
+
+    out = IntegrityBudgetOperator(task_id="check_budget", budget_rps=1.0).execute(task_context())
+    mec = len([a for a in ARTICLES if a[0] == "mec"])
+    assert out["capacity"] == 600.0 and out["checked"] == mec  # never checked: all fit in the slot
+    assert out["requests"] <= out["capacity"] and out["outcomes"]["unchanged"] == mec
+    assert [b["band"] for b in out["bands"]] == ["lt3h", "3h_2d", "2_30d", "30_90d", "gt90d"]
+    gauges = {name: value for kind, name, value, _ in recorded_metrics if kind == "gauge"}
+    assert gauges["dgb.integrity.budget.checked"] == mec
+    covered = sum(b["covered"] for b in out["bands"])
+    assert covered == mec and sum(v for n, v in gauges.items() if n.endswith(".covered")) == mec
+
+
+def test_tier_run_under_backlog_is_skipped_not_a_success(pg, scraped_site, monkeypatch):
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from dgb import db
+
+    monkeypatch.setenv("DGB_INTEGRITY_OUTBOX_MAX_AGE_S", "60")
+    with db.transaction(pg) as cur:
+        cur.execute("UPDATE outbox SET published_at = now()")
+        cur.execute(
+            "INSERT INTO outbox (topic, aggregate_id, payload, created_at) VALUES"
+            " ('dgb.news.scraped', 'x', '{}', now() - interval '5 minutes')"
+        )
+    with pytest.raises(AirflowSkipException, match="skipped_backlog"):
+        IntegrityTierOperator(task_id="check_8_30d", tier="8_30d", limit=50).execute(task_context())

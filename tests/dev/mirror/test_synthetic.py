@@ -1,0 +1,70 @@
+"""The mirror's synthetic corpus (dgb_dev.mirror.synthetic): production-scale volume for every
+agency, the documented edit model, and pages served as they stand at the site's clock (edits at
+their known times, dateModified, 304 until the next edit), through the real HTTP server."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import numpy as np
+
+from dgb_dev.mirror import Site, start_in_thread
+from dgb_dev.mirror.synthetic import DAY, SyntheticCorpus
+
+END = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def test_volume_and_edit_model():
+    c = SyntheticCorpus(20_000, 5.0, end=END, extra_days=10, seed=3)
+    assert len(c.agencies) >= 150 and len(set(c.agency.tolist())) >= 140  # all ~160 agencies publish
+    last_year = c.published_between(END - timedelta(days=365), END)
+    first_year = c.published_between(END - timedelta(days=5 * 365), END - timedelta(days=4 * 365))
+    assert last_year > 2.5 * first_year  # growing volume (e^(0.575 * 4) ~ 10x per day, 3-4x per year)
+    assert len(c) > 20_000  # the extra days keep publishing
+    assert np.all(np.diff(c.published) >= 0)
+    edited = np.unique(c.edit_article)
+    share = len(edited) / len(c)
+    assert 0.05 < share < 0.3  # per-agency shares in [2%, 40%]
+    delays = c.edit_time - c.published[c.edit_article]
+    assert np.all(delays > 0)
+    assert 0.4 < np.mean(delays < 3 * 3600) < 0.75  # most edits within the first hours
+    assert np.mean(delays > 30 * DAY) < 0.1
+    for k in (0, 1):  # edits of an article are sorted and delimited by edit_start
+        i = int(edited[k])
+        times = c.edit_time[c.edit_start[i] : c.edit_start[i + 1]]
+        assert len(times) >= 1 and np.all(np.diff(times) >= 0)
+
+
+def test_pages_follow_the_edits_at_their_known_times():
+    c = SyntheticCorpus(3_000, 1.0, end=END, seed=5)
+    i = int(c.edit_article[0])  # the first article with an edit
+    agency, slug = c.agencies[int(c.agency[i])], c.slug(i)
+    first_edit = float(c.edit_time[c.edit_start[i]])
+    clock = [datetime.fromtimestamp(first_edit - 60, UTC)]
+    site = Site(None, extra_dir=None, synthetic=c, clock=lambda: clock[0])
+    server, base = start_in_thread(site)
+    try:
+        before = site.get(agency, slug)
+        assert before.modified_at == before.published_at
+        assert any(a.slug == slug for a in site.articles(agency))  # in its agency's listing
+        url = site.article_url(base, before)
+        with httpx.Client() as http:
+            page = http.get(url)
+            assert page.status_code == 200 and before.title in page.text
+            etag = page.headers["etag"]
+            assert http.get(url, headers={"If-None-Match": etag}).status_code == 304
+            clock[0] = datetime.fromtimestamp(first_edit + 1, UTC)  # just after the first edit
+            after = site.get(agency, slug)
+            assert after.modified_at == datetime.fromtimestamp(first_edit, UTC).replace(microsecond=0)
+            assert (after.title, after.content, after.image_url) != (
+                before.title,
+                before.content,
+                before.image_url,
+            )
+            changed = http.get(url, headers={"If-None-Match": etag})
+            assert changed.status_code == 200 and changed.headers["etag"] != etag
+        assert site.get(agency, "sintetica-999999") is None and site.get("outro", slug) is None
+    finally:
+        server.shutdown()
+        server.server_close()

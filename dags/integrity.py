@@ -68,7 +68,14 @@ def _every(delta: timedelta) -> str:
 
 
 def _load_sensor() -> PipelineLoadSensor:
-    return PipelineLoadSensor(task_id="wait_for_capacity", poll_interval=30.0, max_wait_s=540.0)
+    # The trigger gives up after max_wait_s (the run is skipped); the timeout only bounds the
+    # sensor's own short pokes around it.
+    return PipelineLoadSensor(
+        task_id="wait_for_capacity",
+        poll_interval=30.0,
+        max_wait_s=540.0,
+        execution_timeout=timedelta(minutes=12),
+    )
 
 
 _schedule = Schedule.from_env()

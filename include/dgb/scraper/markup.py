@@ -1,4 +1,11 @@
-"""Shared HTML helpers: byte decoding, text extraction, URL resolution, Markdown conversion."""
+"""Shared HTML helpers: byte decoding, text extraction, URL resolution, Markdown conversion.
+
+Hostile markup is bounded here, for every parser: :func:`parse_html` refuses a page deeper than
+:data:`MAX_DOM_DEPTH` or with more than :data:`MAX_DOM_NODES` nodes (``html_changed``, kind
+``too_deep``) instead of walking it, and :func:`to_markdown` flattens anything nested deeper than
+:data:`MARKDOWN_MAX_DEPTH` to its text before markdownify (which recurses per level). The
+clean-up helpers (:func:`drop_nodes`, :func:`text_lengths`) are linear in the node count.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,13 @@ from urllib.parse import urljoin, urlsplit
 from markdownify import markdownify
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from dgb.scraper.errors import HtmlChangedError
+from dgb.scraper.errors import TOO_DEEP, HtmlChangedError
+
+# Real gov.br/EBC pages are ~30-40 elements deep with a few thousand nodes; these caps leave a wide
+# margin while keeping every walk over a page (and markdownify's recursion) bounded.
+MAX_DOM_DEPTH = 200
+MAX_DOM_NODES = 60_000
+MARKDOWN_MAX_DEPTH = 40  # levels below the fragment root kept as markup; deeper -> plain text
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 # Browsers decode these labels as windows-1252.
@@ -62,7 +75,77 @@ def decode_bytes(data: bytes, charset: str | None = None) -> str:
 
 
 def parse_html(html: str) -> LexborHTMLParser:
-    return LexborHTMLParser(html)
+    """The page's DOM, refused (``html_changed``, kind ``too_deep``) when it is deeper than
+    :data:`MAX_DOM_DEPTH` or has more than :data:`MAX_DOM_NODES` nodes: no page we know looks
+    like that, and every later walk stays bounded."""
+    tree = LexborHTMLParser(html)
+    check_dom_limits(tree)
+    return tree
+
+
+def check_dom_limits(tree: LexborHTMLParser, max_depth: int = MAX_DOM_DEPTH, max_nodes: int = MAX_DOM_NODES):
+    """Raise ``html_changed`` (kind ``too_deep``) when ``tree`` exceeds the depth or node cap.
+    One iterative walk that stops at the first excess (no recursion)."""
+    root = tree.root
+    if root is None:
+        return
+    stack, count = [(root, 0)], 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if depth > max_depth:
+            raise HtmlChangedError(f"page nested deeper than {max_depth} levels", kind=TOO_DEEP)
+        if count > max_nodes:
+            raise HtmlChangedError(f"page has more than {max_nodes} nodes", kind=TOO_DEEP)
+        child = node.child
+        while child is not None:
+            stack.append((child, depth + 1))
+            child = child.next
+
+
+def text_lengths(root: LexborNode) -> dict[int, int]:
+    """Raw text length of every node's subtree under ``root`` (by ``mem_id``), in one post-order
+    walk: lets clean-up skip nodes whose text is too long to matter without re-reading each
+    subtree (which is quadratic on nested markup)."""
+    lengths: dict[int, int] = {}
+    stack: list[tuple[LexborNode, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if node.tag == "-text":
+            lengths[node.mem_id] = len(node.text_content or "")
+            continue
+        child = node.child
+        if done:
+            total = 0
+            while child is not None:
+                total += lengths.get(child.mem_id, 0)
+                child = child.next
+            lengths[node.mem_id] = total
+            continue
+        stack.append((node, True))
+        while child is not None:
+            stack.append((child, False))
+            child = child.next
+    return lengths
+
+
+def flatten_deep(root: LexborNode, max_depth: int = MARKDOWN_MAX_DEPTH) -> int:
+    """Replace every element ``max_depth`` levels below ``root`` that still has element children
+    by its text (in place); returns how many subtrees were flattened."""
+    stack, deep = [(root, 0)], []
+    while stack:
+        node, depth = stack.pop()
+        if depth >= max_depth:
+            if node.tag != "-text" and any(c.tag != "-text" for c in node.iter(include_text=True)):
+                deep.append(node)
+            continue
+        child = node.child
+        while child is not None:
+            stack.append((child, depth + 1))
+            child = child.next
+    for node in deep:
+        node.replace_with(" ".join(node.text(deep=True, separator=" ").split()))
+    return len(deep)
 
 
 def text_of(node: LexborNode | None, sep: str = "") -> str:
@@ -119,12 +202,23 @@ def drop_nodes(nodes: list[LexborNode]) -> None:
     """
     unique = list({n.mem_id: n for n in nodes}.values())
     ids = {n.mem_id for n in unique}
+    # ancestors already walked, by whether one of ``nodes`` is above them: keeps this linear
+    covered: dict[int, bool] = {}
     outer = []
     for node in unique:
-        parent = node.parent
-        while parent is not None and parent.mem_id not in ids:
+        path, parent, inside = [], node.parent, False
+        while parent is not None:
+            if parent.mem_id in ids:
+                inside = True
+                break
+            if parent.mem_id in covered:
+                inside = covered[parent.mem_id]
+                break
+            path.append(parent.mem_id)
             parent = parent.parent
-        if parent is None:
+        for mem_id in path:
+            covered[mem_id] = inside
+        if not inside:
             outer.append(node)
     for node in outer:
         node.decompose()
@@ -160,7 +254,17 @@ def absolutise_links(root: LexborNode, page_url: str, agency: str | None = None)
 
 
 def to_markdown(html: str) -> str:
-    """Markdown of an HTML fragment: ATX headings, "-" bullets, at most one blank line in a row."""
+    """Markdown of an HTML fragment: ATX headings, "-" bullets, at most one blank line in a row.
+
+    Bounded on hostile input: a fragment over the node cap is refused (``html_changed``), and
+    markup nested deeper than :data:`MARKDOWN_MAX_DEPTH` is flattened to text first, so
+    markdownify's recursion stays shallow and its work linear."""
+    if html and "<" in html:
+        fragment = LexborHTMLParser(html)
+        check_dom_limits(fragment, max_depth=MAX_DOM_NODES)  # depth is flattened just below
+        body = fragment.body
+        if body is not None and flatten_deep(body):
+            html = body.inner_html or ""
     md = markdownify(html, heading_style="ATX", bullets="-", strip=["iframe", "video", "audio", "source"])
     lines = [line.rstrip() for line in md.replace("\xa0", " ").splitlines()]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()

@@ -232,11 +232,8 @@ class Fetcher:
     # -- internals ---------------------------------------------------------------------
 
     def _guard(self, url: str) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UrlBrokenError(f"not an http(s) URL: {url!r}")
-        if self.url_guard is not None:
-            self.url_guard(url)
+        """The one URL guard (scheme, credentials, allowlist, addresses): raises ``url_broken``."""
+        self.url_guard(url)
 
     def _wait_turn(self, host: str) -> threading.Lock:
         lock = self._host_locks.setdefault(host, threading.Lock())

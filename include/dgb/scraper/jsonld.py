@@ -14,6 +14,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from dgb.scraper.dates import parse_iso_datetime
 from dgb.scraper.identity import iso_as_given
+from dgb.scraper.models import clean_text
 
 _ARTICLE_TYPES = ("NewsArticle", "ReportageNewsArticle", "AnalysisNewsArticle", "Article", "BlogPosting")
 MAX_JSONLD_CHARS = 1_000_000  # one ld+json script; real ones are a few kB
@@ -109,7 +110,9 @@ def extract_jsonld_article(tree: LexborHTMLParser) -> JsonLdArticle:
         obj = ranked[0]
         headline = obj.get("headline") or obj.get("name")
         return JsonLdArticle(
-            headline=" ".join(htmllib.unescape(headline).split()) if isinstance(headline, str) else None,
+            headline=" ".join(clean_text(htmllib.unescape(headline)).split())
+            if isinstance(headline, str)
+            else None,
             published_at=parse_iso_datetime(obj.get("datePublished")),
             updated_at=parse_iso_datetime(obj.get("dateModified")),
             image=_image(obj.get("image")),

@@ -48,7 +48,8 @@ def decode_bytes(data: bytes, charset: str | None = None) -> str:
 
     A page whose bytes are invalid in the charset it declares is broken, not guessed at (a
     guess would store mojibake): :class:`~dgb.scraper.errors.HtmlChangedError`. So is input
-    that decodes under no candidate, or decodes to text full of control characters (binary).
+    that decodes under no candidate, or decodes to text full of control characters (binary);
+    a few stray NUL characters in a text page are removed.
     """
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
@@ -66,9 +67,9 @@ def decode_bytes(data: bytes, charset: str | None = None) -> str:
                     f"({exc.reason} at byte {getattr(exc, 'start', '?')})"
                 ) from exc
             continue
-        if "\x00" in text or len(_CONTROL.findall(text)) > max(8, len(text) // 200):
+        if len(_CONTROL.findall(text)) > max(8, len(text) // 200):
             break  # decodes, but it is binary
-        return text
+        return text.replace("\x00", "")  # a few stray NULs in a text page: dropped (PostgreSQL refuses them)
     raise HtmlChangedError(
         f"undecodable page: {len(data)} bytes are not UTF-8 or cp1252 text (binary content?)"
     )

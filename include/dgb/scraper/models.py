@@ -29,12 +29,15 @@ _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 
 def clean_text(value: str | None, limit: int | None = None) -> str | None:
-    """``value`` without NUL characters and lone surrogates, cut to ``limit`` characters
-    (None stays None; a non-string is turned into its ``str``)."""
-    if value is None:
+    """``value`` without NUL characters and lone surrogates, cut to ``limit`` characters.
+    None stays None; a number becomes its text; any other non-string (a JSON object or list
+    where text was expected) gives None rather than its Python repr."""
+    if value is None or isinstance(value, bool):
         return None
-    if not isinstance(value, str):
+    if isinstance(value, (int, float)):
         value = str(value)
+    elif not isinstance(value, str):
+        return None
     value = _UNSAFE.sub("", value)
     return value[:limit] if limit is not None else value
 

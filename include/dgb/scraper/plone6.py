@@ -177,7 +177,8 @@ def production_id_date(effective: Any) -> str | None:
 
 def parse_plone6_item(item: dict, base_url: str) -> ListingItem | None:
     """One ``@search`` item (None when it has no ``@id`` or title)."""
-    api_url, title = item.get("@id"), " ".join(str(item.get("title") or "").split())
+    api_url, title = item.get("@id"), item.get("title")
+    title = " ".join(title.split()) if isinstance(title, str) else ""  # an object is no title
     if not isinstance(api_url, str) or not api_url or not title:
         return None
     url = _page_url(urljoin(base_url, api_url))

@@ -3,10 +3,10 @@
 :func:`hostile_pages` gives the article pages (each a :class:`HostilePage` with what the scraper
 must make of it: stored, or skipped with an error kind); :class:`HostileSite` serves them on a
 free loopback port behind one classic gov.br listing (``/www.gov.br/mec/pt-br/assuntos/noticias``,
-the ``mec`` agency's path, as the mirror lays URLs out) that also carries SSRF and off-site
-items and an off-site next-page link (:data:`OFF_SITE_LINKS`), which the scraper must drop
-without fetching. Nothing here ever connects anywhere: the off-site URLs are only written into
-the listing.
+the ``mec`` agency's path, as the mirror lays URLs out; ``?only=<slug>`` lists one page) that
+also carries SSRF and off-site items and an off-site next-page link (:data:`OFF_SITE_LINKS`),
+which the scraper must drop without fetching. Nothing here ever connects anywhere: the off-site
+URLs are only written into the listing.
 
     with HostileSite() as site:
         agency = load_agencies(base_url=site.base)["mec"]
@@ -213,8 +213,10 @@ class HostileSite:
             def do_GET(self) -> None:
                 site.requests.append(self.path)
                 path = self.path.split("?", 1)[0]
-                if path == LISTING_PATH:
-                    return self._send(200, listing_html(site.base, list(site.pages.values())).encode())
+                if path == LISTING_PATH:  # ?only=<slug>: a listing of that one page (and the off-site links)
+                    only = self.path.partition("?only=")[2]
+                    shown = [p for p in site.pages.values() if not only or p.slug == only]
+                    return self._send(200, listing_html(site.base, shown).encode())
                 slug = path.removeprefix(LISTING_PATH + "/")
                 hostile = site.pages.get(slug) if path.startswith(LISTING_PATH + "/") else None
                 if hostile is None:

@@ -136,15 +136,20 @@ _CONTENT_MARKERS = re.compile(
 )
 
 
+ANTI_BOT_SCAN_CHARS = 200_000
+
+
 def detect_anti_bot(text: str | bytes | None) -> bool:
     """True when ``text`` is an anti-bot interstitial (Cloudflare challenge, captcha wall).
 
     A challenge title ("Just a moment...", "Attention Required! | Cloudflare", "...captcha...")
     always counts; the other markers (``challenge-platform``, ``cf-browser-verification``,
     ``cf-chl``, captcha widgets) count when the page has no gov.br/EBC content markers.
+    Only the first :data:`ANTI_BOT_SCAN_CHARS` characters are read (linear time on huge pages).
     """
     if not text:
         return False
+    text = text[:ANTI_BOT_SCAN_CHARS]  # challenge pages are small: the head of a page decides
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     if _CHALLENGE_TITLE.search(text):

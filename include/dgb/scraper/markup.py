@@ -17,6 +17,7 @@ from markdownify import markdownify
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from dgb.scraper.errors import TOO_DEEP, HtmlChangedError
+from dgb.scraper.models import MAX_CONTENT_CHARS
 
 # Real gov.br/EBC pages are ~30-40 elements deep with a few thousand nodes; these caps leave a wide
 # margin while keeping every walk over a page (and markdownify's recursion) bounded.
@@ -128,6 +129,32 @@ def text_lengths(root: LexborNode) -> dict[int, int]:
             stack.append((child, False))
             child = child.next
     return lengths
+
+
+def trim_text(root: LexborNode, max_chars: int) -> bool:
+    """Cut the subtree of ``root`` after its first ``max_chars`` characters of text (in place):
+    what follows the cut is removed, the text node it falls in is shortened. Linear; True when
+    something was cut. Lets the Markdown conversion see only what the content cap keeps."""
+    lengths = text_lengths(root)
+    if lengths.get(root.mem_id, 0) <= max_chars:
+        return False
+    budget, node = max_chars, root
+    while node is not None:
+        inside = None
+        for child in list(node.iter(include_text=True)):
+            if inside is not None or budget <= 0:
+                child.decompose()  # after the cut
+                continue
+            size = lengths.get(child.mem_id, 0)
+            if size <= budget:
+                budget -= size
+            else:
+                inside = child  # the cut falls in this child
+        if inside is not None and inside.tag == "-text":
+            inside.replace_with((inside.text_content or "")[:budget])
+            break
+        node = inside
+    return True
 
 
 def flatten_deep(root: LexborNode, max_depth: int = MARKDOWN_MAX_DEPTH) -> int:
@@ -254,17 +281,18 @@ def absolutise_links(root: LexborNode, page_url: str, agency: str | None = None)
                 node.attrs[attr] = url
 
 
-def to_markdown(html: str) -> str:
+def to_markdown(html: str, max_chars: int = MAX_CONTENT_CHARS) -> str:
     """Markdown of an HTML fragment: ATX headings, "-" bullets, at most one blank line in a row.
 
-    Bounded on hostile input: a fragment over the node cap is refused (``html_changed``), and
-    markup nested deeper than :data:`MARKDOWN_MAX_DEPTH` is flattened to text first, so
-    markdownify's recursion stays shallow and its work linear."""
+    Bounded on hostile input: a fragment over the node cap is refused (``html_changed``), text
+    past ``max_chars`` (the stored content cap) is cut before conversion, and markup nested
+    deeper than :data:`MARKDOWN_MAX_DEPTH` is flattened to text, so markdownify (which parses
+    again and recurses per level) only ever sees a bounded, shallow fragment."""
     if html and "<" in html:
         fragment = LexborHTMLParser(html)
         check_dom_limits(fragment, max_depth=MAX_DOM_NODES)  # depth is flattened just below
         body = fragment.body
-        if body is not None and flatten_deep(body):
+        if body is not None and (trim_text(body, max_chars) | bool(flatten_deep(body))):
             html = body.inner_html or ""
     md = markdownify(html, heading_style="ATX", bullets="-", strip=["iframe", "video", "audio", "source"])
     lines = [line.rstrip() for line in md.replace("\xa0", " ").splitlines()]

@@ -1,7 +1,7 @@
 """Integrity service: keep re-checking scraped news (images, changed or removed content, with a
 history of changes), most often while it is fresh.
 
-* :mod:`.policy`  - SSRF guard (host allowlist + address checks on every hop);
+* :mod:`.policy`  - the SSRF guard, re-exported from :mod:`dgb.urlpolicy` (its one home, used by every fetch);
 * :mod:`.tiers`   - age tiers and check intervals (tiers or exponential decay), the due set;
 * :mod:`.checks`  - image check (HEAD, GET+Range fallback) and content check (conditional GET,
   then the scraper's own parser, compared field by field);

@@ -86,7 +86,7 @@ def bench_bytes(pages: int) -> dict:
         plone6_api_url,
         site_kind,
     )
-    from dgb.integrity.policy import UrlPolicy, guarded_transport
+    from dgb.urlpolicy import UrlPolicy, guarded_transport
     from dgb_dev.mirror.server import start_in_thread
     from dgb_dev.mirror.site import Site
 

@@ -4,8 +4,15 @@ One :class:`Fetcher` per task: httpx with connect/read timeouts, a response size
 redirect cap (redirects followed by hand, so every hop passes the URL guard), retries with
 exponential backoff and jitter on network errors and 5xx/408/429 (Retry-After honoured,
 capped), one request at a time per host with a minimum interval between requests to the
-same host, robots.txt (RFC 9309: cached, 4xx = allow all, 5xx = disallow all), an honest
-User-Agent, and anti-bot pages turned into errors instead of "no news".
+same host, robots.txt (RFC 9309 through Protego: longest match wins, ``*``/``$`` wildcards;
+cached, 4xx = allow all, 5xx = disallow all), an honest User-Agent, and anti-bot pages turned
+into errors instead of "no news".
+
+Every request (pages, API calls, images, robots.txt, each redirect hop) passes ONE URL guard:
+by default :meth:`dgb.urlpolicy.UrlPolicy.for_settings` (http(s) only, no credentials, the
+gov.br/EBC allowlist, no private/loopback/link-local/metadata address after resolution, the
+local mirror allowed in mirror mode), with connections pinned to the vetted address. A caller
+may pass its own ``url_guard`` (and transport), never none.
 
 It also accounts for time: ``stats.polite_wait_s`` (sleeping for politeness or backoff) vs
 ``stats.request_s`` (waiting on the network), used by the scrape benchmark.
@@ -17,21 +24,22 @@ import email.utils
 import random
 import threading
 import time
-import urllib.robotparser
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 import httpx
+from protego import Protego
 
 from dgb.scraper.errors import (
     AntiBotError,
     NetworkError,
     ScrapeError,
-    UnknownScrapeError,
+    TooLargeError,
     UrlBrokenError,
     detect_anti_bot,
 )
+from dgb.urlpolicy import UrlPolicy, guarded_transport
 
 USER_AGENT = "dgb-pipeline/0.1 (news indexing for a public search portal; polite crawler; honours robots.txt)"
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 522, 524})
@@ -121,13 +129,17 @@ class Fetcher:
         rng: random.Random | None = None,
     ):
         self.policy = policy or FetchPolicy()
+        if url_guard is None:  # never unguarded: the configured policy, connections pinned to it
+            url_policy = UrlPolicy.for_settings()
+            url_guard = url_policy.guard
+            transport = transport or guarded_transport(url_policy)
         self.url_guard = url_guard
         self.stats = FetchStats()
         self._sleep, self._clock = sleep, clock
         self._rng = rng or random.Random()
         self._host_locks: dict[str, threading.Lock] = {}
         self._host_next: dict[str, float] = {}
-        self._robots: dict[str, tuple[float, urllib.robotparser.RobotFileParser | None, bool]] = {}
+        self._robots: dict[str, tuple[float, Protego | None, bool]] = {}
         self._client = httpx.Client(
             timeout=httpx.Timeout(self.policy.read_timeout, connect=self.policy.connect_timeout),
             follow_redirects=False,
@@ -189,6 +201,7 @@ class Fetcher:
         now = self._clock()
         if cached is None or now - cached[0] > self.policy.robots_ttl:
             parser, allow_all = None, False
+            self._guard(robots_url)  # robots.txt is fetched like any page: through the guard
             try:
                 resp = self._request_with_retries("GET", robots_url, {})
                 if resp.status >= 500:
@@ -196,8 +209,7 @@ class Fetcher:
                 elif resp.status >= 400:
                     parser, allow_all = None, True  # no robots.txt: allow all
                 else:
-                    parser = urllib.robotparser.RobotFileParser()
-                    parser.parse(resp.content.decode("utf-8", errors="replace").splitlines())
+                    parser = Protego.parse(resp.content.decode("utf-8", errors="replace"))
             except NetworkError:
                 parser, allow_all = None, False
             cached = (now, parser, allow_all)
@@ -205,26 +217,23 @@ class Fetcher:
         _, parser, allow_all = cached
         if parser is None:
             return allow_all
-        return parser.can_fetch(self.policy.user_agent, url)
+        return parser.can_fetch(url, self.policy.user_agent)
 
     @staticmethod
     def robots_url(url: str) -> str:
         """robots.txt of the URL's site. Under the local mirror (``http://127.0.0.1:P/<host>/...``)
         each mirrored host has its own robots.txt at ``/<host>/robots.txt``."""
         parts = urlsplit(url)
-        first = parts.path.lstrip("/").split("/", 1)[0]
-        if parts.hostname in ("127.0.0.1", "localhost", "::1") and "." in first:
-            return f"{parts.scheme}://{parts.netloc}/{first}/robots.txt"
+        mirrored = _mirrored_host(parts)
+        if mirrored:
+            return f"{parts.scheme}://{parts.netloc}/{mirrored}/robots.txt"
         return f"{parts.scheme}://{parts.netloc}/robots.txt"
 
     # -- internals ---------------------------------------------------------------------
 
     def _guard(self, url: str) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UrlBrokenError(f"not an http(s) URL: {url!r}")
-        if self.url_guard is not None:
-            self.url_guard(url)
+        """The one URL guard (scheme, credentials, allowlist, addresses): raises ``url_broken``."""
+        self.url_guard(url)
 
     def _wait_turn(self, host: str) -> threading.Lock:
         lock = self._host_locks.setdefault(host, threading.Lock())
@@ -281,7 +290,7 @@ class Fetcher:
         with self._client.stream(method, url, headers=headers) as r:
             declared = r.headers.get("content-length")
             if declared and declared.isdigit() and int(declared) > self.policy.max_bytes:
-                raise UnknownScrapeError(
+                raise TooLargeError(
                     f"response too large: {declared} bytes > cap {self.policy.max_bytes} for {url}"
                 )
             chunks, size = [], 0
@@ -293,7 +302,7 @@ class Fetcher:
                         )
                     size += len(chunk)
                     if size > self.policy.max_bytes:
-                        raise UnknownScrapeError(
+                        raise TooLargeError(
                             f"response too large: over cap of {self.policy.max_bytes} bytes for {url}"
                         )
                     chunks.append(chunk)
@@ -305,6 +314,29 @@ class Fetcher:
                 content=b"".join(chunks),
                 elapsed=self._clock() - t0,
             )
+
+
+def _mirrored_host(parts) -> str | None:
+    """``www.gov.br`` for a local-mirror URL ``http://127.0.0.1:P/www.gov.br/...``, else None."""
+    first = parts.path.lstrip("/").split("/", 1)[0]
+    if parts.hostname in ("127.0.0.1", "localhost", "::1") and "." in first:
+        return first.lower()
+    return None
+
+
+def site_host(url: str) -> str:
+    """The site a URL belongs to, for the scraper's same-site rule: its lower-cased ``host[:port]``,
+    or, under the local mirror, ``127.0.0.1:P/<mirrored host>`` (each mirrored host is its own site).
+    "" for a URL without a host."""
+    try:
+        parts = urlsplit(url)
+        netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    except ValueError:
+        return ""
+    if not parts.hostname:
+        return ""
+    mirrored = _mirrored_host(parts)
+    return f"{netloc}/{mirrored}" if mirrored else netloc
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -12,6 +12,9 @@ def mirror(tmp_path, monkeypatch):
     def start(articles):
         site, server, base = start_site(articles, tmp_path)
         servers.append(server)
+        # the fetcher's URL guard allows the local site as the configured mirror (mirror mode)
+        monkeypatch.setenv("DGB_SOURCE_MODE", "mirror")
+        monkeypatch.setenv("DGB_MIRROR_URL", base)
         return site, server, base
 
     yield start

@@ -22,11 +22,11 @@ from dgb import db, topology
 from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher
 from dgb.integrity import tiers
-from dgb.integrity.policy import UrlPolicy, guarded_transport
 from dgb.integrity.report import integrity_report
 from dgb.integrity.service import check_article, run_tier
 from dgb.integrity.tiers import DEFAULT_TIERS, Schedule, assign_tiers, due_articles
 from dgb.scraper.run import scrape_agency
+from dgb.urlpolicy import UrlPolicy, guarded_transport
 
 from .support import FAST
 
@@ -526,7 +526,7 @@ def test_live_redirect_into_non_allowlisted_loopback_is_refused_on_the_hop(pg, h
     assert policy.decide(article_url).allowed and not policy.decide(dest).allowed
     caplog.clear()
     with (
-        caplog.at_level("WARNING", logger="dgb.integrity.policy"),
+        caplog.at_level("WARNING", logger="dgb.urlpolicy"),
         Fetcher(FAST, url_guard=policy.guard, transport=guarded_transport(policy)) as f,
     ):
         result = check_article(pg, f, "redir-1")

@@ -18,7 +18,6 @@ from dgb import db
 from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher
 from dgb.integrity.evidence import RemovalPolicy, tripped_breakers
-from dgb.integrity.policy import UrlPolicy, guarded_transport
 from dgb.integrity.report import format_table, integrity_report
 from dgb.integrity.service import check_article, run_tier
 from dgb.integrity.tiers import Schedule
@@ -26,6 +25,7 @@ from dgb.pipeline.stage import run_stage
 from dgb.pipeline.stages import IndexStage
 from dgb.scraper.run import scrape_agency
 from dgb.search import schema
+from dgb.urlpolicy import UrlPolicy, guarded_transport
 
 from .support import FAST
 

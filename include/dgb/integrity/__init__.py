@@ -1,7 +1,7 @@
 """Integrity service: keep re-checking scraped news (images, changed or removed content, with a
 history of changes), most often while it is fresh.
 
-* :mod:`.policy`  - SSRF guard (host allowlist + address checks on every hop);
+* :mod:`.policy`  - the SSRF guard, re-exported from :mod:`dgb.urlpolicy` (its one home, used by every fetch);
 * :mod:`.tiers`   - the budget scheduler (what a run checks within a request budget, by expected
   value), age tiers and check intervals (tiers or exponential decay), the due set, age bands;
 * :mod:`.checks`  - image check (HEAD, GET+Range fallback) and content check (conditional GET,

@@ -44,10 +44,10 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import httpx
 
 from dgb.fetch import Fetcher, Response
-from dgb.integrity.policy import UrlRefused
 from dgb.scraper import store
 from dgb.scraper.errors import NetworkError, ScrapeError, UrlBrokenError
 from dgb.scraper.models import Article
+from dgb.urlpolicy import UrlRefused
 
 HEAD_REFUSED = frozenset({400, 403, 405, 501})
 RANGE_HEADER = {"Range": "bytes=0-1023"}

@@ -25,7 +25,7 @@ def register(sub) -> None:
 
 
 def _cmd_url_policy(args) -> int:
-    from dgb.integrity.policy import UrlPolicy
+    from dgb.urlpolicy import UrlPolicy
 
     decision = UrlPolicy.for_settings().decide(args.url)
     print(json.dumps(decision.as_dict(), ensure_ascii=False))
@@ -36,7 +36,7 @@ def make_fetcher(settings=None):
     """The integrity checker's fetcher: shared politeness, the URL guard on every hop and
     connections pinned to vetted addresses."""
     from dgb.fetch import Fetcher, FetchPolicy
-    from dgb.integrity.policy import UrlPolicy, guarded_transport
+    from dgb.urlpolicy import UrlPolicy, guarded_transport
 
     policy = UrlPolicy.for_settings(settings)
     fetch_policy = FetchPolicy.from_env()

@@ -48,9 +48,9 @@ from dgb.db import transaction
 from dgb.fetch import Fetcher
 from dgb.integrity.checks import ContentResult, ImageResult, check_content, check_image
 from dgb.integrity.evidence import BreakerChange, Evidence, RemovalPolicy, evaluate_breakers, host_of, weigh
-from dgb.integrity.policy import current_unique_id
 from dgb.integrity.tiers import BudgetPolicy, Schedule, assign_tiers, choose, due_articles, load_candidates
 from dgb.scraper import store
+from dgb.urlpolicy import current_unique_id
 
 log = logging.getLogger("dgb.integrity")
 
@@ -183,6 +183,8 @@ def check_article(
                 saved = store.save_articles(
                     conn, row["agency_key"], row["agency_name"], [content.article], source="integrity"
                 )
+                if saved.errors:  # the one article was refused by the database
+                    raise saved.errors[0]
                 history_rows, event = history_rows + saved.history_rows, bool(saved.updated)
             except Exception as exc:
                 conn.rollback()

@@ -41,6 +41,7 @@ from dgb.scraper.markup import (
     first_text,
     meta_content,
     parse_html,
+    text_lengths,
     text_of,
     to_markdown,
 )
@@ -82,6 +83,9 @@ _FOOTER_START = re.compile(
     r"n[uú]cleo de comunica[cç][aã]o|informa[cç][oõ]es (para|[aà]) imprensa|atendimento [aà] imprensa)"
 )
 _FOOTER_MAX_CHARS = 600
+# raw (uncollapsed) text above which a block cannot be a share/byline block (those are < 200
+# characters once whitespace is collapsed; markup indentation may add a lot of raw whitespace)
+_SHORT_BLOCK_RAW_CHARS = 4000
 # Plone marks folder/collection views on <body class="portaltype-folder template-listing_view ...">.
 _LISTING_BODY = re.compile(
     r"\b(portaltype-(folder|collection)|template-(summary_view|listing_view|folder_listing|"
@@ -165,19 +169,27 @@ def clean_body(body: LexborNode) -> None:
     inside = [n for sel in _NOISE for n in body.css(sel) if n.mem_id != body.mem_id]
     drop_nodes(inside)
     tag_blocks = []
+    # short blocks are recognised by their text; long subtrees are skipped unread (keeps this linear)
+    lengths = text_lengths(body)
     for link in body.css('a[href*="origem=keyword"]'):
         block = link.parent
         while block is not None and block.tag in ("span", "li", "ul", "strong", "em"):
             block = block.parent
-        keep_block = block is None or block.mem_id == body.mem_id or len(text_of(block)) > 200
+        keep_block = (
+            block is None
+            or block.mem_id == body.mem_id
+            or lengths.get(block.mem_id, 0) > _SHORT_BLOCK_RAW_CHARS
+            or len(text_of(block)) > 200
+        )
         tag_blocks.append(link if keep_block else block)
     drop_nodes(tag_blocks)
     boilerplate = []
+    lengths = text_lengths(body)
     for node in body.css("div, section, aside, p, ul, span, strong"):
+        if node.mem_id == body.mem_id or lengths.get(node.mem_id, 0) > _SHORT_BLOCK_RAW_CHARS:
+            continue
         text = text_of(node, " ")
-        if node.mem_id != body.mem_id and (
-            (_SHARE.match(text) and len(text) < 200) or (_BYLINE_TEXT.match(text) and len(text) < 120)
-        ):
+        if (_SHARE.match(text) and len(text) < 200) or (_BYLINE_TEXT.match(text) and len(text) < 120):
             boilerplate.append(node)
     drop_nodes(boilerplate)
     blocks = list(_container(body).iter())

@@ -40,6 +40,8 @@ def parse_iso_datetime(value: str | None) -> datetime | None:
     if not value or not isinstance(value, str) or value.strip().lower() in ("none", "null"):
         return None
     value = value.strip()
+    if len(value) > 64:  # no timestamp is this long; dateutil's fuzzy parse is slow on long text
+        return None
     try:
         dt = dateutil_parser.isoparse(value)
     except (ValueError, OverflowError):

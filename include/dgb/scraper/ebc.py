@@ -81,7 +81,6 @@ Field rules:
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime, timedelta, timezone
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
@@ -91,7 +90,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from dgb.scraper.article import clean_body
 from dgb.scraper.dates import labelled_datetime, parse_br_datetime
 from dgb.scraper.errors import AntiBotError, EmptyContentError, HtmlChangedError, detect_anti_bot
-from dgb.scraper.jsonld import extract_jsonld_article
+from dgb.scraper.jsonld import extract_jsonld_article, loads_jsonld
 from dgb.scraper.listing import is_navigation_link
 from dgb.scraper.markup import (
     absolute_url,
@@ -177,7 +176,7 @@ def jsonld_id_date(tree: LexborHTMLParser) -> str | None:
         if not raw:
             return None  # production's scan stops on an empty script
         try:
-            data = json.loads(raw)
+            data = loads_jsonld(raw)
         except ValueError:
             continue
         for obj in data if isinstance(data, list) else [data]:

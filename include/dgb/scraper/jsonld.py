@@ -14,8 +14,11 @@ from selectolax.lexbor import LexborHTMLParser
 
 from dgb.scraper.dates import parse_iso_datetime
 from dgb.scraper.identity import iso_as_given
+from dgb.scraper.models import clean_text
 
 _ARTICLE_TYPES = ("NewsArticle", "ReportageNewsArticle", "AnalysisNewsArticle", "Article", "BlogPosting")
+MAX_JSONLD_CHARS = 1_000_000  # one ld+json script; real ones are a few kB
+_MAX_WALK_DEPTH = 8  # lists and @graph levels looked into for the article object
 
 
 @dataclass
@@ -26,18 +29,41 @@ class JsonLdArticle:
     image: str | None = None
 
 
+def loads_jsonld(raw: str, *, strict: bool = True) -> Any:
+    """One ld+json script as JSON. Raises ``ValueError`` (never RecursionError) for a script
+    that is not JSON, over :data:`MAX_JSONLD_CHARS`, or nested deeper than the parser allows:
+    every caller already treats ValueError as "not usable JSON-LD"."""
+    if len(raw) > MAX_JSONLD_CHARS:
+        raise ValueError(f"ld+json script of {len(raw)} characters is over the cap {MAX_JSONLD_CHARS}")
+    try:
+        return json.loads(raw, strict=strict)
+    except RecursionError as exc:
+        raise ValueError("ld+json script nested too deep") from exc
+
+
 def _walk(data: Any) -> Iterator[dict]:
-    if isinstance(data, list):
-        for entry in data:
-            yield from _walk(entry)
-    elif isinstance(data, dict):
-        yield data
-        yield from _walk(data.get("@graph"))
+    """The objects of a JSON-LD document: itself, list entries and ``@graph`` members, in document
+    order, looking at most :data:`_MAX_WALK_DEPTH` levels down (iterative: any nesting is safe)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > _MAX_WALK_DEPTH:
+            continue
+        if isinstance(node, list):
+            stack.extend((entry, depth + 1) for entry in reversed(node))
+        elif isinstance(node, dict):
+            yield node
+            stack.append((node.get("@graph"), depth + 1))
 
 
 def _types(obj: dict) -> list[str]:
+    """``@type`` as a list of strings; anything else (a number, an object) counts as no type."""
     kind = obj.get("@type")
-    return [kind] if isinstance(kind, str) else [k for k in kind or [] if isinstance(k, str)]
+    if isinstance(kind, str):
+        return [kind]
+    if isinstance(kind, list):
+        return [k for k in kind if isinstance(k, str)]
+    return []
 
 
 def _rank(obj: dict) -> int:
@@ -76,7 +102,7 @@ def extract_jsonld_article(tree: LexborHTMLParser) -> JsonLdArticle:
         if not raw.strip():
             continue
         try:
-            candidates.extend(_walk(json.loads(raw, strict=False)))
+            candidates.extend(_walk(loads_jsonld(raw, strict=False)))
         except ValueError:
             broken.append(raw)
     ranked = sorted((c for c in candidates if _rank(c) < 99), key=_rank)
@@ -84,7 +110,9 @@ def extract_jsonld_article(tree: LexborHTMLParser) -> JsonLdArticle:
         obj = ranked[0]
         headline = obj.get("headline") or obj.get("name")
         return JsonLdArticle(
-            headline=" ".join(htmllib.unescape(headline).split()) if isinstance(headline, str) else None,
+            headline=" ".join(clean_text(htmllib.unescape(headline)).split())
+            if isinstance(headline, str)
+            else None,
             published_at=parse_iso_datetime(obj.get("datePublished")),
             updated_at=parse_iso_datetime(obj.get("dateModified")),
             image=_image(obj.get("image")),
@@ -111,7 +139,7 @@ def production_date_published(tree: LexborHTMLParser) -> str | None:
     """
     for script in tree.css('script[type="application/ld+json"]'):
         try:
-            data = json.loads(script.text(deep=True) or "")
+            data = loads_jsonld(script.text(deep=True) or "")
         except ValueError:
             continue
         for entry in data if isinstance(data, list) else [data]:

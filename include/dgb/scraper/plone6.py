@@ -39,7 +39,14 @@ from typing import Any
 from urllib.parse import urljoin
 
 from dgb.scraper.dates import parse_iso_datetime
-from dgb.scraper.errors import AntiBotError, EmptyContentError, HtmlChangedError, detect_anti_bot
+from dgb.scraper.errors import (
+    TOO_DEEP,
+    AntiBotError,
+    EmptyContentError,
+    HtmlChangedError,
+    as_scrape_error,
+    detect_anti_bot,
+)
 from dgb.scraper.markup import to_markdown
 from dgb.scraper.models import Article, ListingItem, ListingPage
 
@@ -73,8 +80,13 @@ def _page_url(api_url: str) -> str:
     return api_url.replace("/++api++", "")
 
 
-def _slate_html(nodes: Any) -> str:
+_SLATE_MAX_DEPTH = 40  # slate children deeper than this are dropped (real values are a few levels deep)
+
+
+def _slate_html(nodes: Any, depth: int = 0) -> str:
     """HTML of a slate value (list of nodes: text leaves or elements with ``type``/``children``)."""
+    if depth > _SLATE_MAX_DEPTH:
+        return ""
     if isinstance(nodes, dict):
         nodes = [nodes]
     out = []
@@ -84,7 +96,7 @@ def _slate_html(nodes: Any) -> str:
         if "text" in node and "type" not in node:
             out.append(htmllib.escape(str(node["text"])).replace("\n", "<br>"))
             continue
-        inner = _slate_html(node.get("children"))
+        inner = _slate_html(node.get("children"), depth + 1)
         kind = node.get("type")
         if kind == "link":
             href = (node.get("data") or {}).get("url") or ""
@@ -165,7 +177,8 @@ def production_id_date(effective: Any) -> str | None:
 
 def parse_plone6_item(item: dict, base_url: str) -> ListingItem | None:
     """One ``@search`` item (None when it has no ``@id`` or title)."""
-    api_url, title = item.get("@id"), " ".join(str(item.get("title") or "").split())
+    api_url, title = item.get("@id"), item.get("title")
+    title = " ".join(title.split()) if isinstance(title, str) else ""  # an object is no title
     if not isinstance(api_url, str) or not api_url or not title:
         return None
     url = _page_url(urljoin(base_url, api_url))
@@ -192,27 +205,37 @@ def parse_plone6_search(json_text: str, base_url: str, agency: str | None = None
     """
     try:
         data = json.loads(json_text)
+    except RecursionError as exc:
+        raise HtmlChangedError(f"Plone 6 API {base_url}: JSON nested too deep", kind=TOO_DEEP) from exc
     except ValueError as exc:
         if detect_anti_bot(json_text):
             raise AntiBotError(f"Plone 6 API {base_url} returned an anti-bot challenge page") from exc
         raise HtmlChangedError(f"Plone 6 API {base_url} did not return valid JSON: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):
         raise HtmlChangedError(f"Plone 6 API {base_url}: response has no 'items' list")
-    items = [
-        item
-        for raw in data["items"]
-        if isinstance(raw, dict)
-        if (item := parse_plone6_item(raw, base_url)) is not None
-    ]
+    items, errors = [], []
+    for raw in data["items"]:
+        if not isinstance(raw, dict):
+            continue
+        try:  # one hostile item is reported, the others of the page are kept
+            item = parse_plone6_item(raw, base_url)
+        except Exception as exc:
+            where = f" in Plone 6 item {str(raw.get('@id'))[:200]!r}"
+            errors.append(as_scrape_error(exc, where=where))
+            continue
+        if item is not None:
+            items.append(item)
     batching = data.get("batching") if isinstance(data.get("batching"), dict) else {}
     next_url = batching.get("next") if isinstance(batching.get("next"), str) else None
-    return ListingPage(items, urljoin(base_url, next_url) if next_url else None)
+    return ListingPage(items, urljoin(base_url, next_url) if next_url else None, errors=errors)
 
 
 def parse_plone6_article(json_text: str, url: str, agency: str) -> Article:
     """A single Plone 6 content object (``GET .../++api++/<path>``) as an :class:`Article`."""
     try:
         data = json.loads(json_text)
+    except RecursionError as exc:
+        raise HtmlChangedError(f"Plone 6 API {url}: JSON nested too deep", kind=TOO_DEEP) from exc
     except ValueError as exc:
         raise HtmlChangedError(f"Plone 6 API {url} did not return valid JSON: {exc}") from exc
     item = parse_plone6_item(data, url) if isinstance(data, dict) else None

@@ -3,9 +3,16 @@
 Listing pages are walked newest first. A regular run stops after ``fence`` consecutive
 already-known URLs (the known-URL fence; the known ones it passes are re-read so edits are
 caught); a backfill (``start_date`` given) walks back until articles are older than
-``start_date``. Each listing page's articles are stored in one transaction. A failing
-article is skipped and reported (the run is then ``partial``); a failing listing page ends
+``start_date``. Each listing page's articles are stored in one transaction (one savepoint per
+article). A failing article - fetch, parse (any exception, not only ScrapeError) or store - is
+skipped and reported with its category and counted by kind in ``RunReport.problems`` (the
+run is then ``partial``); the other articles and agencies go on. A failing listing page ends
 the run with that page's error category, keeping what earlier pages stored.
+
+Same-site rule: listing items and next-page links whose site (:func:`dgb.fetch.site_host`) is
+not the agency's own (its listing URL's host; under the mirror, the mirrored host) are dropped
+unfetched and counted in ``RunReport.off_site_dropped``. Every fetch also passes the URL guard
+(:mod:`dgb.urlpolicy`) in the fetcher.
 """
 
 from __future__ import annotations
@@ -16,11 +23,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from dgb.fetch import Fetcher
+from dgb.fetch import Fetcher, site_host
 from dgb.scraper import store
 from dgb.scraper.article import parse_article_bytes
 from dgb.scraper.ebc import parse_ebc_article, parse_ebc_listing
-from dgb.scraper.errors import HtmlChangedError, ScrapeError
+from dgb.scraper.errors import HtmlChangedError, ScrapeError, as_scrape_error
 from dgb.scraper.listing import parse_listing_page
 from dgb.scraper.markup import decode_bytes
 from dgb.scraper.models import Article, ListingItem, ListingPage
@@ -81,12 +88,30 @@ class RunReport:
     updated: list[str] = field(default_factory=list)
     unchanged: int = 0
     article_errors: int = 0
+    problems: dict[str, int] = field(default_factory=dict)  # article errors by kind (errors.KINDS...)
+    off_site_dropped: int = 0  # listing items / next links on another site, not followed
     seconds: float = 0.0
 
     def as_dict(self) -> dict:
         out = asdict(self)
         out["new"], out["updated"] = len(self.new), len(self.updated)
         return out
+
+    def article_failed(self, exc: ScrapeError, agency_key: str) -> None:
+        """Record one article's failure: counted by kind, the run's first error kept."""
+        self.article_errors += 1
+        self.problems[exc.kind] = self.problems.get(exc.kind, 0) + 1
+        self.status = "partial"
+        self.error_category = self.error_category or exc.category
+        self.error_message = self.error_message or str(exc)
+        log.warning("agency %s: article skipped (%s): %s", agency_key, exc.kind, exc)
+
+    def figures(self) -> str:
+        """The per-kind problem counts and off-site drops, as stored with the run ("" if none)."""
+        parts = [f"{k}={v}" for k, v in sorted(self.problems.items())]
+        if self.off_site_dropped:
+            parts.append(f"off_site_dropped={self.off_site_dropped}")
+        return "; ".join(parts)
 
 
 def listing_url(agency) -> str:
@@ -115,7 +140,20 @@ def listing_url(agency) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
 
 
+def own_sites(agency) -> set[str]:
+    """The sites an agency's listing may link to: its listing URL's (and page URL's) host."""
+    return {h for h in (site_host(listing_url(agency)), site_host(agency.url)) if h}
+
+
 def _parse_listing(agency, resp) -> ListingPage:
+    """Parse one listing response; an unexpected exception becomes ``html_changed`` (parse_error)."""
+    try:
+        return _parse_listing_raw(agency, resp)
+    except Exception as exc:
+        raise as_scrape_error(exc, where=f" parsing listing {resp.url[:300]}") from exc
+
+
+def _parse_listing_raw(agency, resp) -> ListingPage:
     if agency.site_kind == "plone6_api":
         return parse_plone6_search(decode_bytes(resp.content, resp.charset), resp.url, agency.key)
     text = decode_bytes(resp.content, resp.charset)
@@ -166,12 +204,31 @@ def scrape_agency(
     url: str | None = listing_url(agency)
     consecutive_known = 0
     max_pages = params.backfill_max_pages if params.backfill else params.max_pages
+    sites = own_sites(agency)
     try:
         while url and report.pages < max_pages:
             page = _parse_listing(agency, fetcher.get(url))
             report.pages += 1
+            for exc in page.errors:
+                report.article_failed(exc, agency.key)
             if not page.items and report.pages == 1:
                 log.info("agency %s: listing has no items", agency.key)
+            on_site = [i for i in page.items if site_host(i.url) in sites]
+            if len(on_site) < len(page.items):
+                report.off_site_dropped += len(page.items) - len(on_site)
+                log.warning(
+                    "agency %s: %d listing item(s) on another site dropped: %s",
+                    agency.key,
+                    len(page.items) - len(on_site),
+                    [i.url[:200] for i in page.items if site_host(i.url) not in sites][:5],
+                )
+            page.items = on_site
+            if page.next_url and site_host(page.next_url) not in sites:
+                report.off_site_dropped += 1
+                log.warning(
+                    "agency %s: next-page link on another site dropped: %s", agency.key, page.next_url
+                )
+                page.next_url = None
             known = store.known_urls(conn, agency.key, [i.url for i in page.items])
             batch: list[Article] = []
             stop = False
@@ -194,16 +251,14 @@ def scrape_agency(
                     consecutive_known = 0
                 try:
                     batch.append(_fetch_article(agency, item, fetcher))
-                except ScrapeError as exc:
-                    report.article_errors += 1
-                    report.status = "partial"
-                    report.error_category = report.error_category or exc.category
-                    report.error_message = report.error_message or str(exc)
-                    log.warning("agency %s: article skipped: %s", agency.key, exc)
+                except Exception as exc:  # one bad page never stops the run (recorded, categorised)
+                    report.article_failed(as_scrape_error(exc, where=f" in {item.url[:300]}"), agency.key)
             report.scraped += len(batch)
             saved = store.save_articles(
                 conn, agency.key, agency.name, batch, allow_update=params.allow_update
             )
+            for exc in saved.errors:
+                report.article_failed(exc, agency.key)
             report.new += saved.new
             report.updated += saved.updated
             report.unchanged += saved.unchanged
@@ -231,12 +286,16 @@ def _record(conn, report: RunReport, started: datetime, run_id: str | None) -> N
         conn.rollback()
     except Exception:
         pass
+    figures = report.figures()
+    message = report.error_message
+    if figures:
+        message = f"{message} [{figures}]" if message else f"[{figures}]"
     store.record_run(
         conn,
         report.agency,
         status=report.status,
         error_category=report.error_category,
-        error_message=report.error_message,
+        error_message=message,
         scraped=report.scraped,
         saved=len(report.new),
         updated=len(report.updated),

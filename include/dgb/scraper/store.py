@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from dgb import events, outbox, topology
 from dgb.db import transaction
+from dgb.scraper.errors import HTML_CHANGED, STORE_ERROR, ScrapeError, as_scrape_error
 from dgb.scraper.models import Article
 
 # fields whose change makes an edit (history + reprocessing)
@@ -32,6 +33,7 @@ class SaveResult:
     updated: list[str] = field(default_factory=list)
     unchanged: int = 0
     history_rows: int = 0
+    errors: list[ScrapeError] = field(default_factory=list)  # articles the database refused
 
 
 _MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
@@ -87,13 +89,14 @@ def save_articles(
     allow_update: bool = True,
     source: str = "scrape",
 ) -> SaveResult:
-    """Insert/update ``articles`` of one agency and enqueue their events, atomically."""
+    """Insert/update ``articles`` of one agency and enqueue their events, in one transaction.
+
+    Each article is written under its own savepoint: one the database refuses is rolled back
+    alone and reported in ``SaveResult.errors`` (kind ``store_error``), the others are stored.
+    A broken connection still raises (the task is retried)."""
     result = SaveResult()
     if not articles:
         return result
-    for art in articles:
-        if art.published_at is None or art.unique_id is None:
-            raise ValueError(f"article {art.url} has no publication date; cannot store it")
     now = datetime.now(UTC)
     with transaction(conn) as cur:
         cur.execute("SELECT id FROM agencies WHERE key = %s", (agency_key,))
@@ -104,77 +107,104 @@ def save_articles(
             if art.url in seen_urls:  # the same article twice in one batch (listing overlap)
                 continue
             seen_urls.add(art.url)
-            cur.execute(
-                "SELECT id, unique_id, title, subtitle, content, image_url FROM news"
-                " WHERE agency_key = %s AND url = %s FOR UPDATE",
-                (agency_key, art.url),
-            )
-            existing = cur.fetchone()
-            if existing is None:
-                uid = _free_unique_id(cur, art)
-                trace_id = str(uuid.uuid4())
-                vals = _values(art)
-                cur.execute(
-                    "INSERT INTO news (unique_id, agency_id, agency_key, agency_name, title, subtitle,"
-                    " content, image_url, editorial_lead, category, tags, video_url, updated_datetime,"
-                    " content_hash,"
-                    " url, published_at, extracted_at, scraped_at, trace_id)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (
-                        uid,
-                        agency_id,
-                        agency_key,
-                        agency_name,
-                        vals["title"],
-                        vals["subtitle"],
-                        vals["content"],
-                        vals["image_url"],
-                        vals["editorial_lead"],
-                        vals["category"],
-                        vals["tags"],
-                        vals["video_url"],
-                        vals["updated_datetime"],
-                        vals["content_hash"],
-                        art.url,
-                        art.published_at,
-                        now,
-                        now,
-                        trace_id,
-                    ),
+            if art.published_at is None or art.unique_id is None:
+                result.errors.append(
+                    ScrapeError(HTML_CHANGED, f"article {art.url} has no publication date", kind=STORE_ERROR)
                 )
-                _enqueue_scraped(cur, uid, agency_key, art.published_at, now, trace_id)
+                continue
+            cur.execute("SAVEPOINT dgb_article")
+            try:
+                outcome, uid, history = _save_one(
+                    cur, agency_key, agency_name, agency_id, art, now, allow_update, source
+                )
+            except Exception as exc:
+                if getattr(conn, "broken", False) or getattr(conn, "closed", False):
+                    raise
+                cur.execute("ROLLBACK TO SAVEPOINT dgb_article")
+                result.errors.append(as_scrape_error(exc, STORE_ERROR, f" storing {art.url[:300]}"))
+                continue
+            cur.execute("RELEASE SAVEPOINT dgb_article")
+            result.history_rows += history
+            if outcome == "new":
                 result.new.append(uid)
-                continue
-            news_id, uid, *old = existing
-            old_vals = dict(zip(CHANGE_FIELDS, old))
-            new_vals = _values(art)
-            changed = changed_fields(old_vals, new_vals)
-            if not changed or not allow_update:
+            elif outcome == "updated":
+                result.updated.append(uid)
+            else:
                 result.unchanged += 1
-                continue
-            for f in changed:
-                cur.execute(
-                    "INSERT INTO news_update_history (news_id, field_changed, old_value, new_value, source)"
-                    " VALUES (%s, %s, %s, %s, %s)",
-                    (news_id, f, _as_text(old_vals[f]), _as_text(new_vals[f]), source),
-                )
-            result.history_rows += len(changed)
-            trace_id = str(uuid.uuid4())
-            assignments = ", ".join(f"{f} = %s" for f in CHANGE_FIELDS + REFRESH_FIELDS)
-            cur.execute(
-                f"UPDATE news SET {assignments}, version = version + 1, trace_id = %s, scraped_at = %s,"
-                " extracted_at = %s, updated_at = %s,"
-                " theme_l1_id = NULL, theme_l2_id = NULL, theme_l3_id = NULL, most_specific_theme_id = NULL,"
-                " summary = NULL, enriched_at = NULL, classifier = NULL, classifier_version = NULL,"
-                " theme_confidence = NULL, content_embedding = NULL, embedding_model = NULL,"
-                " embedding_dim = NULL, embedding_generated_at = NULL, embedded_at = NULL,"
-                " last_error = NULL, last_error_stage = NULL, attempts = 0"
-                " WHERE id = %s",
-                [new_vals[f] for f in CHANGE_FIELDS + REFRESH_FIELDS] + [trace_id, now, now, now, news_id],
-            )
-            _enqueue_scraped(cur, uid, agency_key, art.published_at, now, trace_id)
-            result.updated.append(uid)
     return result
+
+
+def _save_one(
+    cur, agency_key, agency_name, agency_id, art: Article, now, allow_update: bool, source: str
+) -> tuple[str, str | None, int]:
+    """Write one article: ``("new"|"updated"|"unchanged", unique_id, history rows written)``."""
+    cur.execute(
+        "SELECT id, unique_id, title, subtitle, content, image_url FROM news"
+        " WHERE agency_key = %s AND url = %s FOR UPDATE",
+        (agency_key, art.url),
+    )
+    existing = cur.fetchone()
+    if existing is None:
+        uid = _free_unique_id(cur, art)
+        trace_id = str(uuid.uuid4())
+        vals = _values(art)
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_id, agency_key, agency_name, title, subtitle,"
+            " content, image_url, editorial_lead, category, tags, video_url, updated_datetime,"
+            " content_hash,"
+            " url, published_at, extracted_at, scraped_at, trace_id)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                uid,
+                agency_id,
+                agency_key,
+                agency_name,
+                vals["title"],
+                vals["subtitle"],
+                vals["content"],
+                vals["image_url"],
+                vals["editorial_lead"],
+                vals["category"],
+                vals["tags"],
+                vals["video_url"],
+                vals["updated_datetime"],
+                vals["content_hash"],
+                art.url,
+                art.published_at,
+                now,
+                now,
+                trace_id,
+            ),
+        )
+        _enqueue_scraped(cur, uid, agency_key, art.published_at, now, trace_id)
+        return "new", uid, 0
+    news_id, uid, *old = existing
+    old_vals = dict(zip(CHANGE_FIELDS, old))
+    new_vals = _values(art)
+    changed = changed_fields(old_vals, new_vals)
+    if not changed or not allow_update:
+        return "unchanged", uid, 0
+    for f in changed:
+        cur.execute(
+            "INSERT INTO news_update_history (news_id, field_changed, old_value, new_value, source)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            (news_id, f, _as_text(old_vals[f]), _as_text(new_vals[f]), source),
+        )
+    trace_id = str(uuid.uuid4())
+    assignments = ", ".join(f"{f} = %s" for f in CHANGE_FIELDS + REFRESH_FIELDS)
+    cur.execute(
+        f"UPDATE news SET {assignments}, version = version + 1, trace_id = %s, scraped_at = %s,"
+        " extracted_at = %s, updated_at = %s,"
+        " theme_l1_id = NULL, theme_l2_id = NULL, theme_l3_id = NULL, most_specific_theme_id = NULL,"
+        " summary = NULL, enriched_at = NULL, classifier = NULL, classifier_version = NULL,"
+        " theme_confidence = NULL, content_embedding = NULL, embedding_model = NULL,"
+        " embedding_dim = NULL, embedding_generated_at = NULL, embedded_at = NULL,"
+        " last_error = NULL, last_error_stage = NULL, attempts = 0"
+        " WHERE id = %s",
+        [new_vals[f] for f in CHANGE_FIELDS + REFRESH_FIELDS] + [trace_id, now, now, now, news_id],
+    )
+    _enqueue_scraped(cur, uid, agency_key, art.published_at, now, trace_id)
+    return "updated", uid, len(changed)
 
 
 def _enqueue_scraped(cur, uid, agency_key, published_at, scraped_at, trace_id) -> None:

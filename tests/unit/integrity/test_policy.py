@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from dgb.fetch import Fetcher, FetchPolicy
-from dgb.integrity.policy import DEFAULT_ALLOWED_HOSTS, UrlPolicy, UrlRefused, classify, guarded_transport
 from dgb.scraper.errors import ScrapeError
+from dgb.urlpolicy import DEFAULT_ALLOWED_HOSTS, UrlPolicy, UrlRefused, classify, guarded_transport
 
 
 class FakeResolver:
@@ -178,7 +178,7 @@ def test_unresolvable_host_is_refused():
 
 def test_decisions_are_logged(caplog):
     policy, _ = policy_with({"www.gov.br": ["169.254.169.254"]})
-    with caplog.at_level(logging.DEBUG, logger="dgb.integrity.policy"):
+    with caplog.at_level(logging.DEBUG, logger="dgb.urlpolicy"):
         policy.decide("http://www.gov.br/a")
     refused = [r for r in caplog.records if "decision=refused" in r.getMessage()]
     assert refused and refused[0].levelno == logging.WARNING and "metadata" in refused[0].getMessage()

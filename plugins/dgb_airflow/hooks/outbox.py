@@ -1,6 +1,8 @@
 """OutboxRelayHook: publishes the transactional outbox (:mod:`dgb.outbox`) through the GCP
 connection's Pub/Sub. Every operator relays right after its commit so the next stage starts at
-once; the ``outbox_relay`` DAG is the safety net that publishes whatever a relay left behind."""
+once (:meth:`OutboxRelayHook.relay_soon`: a short timeout, one batch, no lock held while waiting);
+the ``outbox_relay`` DAG is the safety net that publishes whatever a relay left behind, and
+purges published rows past the retention."""
 
 from __future__ import annotations
 
@@ -8,6 +10,9 @@ import logging
 from typing import Any
 
 from airflow.sdk.bases.hook import BaseHook
+
+SOON_TIMEOUT_S = 5.0  # the relay right after a commit waits at most this long on Pub/Sub
+SOON_MAX_BATCHES = 2
 
 
 class OutboxRelayHook(BaseHook):
@@ -26,17 +31,22 @@ class OutboxRelayHook(BaseHook):
         super().__init__()
         self.gcp_conn_id = gcp_conn_id
 
-    def relay(self, conn: Any, batch_size: int = 500):
+    def relay(self, conn: Any, batch_size: int = 500, *, timeout: float = 30.0, max_batches: int = 20):
         """Publish the due outbox rows; returns the :class:`dgb.outbox.RelayResult`.
 
         :param conn: a psycopg connection to the news database (its own transactions are used).
         :param batch_size: rows published per batch.
+        :param timeout: seconds one batch may wait on Pub/Sub.
+        :param max_batches: most batches in this call.
         """
         from dgb import outbox
         from dgb_airflow.hooks.pubsub import DgbPubSubHook
 
         hook = DgbPubSubHook(gcp_conn_id=self.gcp_conn_id)
-        return outbox.relay(conn, hook.get_conn(), hook.project_id, batch_size=batch_size)
+        publisher = hook.get_conn()
+        return outbox.relay(
+            conn, publisher, hook.project_id, batch_size=batch_size, timeout=timeout, max_batches=max_batches
+        )
 
     def relay_soon(self, conn: Any, log: logging.Logger | None = None) -> None:
         """Relay right after a commit; a failure is only logged (the work is committed and the
@@ -47,7 +57,7 @@ class OutboxRelayHook(BaseHook):
         """
         log = log or self.log
         try:
-            log.info("relay: %s", self.relay(conn))
+            log.info("relay: %s", self.relay(conn, timeout=SOON_TIMEOUT_S, max_batches=SOON_MAX_BATCHES))
         except Exception as exc:
             log.warning("relay after commit failed (outbox_relay will retry): %s", exc)
 

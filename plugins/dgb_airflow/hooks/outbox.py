@@ -7,6 +7,7 @@ purges published rows past the retention."""
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from airflow.sdk.bases.hook import BaseHook
@@ -40,13 +41,33 @@ class OutboxRelayHook(BaseHook):
         :param max_batches: most batches in this call.
         """
         from dgb import outbox
+
+        publisher, project = self.publisher()
+        return outbox.relay(
+            conn, publisher, project, batch_size=batch_size, timeout=timeout, max_batches=max_batches
+        )
+
+    def publisher(self) -> tuple[Any, str]:
+        """The connection's Pub/Sub publisher client and project.
+
+        Through :class:`dgb_airflow.hooks.pubsub.DgbPubSubHook` (the Google provider's credentials
+        handling), except against the emulator (``PUBSUB_EMULATOR_HOST`` set) with a project in the
+        connection: then a plain anonymous client, because every stage task relays and the
+        provider's imports cost it about a second on a loaded machine for credentials the emulator
+        never reads.
+        """
+        if os.environ.get("PUBSUB_EMULATOR_HOST"):
+            extra = self.get_connection(self.gcp_conn_id).extra_dejson
+            project = extra.get("project") or extra.get("extra__google_cloud_platform__project")
+            if project:
+                from google.auth.credentials import AnonymousCredentials
+                from google.cloud import pubsub_v1
+
+                return pubsub_v1.PublisherClient(credentials=AnonymousCredentials()), project
         from dgb_airflow.hooks.pubsub import DgbPubSubHook
 
         hook = DgbPubSubHook(gcp_conn_id=self.gcp_conn_id)
-        publisher = hook.get_conn()
-        return outbox.relay(
-            conn, publisher, hook.project_id, batch_size=batch_size, timeout=timeout, max_batches=max_batches
-        )
+        return hook.get_conn(), hook.project_id
 
     def relay_soon(self, conn: Any, log: logging.Logger | None = None) -> None:
         """Relay right after a commit; a failure is only logged (the work is committed and the

@@ -46,12 +46,13 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer, reject_shared_stream_event
 
-from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook
+if TYPE_CHECKING:
+    from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,10 @@ class PubSubStreamProducer(SharedStreamProducer):
     """
 
     def __init__(self, config: PubSubStreamConfig, hook: DgbPubSubAsyncHook | None = None):
+        # imported here, not at module level: every stage task parses the DAG file that imports this
+        # module, and the Google provider behind the hook costs it about a second on a loaded machine
+        from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook
+
         self.config = config
         self.hook = hook or DgbPubSubAsyncHook(project_id=config.project_id, gcp_conn_id=config.gcp_conn_id)
         self.outstanding: dict[str, Lease] = {}  # ack_id -> lease, until the message is advanced

@@ -190,3 +190,20 @@ def test_the_relay_holds_no_lock_while_it_waits_on_pubsub(pg, project):
     assert result.published == 2
     assert seen == {"updated": 2, "due": 0, "relay_in_transaction": 0}
     assert {r[2] for r in _rows(pg).values()} == {None}  # marked published, error cleared
+
+
+def test_the_publisher_is_the_connections_project_with_or_without_the_provider(pg, project, monkeypatch):
+    """Against the emulator the relay skips the Google provider (a plain anonymous client); a
+    connection without a project goes through DgbPubSubHook (which finds none either)."""
+    from dgb_airflow.hooks.pubsub import DgbPubSubHook
+
+    hook = OutboxRelayHook()
+    _client, got = hook.publisher()
+    assert got == project == DgbPubSubHook().project_id
+    _enqueue(pg, 1)
+    assert hook.relay(pg).published == 1
+    got = pull_all(project, topology.SUB_ENRICHMENT, 1)
+    assert [m.message.attributes["unique_id"] for m in got] == ["art_0"]
+    no_project = '{"conn_type": "google_cloud_platform", "extra": {"is_anonymous": true}}'
+    monkeypatch.setenv("AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT", no_project)
+    assert OutboxRelayHook().publisher()[1] is None

@@ -6,8 +6,10 @@ purges published rows past the retention."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
+import threading
 from typing import Any
 
 from airflow.sdk.bases.hook import BaseHook
@@ -81,6 +83,14 @@ class OutboxRelayHook(BaseHook):
             log.info("relay: %s", self.relay(conn, timeout=SOON_TIMEOUT_S, max_batches=SOON_MAX_BATCHES))
         except Exception as exc:
             log.warning("relay after commit failed (outbox_relay will retry): %s", exc)
+
+
+def preload_publisher() -> None:
+    """Import the Pub/Sub client library in a background thread, so the relay right after a
+    commit does not wait for the import (about a second on a loaded machine): a stage task calls
+    this first, and the import overlaps the stage's own database and model-service waits."""
+    args = ("google.cloud.pubsub_v1",)
+    threading.Thread(target=importlib.import_module, args=args, name="dgb-preload", daemon=True).start()
 
 
 def relay_outbox(conn: Any, gcp_conn_id: str = OutboxRelayHook.default_conn_name, batch_size: int = 500):

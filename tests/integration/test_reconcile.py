@@ -239,7 +239,7 @@ def test_each_stuck_state_is_found_and_repaired_with_the_right_event(conn, proje
     assert found.outbox == [] and found.flagged == []
 
     rep = repair.run(conn, thresholds=T, model=MODEL)
-    assert rep.found == {"enrich": 1, "embed": 2, "index": 2, "outbox": 0, "flagged": 0}
+    assert rep.found == {"enrich": 1, "embed": 2, "index": 2, "outbox": 0, "outbox_failed": 0, "flagged": 0}
     assert sent(conn) == {
         topology.TOPIC_SCRAPED: ["a-scraped"],  # -> enrichment
         topology.TOPIC_ENRICHED: ["b-enriched", "f-old-model", "g-removed"],  # -> embeddings + typesense
@@ -318,29 +318,45 @@ def test_attempts_are_bounded_then_flagged_stuck_and_cleared_once_complete(conn)
     assert rep.resolved == 1 and one(conn, "SELECT reconcile_attempts, problem FROM news") == (0, None)
 
 
-def test_unsent_outbox_events_are_found_and_made_due(conn):
+def test_unsent_outbox_events_are_found_and_their_backoff_respected(conn):
+    """Reconciliation reports unsent rows but leaves them to the relay's backoff (cutting it short
+    would defeat it); only a row due beyond the backoff cap is made due. A row in the terminal
+    failed state is counted and does not stop its article's event from being re-sent."""
     add(conn, "pending-event", "scraped")  # its scraped event never left the outbox
     add(conn, "lost-event", "scraped")  # its event was published but lost downstream
+    add(conn, "refused-event", "scraped")  # its event was refused by Pub/Sub for good
     now = datetime.now(UTC)
     with db.transaction(conn) as cur:
-        for uid, created, attempts, available, published in (
-            ("pending-event", now - HOUR, 7, now + timedelta(minutes=5), None),  # failing, in backoff
-            ("fresh", now - timedelta(seconds=5), 0, now, None),  # just written: fine
-            ("hot", now - timedelta(seconds=5), 6, now + timedelta(minutes=4), None),  # many failures
-            ("lost-event", now - HOUR, 1, now - HOUR, now - HOUR),  # sent
+        for uid, created, attempts, available, published, failed in (
+            ("pending-event", now - HOUR, 7, now + timedelta(minutes=4), None, None),  # in backoff
+            ("fresh", now - timedelta(seconds=5), 0, now, None, None),  # just written: fine
+            ("hot", now - timedelta(seconds=5), 6, now + timedelta(minutes=4), None, None),  # many failures
+            ("far", now - HOUR, 1, now + timedelta(days=2), None, None),  # beyond any backoff
+            ("lost-event", now - HOUR, 1, now - HOUR, now - HOUR, None),  # sent
+            ("refused-event", now - HOUR, 1, now - HOUR, None, now - HOUR),  # failed (terminal)
         ):
             cur.execute(
                 "INSERT INTO outbox (topic, aggregate_id, payload, created_at, attempts, available_at,"
-                " published_at) VALUES (%s, %s, '{}', %s, %s, %s, %s)",
-                (topology.TOPIC_SCRAPED, uid, created, attempts, available, published),
+                " published_at, failed_at) VALUES (%s, %s, '{}', %s, %s, %s, %s, %s)",
+                (topology.TOPIC_SCRAPED, uid, created, attempts, available, published, failed),
             )
     found = stuck.find_stuck(conn, now, T, model=MODEL)
-    assert sorted(r["aggregate_id"] for r in found.outbox) == ["hot", "pending-event"]
-    # the article whose event still waits in the outbox is not re-sent; the other one is
-    assert [s.unique_id for s in found.enrich] == ["lost-event"]
+    assert sorted(r["aggregate_id"] for r in found.outbox) == ["far", "hot", "pending-event"]
+    assert found.outbox_failed == 1
+    # the article whose event still waits in the outbox is not re-sent; the other ones are
+    assert sorted(s.unique_id for s in found.enrich) == ["lost-event", "refused-event"]
     rep = repair.repair(conn, found, now=now, thresholds=T, model=MODEL)
-    assert rep.repaired == {"outbox_rescheduled": 2, topology.TOPIC_SCRAPED: 1}
-    assert one(conn, "SELECT count(*) FROM outbox WHERE published_at IS NULL AND available_at <= now()") == 4
+    assert rep.repaired == {"outbox_rescheduled": 1, topology.TOPIC_SCRAPED: 2}
+    assert rep.found["outbox_failed"] == 1 and rep.found["outbox_in_backoff"] == 2
+    assert "outbox_failed=1" in rep.line()
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT aggregate_id FROM outbox WHERE published_at IS NULL AND failed_at IS NULL"
+            " AND available_at <= now() ORDER BY aggregate_id"
+        )
+        due = [r[0] for r in cur.fetchall()]
+    conn.commit()
+    assert due == ["far", "fresh", "lost-event", "refused-event"]  # the re-sent events, and "far"
 
 
 def test_dry_run_changes_nothing(conn):

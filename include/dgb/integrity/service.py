@@ -549,7 +549,8 @@ def backlog(conn, threshold: int | None = None, outbox_max_age_s: float | None =
         if max_age > 0:
             cur.execute(
                 "SELECT min(created_at), count(*) FROM (SELECT created_at FROM outbox"
-                " WHERE published_at IS NULL AND created_at < now() - make_interval(secs => %s)"
+                " WHERE published_at IS NULL AND failed_at IS NULL"
+                " AND created_at < now() - make_interval(secs => %s)"
                 " LIMIT 1000) old",
                 (max_age,),
             )

@@ -52,6 +52,12 @@ def _cmd_status(args) -> int:
     print(
         f"  commit->indexed since {status['since']}: p50 {p50}s  p95 {p95}s  (n={status['latency_sample']})"
     )
+    if status.get("outbox_failed"):
+        age = status.get("outbox_failed_oldest_age_s")
+        print(
+            f"  OUTBOX FAILED {status['outbox_failed']} event(s) refused by Pub/Sub for good"
+            f" (oldest {'-' if age is None else f'{age:.0f}s'} ago; see outbox.last_error)"
+        )
     for b in status.get("removals_paused") or []:
         print(f"  REMOVALS PAUSED {b['scope']} {b['key']} since {b['tripped_at']}: {b['reason']}")
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from dgb import outbox
 from dgb.pipeline.definitions import DEFINITIONS, params
 
 
@@ -25,9 +26,14 @@ def pipeline_status(
         out["articles"], out["enriched"], out["embedded"], out["indexed"] = cur.fetchone()
         cur.execute("SELECT count(*) FROM dead_letters WHERE status = 'open'")
         out["dead_letters"] = cur.fetchone()[0]
-        cur.execute("SELECT count(*), min(created_at) FROM outbox WHERE published_at IS NULL")
+        cur.execute(f"SELECT count(*), min(created_at) FROM outbox WHERE {outbox.PENDING}")
         pending, oldest = cur.fetchone()
         out["outbox_pending"] = pending
+        # terminal: Pub/Sub refused these for good (issue 13); they never count as pending
+        cur.execute(f"SELECT count(*), min(failed_at) FROM outbox WHERE {outbox.FAILED}")
+        failed, first_failed = cur.fetchone()
+        out["outbox_failed"] = failed
+        out["outbox_failed_oldest_age_s"] = _age(now, first_failed)
         backlog = {}
         for stage, d in DEFINITIONS.items():
             cur.execute(f"SELECT count(*), min({d.since}) FROM news WHERE {d.pending}", params(model))

@@ -5,8 +5,12 @@
   ``dgb.news.embedded`` for an index gap of an embedded article, else ``dgb.news.enriched``),
   with the article's trace_id and the attribute ``dgb_source=reconcile``; a missing/older
   document gets ``indexed_version`` cleared first (else the index stage would see the article
-  as done and skip it); extra documents are deleted from Typesense; unsent outbox rows whose
-  backoff is pending are made due now (the caller relays). Every stage is idempotent, so a
+  as done and skip it); extra documents are deleted from Typesense; unsent outbox rows are left
+  to the relay's per-row backoff (reported as ``outbox_in_backoff``: cutting it short would turn
+  an outage into a hot retry loop), except a row whose next attempt lies beyond the backoff cap
+  (:data:`dgb.outbox.BACKOFF_MAX_S`: set by hand or a clock jump), which is made due now (the
+  caller relays); rows in the terminal failed state are counted (``outbox_failed``), and their
+  article's event is re-sent like any stuck article's. Every stage is idempotent, so a
   re-send of something that was merely slow costs a skipped message, never a duplicate.
 * bounded: ``news.reconcile_attempts`` counts re-sends since the article was last complete;
   a re-send waits ``retry_after_s`` after the previous one; past ``max_attempts`` the article is
@@ -24,6 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from dgb import outbox
 from dgb.db import transaction
 from dgb.pipeline import definitions
 from dgb.reconcile.drift import Drift, typesense_drift
@@ -179,13 +184,17 @@ def repair(
             repaired[topic] = repaired.get(topic, 0) + 1
         if found.outbox:
             ids = [str(r["id"]) for r in found.outbox]
+            horizon = now + timedelta(seconds=outbox.BACKOFF_MAX_S)
+            in_backoff = sum(1 for r in found.outbox if now < r["available_at"] <= horizon)
+            rep.found["outbox_in_backoff"] = in_backoff
             if dry_run:
-                repaired["outbox_rescheduled"] = sum(1 for r in found.outbox if r["available_at"] > now)
+                repaired["outbox_rescheduled"] = sum(1 for r in found.outbox if r["available_at"] > horizon)
             else:
                 cur.execute(
                     "UPDATE outbox SET available_at = clock_timestamp() WHERE id = ANY(%s::uuid[])"
-                    " AND published_at IS NULL AND available_at > clock_timestamp()",
-                    (ids,),
+                    " AND published_at IS NULL AND failed_at IS NULL"
+                    " AND available_at > clock_timestamp() + make_interval(secs => %s)",
+                    (ids, outbox.BACKOFF_MAX_S),
                 )
                 repaired["outbox_rescheduled"] = cur.rowcount
         if dry_run:

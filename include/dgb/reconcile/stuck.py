@@ -5,7 +5,8 @@ says it is pending there - the same rule as the stage's own sweep and ``dgb stat
 from an older embedding model counts as pending embed - and its ``since`` column is older than
 the stage's threshold (:class:`Thresholds`). An article counts once, in its earliest gap. Unsent
 outbox rows count when old, or after many failed publishes. An article whose next event still
-waits in the outbox is not re-sent (the outbox row is reported instead).
+waits in the outbox is not re-sent (the outbox row is reported instead); a row in the terminal
+failed state does not wait (it is counted as ``outbox_failed``), so its article is re-sent.
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ class Found:
     embed: list[Stuck] = field(default_factory=list)
     index: list[Stuck] = field(default_factory=list)
     outbox: list[dict] = field(default_factory=list)  # unsent rows (id, topic, aggregate_id, ...)
+    outbox_failed: int = 0  # rows in the terminal failed state (Pub/Sub refused them for good)
     flagged: list[str] = field(default_factory=list)  # stuck, but already past max_attempts
 
     def articles(self) -> list[Stuck]:
@@ -112,13 +114,14 @@ class Found:
             "embed": len(self.embed),
             "index": len(self.index),
             "outbox": len(self.outbox),
+            "outbox_failed": self.outbox_failed,
             "flagged": len(self.flagged),
         }
 
 
 _OUTBOX_PENDING = (
     "NOT EXISTS (SELECT 1 FROM outbox o WHERE o.aggregate_id = n.unique_id"
-    " AND o.published_at IS NULL AND o.topic = ANY(%(topics)s))"
+    " AND o.published_at IS NULL AND o.failed_at IS NULL AND o.topic = ANY(%(topics)s))"
 )
 
 
@@ -163,12 +166,15 @@ def find_stuck(
                 getattr(found, gap).append(Stuck(uid, gap, since, attempts, reconciled_at, problem))
         cur.execute(
             "SELECT id, topic, aggregate_id, created_at, available_at, attempts, last_error FROM outbox"
-            " WHERE published_at IS NULL AND (created_at < %(outbox_cut)s OR attempts >= %(attempts)s)"
+            " WHERE published_at IS NULL AND failed_at IS NULL"
+            " AND (created_at < %(outbox_cut)s OR attempts >= %(attempts)s)"
             " ORDER BY created_at LIMIT %(limit)s",
             args,
         )
         names = [d.name for d in cur.description]
         found.outbox = [dict(zip(names, r)) for r in cur.fetchall()]
+        cur.execute("SELECT count(*) FROM outbox WHERE failed_at IS NOT NULL")
+        found.outbox_failed = cur.fetchone()[0]
     conn.commit()
     found.flagged = sorted(flagged)
     return found

@@ -25,6 +25,8 @@ from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
 from airflow.providers.google.common.hooks.base_google import PROVIDE_PROJECT_ID, GoogleBaseAsyncHook
 
 EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
+RPC_TIMEOUT_S = 10.0  # one acknowledge / modify-ack-deadline request
+MAX_FALLBACK_CALLS = 32  # extra requests spent isolating bad ack ids in one call
 
 
 def emulator_host() -> str | None:
@@ -87,8 +89,9 @@ class DgbPubSubHook(PubSubHook):
 class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
     """Async Pub/Sub for the triggerer: pull, modify-ack-deadline, acknowledge, publish.
 
-    Methods raise ``google.api_core.exceptions`` as the broker sent them (``DeadlineExceeded`` is an
-    empty long poll on the emulator), except :meth:`modify_ack_deadline`, which is best effort.
+    :meth:`pull` and :meth:`publish` raise ``google.api_core.exceptions`` as the broker sent them
+    (``DeadlineExceeded`` is an empty long poll on the emulator); :meth:`modify_ack_deadline` and
+    :meth:`acknowledge` are best effort and return the ack ids that failed.
 
     :param project_id: the project of the subscriptions and topics named in the calls.
     :param gcp_conn_id: Airflow connection holding the GCP credentials (not read when
@@ -149,46 +152,48 @@ class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
         )
         return list(resp.received_messages)
 
-    async def modify_ack_deadline(self, subscription: str, ack_ids: Sequence[str], seconds: int) -> list[str]:
+    async def modify_ack_deadline(
+        self, subscription: str, ack_ids: Sequence[str], seconds: int, *, timeout: float = RPC_TIMEOUT_S
+    ) -> list[str]:
         """Set ack deadlines, best effort: returns the ack ids that could not be set, never raises.
 
-        One bad ack id fails a whole request on the emulator, so a failed request is retried id by id.
+        The emulator fails a whole request for one bad (expired) ack id, so a request refused as
+        invalid is split in halves to isolate the bad ids (bounded: :data:`MAX_FALLBACK_CALLS`
+        more calls); any other error (the broker unreachable, a timeout) is not retried per id.
 
         :param subscription: subscription name, without the ``projects/.../subscriptions/`` prefix.
         :param ack_ids: ack ids from a pull of that subscription.
         :param seconds: the new deadline from now (never 0: a nack loops hot on redelivery).
+        :param timeout: seconds each request may take.
         """
-        if not ack_ids:
-            return []
         subscriber, _ = await self.get_clients()
         path = subscription_path(self.project_id, subscription)
-        try:
-            await subscriber.modify_ack_deadline(
-                request={"subscription": path, "ack_ids": list(ack_ids), "ack_deadline_seconds": seconds}
-            )
-            return []
-        except Exception:
-            failed = []
-            for ack_id in ack_ids:
-                try:
-                    await subscriber.modify_ack_deadline(
-                        request={"subscription": path, "ack_ids": [ack_id], "ack_deadline_seconds": seconds}
-                    )
-                except Exception:
-                    failed.append(ack_id)
-            return failed
 
-    async def acknowledge(self, subscription: str, ack_ids: Sequence[str]) -> None:
-        """Acknowledge pulled messages.
+        async def call(ids: list[str]) -> None:
+            await subscriber.modify_ack_deadline(
+                request={"subscription": path, "ack_ids": ids, "ack_deadline_seconds": seconds},
+                timeout=timeout,
+            )
+
+        return await _bounded_by_ids(call, list(ack_ids))
+
+    async def acknowledge(
+        self, subscription: str, ack_ids: Sequence[str], *, timeout: float = RPC_TIMEOUT_S
+    ) -> list[str]:
+        """Acknowledge pulled messages, best effort like :meth:`modify_ack_deadline`: returns the
+        ack ids that could not be acknowledged (Pub/Sub redelivers those), never raises.
 
         :param subscription: subscription name, without the ``projects/.../subscriptions/`` prefix.
         :param ack_ids: ack ids from a pull of that subscription.
+        :param timeout: seconds each request may take.
         """
-        if not ack_ids:
-            return
         subscriber, _ = await self.get_clients()
         path = subscription_path(self.project_id, subscription)
-        await subscriber.acknowledge(request={"subscription": path, "ack_ids": list(ack_ids)})
+
+        async def call(ids: list[str]) -> None:
+            await subscriber.acknowledge(request={"subscription": path, "ack_ids": ids}, timeout=timeout)
+
+        return await _bounded_by_ids(call, list(ack_ids))
 
     async def publish(
         self, topic: str, data: bytes, attributes: dict[str, str], timeout: float = 30.0
@@ -216,3 +221,31 @@ class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
                 with contextlib.suppress(Exception):
                     await transport.close()
         self._subscriber = self._publisher = None
+
+
+async def _bounded_by_ids(call, ack_ids: list[str]) -> list[str]:
+    """Run ``call(ids)`` on all ``ack_ids``; when the broker refuses the request as invalid (one
+    bad id fails all on the emulator), bisect to isolate the bad ids, spending at most
+    :data:`MAX_FALLBACK_CALLS` extra requests (ids still unresolved then count as failed). Any other
+    error fails the ids of that request without a retry. Returns the ids that failed."""
+    from google.api_core import exceptions
+
+    if not ack_ids:
+        return []
+    failed: list[str] = []
+    budget = MAX_FALLBACK_CALLS
+    pending = [ack_ids]
+    while pending:
+        ids = pending.pop()
+        try:
+            await call(ids)
+        except exceptions.InvalidArgument:
+            if len(ids) == 1 or budget < 2:
+                failed.extend(ids)
+            else:
+                budget -= 2
+                half = len(ids) // 2
+                pending += [ids[half:], ids[:half]]
+        except Exception:
+            failed.extend(ids)
+    return failed

@@ -89,8 +89,9 @@ class StageOperator(BaseOperator):
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
         from dgb.pipeline.stage import run_stage
-        from dgb_airflow.hooks.outbox import relay_soon
+        from dgb_airflow.hooks.outbox import preload_publisher, relay_soon
 
+        preload_publisher()  # ready by the time the results are committed and relayed
         messages = triggering_messages(context)
         conf = (context["dag_run"].conf or {}) if context.get("dag_run") else {}
         unique_ids = conf.get("unique_ids") or []

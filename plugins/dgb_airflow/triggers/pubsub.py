@@ -8,7 +8,13 @@ on the broker only once the asset event is persisted:
   raw event per message; each pulled batch is leased at once to a short deadline
   (``ack_deadline_s``, 60 s) that is extended in the background while its events await
   persistence, so after a crash Pub/Sub redelivers within that lease rather than after the
-  subscription's own deadline (up to 600 s); pulling pauses while too many are outstanding;
+  subscription's own deadline (up to 600 s); a lease is extended for at most ``max_lease_s``
+  (then Pub/Sub redelivers), and a pull never asks for more than ``max_outstanding`` minus what
+  is already outstanding (the triggerer's subscriber queue must never overflow);
+* a message bigger than ``max_message_bytes`` (data + attribute keys and values) is never
+  yielded: it is dead-lettered at once with the reason ``message_too_large``, its body and
+  attributes left out (only short identifying attributes are kept), so a hostile message is
+  never copied into an asset event, the ``dead_letters`` table or the outbox;
 * each trigger's filter turns a raw event into a ``TriggerEvent`` (-> an asset event), or
   rejects it when the message can never be processed: :func:`dgb.events.parse_message` refuses it
   for the subscription's topic (bad JSON, missing attributes or fields, unsupported
@@ -17,8 +23,11 @@ on the broker only once the asset event is persisted:
   stored: clean ones are acked; rejected ones are published to the subscription's dead-letter
   topic (with the reason) and then acked; failed ones are left to be redelivered after a
   backoff (their ack deadline is set to it: never a hot nack loop) and dead-lettered after
-  ``max_failures``. ``advance`` never raises (a raise would stop the whole stream): broker
-  errors are logged and Pub/Sub redelivers.
+  ``max_failures``. Dead-letter publishes of one batch run concurrently, each bounded by
+  ``dead_letter_timeout_s``; a failed one is not acked but released with a backoff, so Pub/Sub
+  redelivers it and the dead-letter publish is tried again (never leased forever). Every message
+  handed to ``advance`` stops being outstanding. ``advance`` never raises (a raise would stop the
+  whole stream): broker errors are logged and Pub/Sub redelivers.
 
 After a triggerer restart, messages pulled but not acked come back after their ack deadline;
 the stages dedup by ``unique_id``, so redelivery is harmless.
@@ -34,13 +43,16 @@ import asyncio
 import base64
 import dataclasses
 import logging
+import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer, reject_shared_stream_event
 
-from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook
+if TYPE_CHECKING:
+    from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +75,16 @@ class PubSubStreamConfig:
     :param ack_deadline_s: lease of a pulled message, renewed every third of it while the
         message awaits persistence; after a crash Pub/Sub redelivers within it.
     :param poll_timeout_s: how long one long poll may wait for messages.
-    :param max_outstanding: pulling pauses while this many messages await persistence.
+    :param max_outstanding: most messages awaiting persistence at once: a pull asks for at most
+        the difference, and pauses at the limit. Keep it below the triggerer's
+        ``[triggerer] shared_stream_subscriber_queue_size`` (1024): a subscriber whose queue
+        overflows is failed.
+    :param max_lease_s: longest a pulled message is kept leased (its deadline extended) while it
+        awaits persistence; past it the lease lapses and Pub/Sub redelivers. Above the
+        triggerer's ``shared_stream_ack_timeout`` (300 s), which fails the event first.
+    :param max_message_bytes: largest message accepted (data plus attribute keys and values,
+        UTF-8); a bigger one is dead-lettered as ``message_too_large`` without its content.
+    :param dead_letter_timeout_s: seconds one dead-letter publish may take.
     """
 
     project_id: str
@@ -75,6 +96,9 @@ class PubSubStreamConfig:
     ack_deadline_s: int = 60
     poll_timeout_s: float = 10.0
     max_outstanding: int = 1000
+    max_lease_s: int = 900
+    max_message_bytes: int = 65536
+    dead_letter_timeout_s: float = 5.0
 
     def __post_init__(self) -> None:
         if not self.project_id or not self.subscription:
@@ -85,8 +109,12 @@ class PubSubStreamConfig:
             raise ValueError("max_failures and max_outstanding must be at least 1")
         if not 10 <= self.ack_deadline_s <= 600:
             raise ValueError(f"ack_deadline_s must be 10..600 (Pub/Sub's range), got {self.ack_deadline_s}")
-        if self.poll_timeout_s <= 0:
-            raise ValueError(f"poll_timeout_s must be positive, got {self.poll_timeout_s}")
+        if self.poll_timeout_s <= 0 or self.dead_letter_timeout_s <= 0:
+            raise ValueError("poll_timeout_s and dead_letter_timeout_s must be positive")
+        if self.max_lease_s < self.ack_deadline_s:
+            raise ValueError(f"max_lease_s ({self.max_lease_s}) must be at least ack_deadline_s")
+        if self.max_message_bytes < 1024:
+            raise ValueError(f"max_message_bytes must be at least 1024, got {self.max_message_bytes}")
 
     @classmethod
     def field_names(cls) -> frozenset[str]:
@@ -122,12 +150,39 @@ def reject_reason(topic: str, data: bytes, attributes: dict[str, str]) -> str | 
     return None
 
 
+def message_size(msg) -> int:
+    """Bytes of a received message as the size cap counts them: data plus every attribute key
+    and value (UTF-8)."""
+    m = msg.message
+    return len(m.data) + sum(len(k.encode()) + len(v.encode()) for k, v in m.attributes.items())
+
+
+# attributes kept on the dead letter of a message too large to copy (each only if this short)
+KEPT_ATTRIBUTES = ("unique_id", "trace_id", "event_version", "event_type")
+KEPT_ATTRIBUTE_MAX = 256
+MAX_TRACKED_FAILURES = 10_000  # message ids whose failed deliveries are remembered (oldest forgotten)
+
+
 def raw_event(msg) -> dict:
     """A received Pub/Sub message as a JSON-serialisable raw event: the asset event payload whose
     contract is :class:`dgb.events.AssetPayload` (the stages read it back through that model)."""
     from dgb import events
 
     return events.AssetPayload.from_received(msg).model_dump()
+
+
+def redelivery_delay(count: int) -> int:
+    """Seconds until a message released after its ``count``-th failure comes back (10 s doubling,
+    at most 600 s: Pub/Sub's largest ack deadline)."""
+    return min(600, 10 * 2 ** max(0, count - 1))
+
+
+@dataclasses.dataclass
+class Lease:
+    """A pulled message awaiting its advance: what the deadline extender needs."""
+
+    message_id: str
+    pulled_at: float  # time.monotonic()
 
 
 class PubSubStreamProducer(SharedStreamProducer):
@@ -138,11 +193,17 @@ class PubSubStreamProducer(SharedStreamProducer):
     """
 
     def __init__(self, config: PubSubStreamConfig, hook: DgbPubSubAsyncHook | None = None):
+        # imported here, not at module level: every stage task parses the DAG file that imports this
+        # module, and the Google provider behind the hook costs it about a second on a loaded machine
+        from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook
+
         self.config = config
         self.hook = hook or DgbPubSubAsyncHook(project_id=config.project_id, gcp_conn_id=config.gcp_conn_id)
-        self.outstanding: dict[str, str] = {}  # ack_id -> message_id
-        self.failures: dict[str, int] = {}  # message_id -> failed deliveries seen here
+        self.outstanding: dict[str, Lease] = {}  # ack_id -> lease, until the message is advanced
+        # message_id -> failed deliveries (or failed dead-letter publishes) seen here; bounded
+        self.failures: OrderedDict[str, int] = OrderedDict()
         self._extender: asyncio.Task | None = None
+        self._dead_letter_slots = asyncio.Semaphore(32)
 
     # -- stream ----------------------------------------------------------------------------
 
@@ -154,12 +215,13 @@ class PubSubStreamProducer(SharedStreamProducer):
         self._extender = asyncio.create_task(self._extend_deadlines())
         backoff = 1.0
         while True:
-            if len(self.outstanding) >= cfg.max_outstanding:
+            room = cfg.max_outstanding - len(self.outstanding)
+            if room <= 0:
                 await asyncio.sleep(0.5)
                 continue
             try:
                 received = await self.hook.pull(
-                    cfg.subscription, cfg.max_messages, timeout=cfg.poll_timeout_s
+                    cfg.subscription, min(cfg.max_messages, room), timeout=cfg.poll_timeout_s
                 )
                 backoff = 1.0
             except exceptions.DeadlineExceeded:
@@ -177,14 +239,22 @@ class PubSubStreamProducer(SharedStreamProducer):
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 30.0)
                 continue
-            if received:
-                # lease the batch to our own short deadline at once: after a crash Pub/Sub
-                # redelivers within ack_deadline_s, not the subscription's (up to 600 s)
-                await self.hook.modify_ack_deadline(
-                    cfg.subscription, [m.ack_id for m in received], cfg.ack_deadline_s
-                )
+            if not received:
+                continue
+            # lease the batch to our own short deadline at once: after a crash Pub/Sub
+            # redelivers within ack_deadline_s, not the subscription's (up to 600 s)
+            await self.hook.modify_ack_deadline(
+                cfg.subscription, [m.ack_id for m in received], cfg.ack_deadline_s
+            )
+            accepted, too_large = [], []
             for msg in received:
-                self.outstanding[msg.ack_id] = msg.message.message_id
+                size = message_size(msg)
+                (too_large if size > cfg.max_message_bytes else accepted).append((msg, size))
+            if too_large:
+                await self._settle_dead_letters([(m, "message_too_large", size) for m, size in too_large])
+            now = time.monotonic()
+            for msg, _size in accepted:
+                self.outstanding[msg.ack_id] = Lease(msg.message.message_id, now)
                 yield raw_event(msg), (msg.ack_id, msg)
 
     async def _extend_deadlines(self) -> None:
@@ -192,23 +262,80 @@ class PubSubStreamProducer(SharedStreamProducer):
         period = max(cfg.ack_deadline_s / 3, 1.0)
         while True:
             await asyncio.sleep(period)
+            self.release_expired_leases()
             ack_ids = list(self.outstanding)
             if ack_ids:
-                await self.hook.modify_ack_deadline(cfg.subscription, ack_ids, cfg.ack_deadline_s)
+                failed = await self.hook.modify_ack_deadline(cfg.subscription, ack_ids, cfg.ack_deadline_s)
+                if failed:
+                    log.warning(
+                        "pubsub: %d of %d leases on %s could not be extended (Pub/Sub will redeliver them)",
+                        len(failed),
+                        len(ack_ids),
+                        cfg.subscription,
+                    )
+
+    def release_expired_leases(self, now: float | None = None) -> list[str]:
+        """Stop extending (and stop counting as outstanding) messages leased for longer than
+        ``max_lease_s``: their lease lapses and Pub/Sub redelivers them. Returns their ack ids."""
+        now = time.monotonic() if now is None else now
+        cut = now - self.config.max_lease_s
+        expired = [ack_id for ack_id, lease in self.outstanding.items() if lease.pulled_at < cut]
+        for ack_id in expired:
+            del self.outstanding[ack_id]
+        if expired:
+            log.warning(
+                "pubsub: %d messages on %s leased for over %ss without an advance; letting Pub/Sub redeliver",
+                len(expired),
+                self.config.subscription,
+                self.config.max_lease_s,
+            )
+        return expired
+
+    def _count_failure(self, message_id: str) -> int:
+        count = self.failures.pop(message_id, 0) + 1
+        self.failures[message_id] = count
+        while len(self.failures) > MAX_TRACKED_FAILURES:
+            self.failures.popitem(last=False)
+        return count
 
     async def _ack(self, ack_ids: list[str]) -> None:
         if not ack_ids:
             return
-        try:
-            await self.hook.acknowledge(self.config.subscription, ack_ids)
-        except Exception as exc:
+        failed = await self.hook.acknowledge(self.config.subscription, ack_ids)
+        if failed:
             log.warning(
-                "pubsub ack of %d messages on %s failed: %s", len(ack_ids), self.config.subscription, exc
+                "pubsub ack of %d of %d messages on %s failed (Pub/Sub will redeliver them)",
+                len(failed),
+                len(ack_ids),
+                self.config.subscription,
             )
-        for ack_id in ack_ids:
-            self.outstanding.pop(ack_id, None)
 
-    async def _dead_letter(self, msg, reason: str) -> bool:
+    def _dead_letter_message(self, msg, reason: str, size: int | None) -> tuple[bytes, dict[str, str]]:
+        """Body and attributes of the dead letter of ``msg``: the message as it was, or, when it
+        is too large to copy, no body and only its short identifying attributes."""
+        cfg = self.config
+        original = dict(msg.message.attributes)
+        if reason == "message_too_large":
+            data = b""
+            attrs = {
+                k: original[k]
+                for k in KEPT_ATTRIBUTES
+                if k in original and len(original[k].encode()) <= KEPT_ATTRIBUTE_MAX
+            }
+            attrs["dgb_original_bytes"] = str(size if size is not None else message_size(msg))
+        else:
+            data, attrs = msg.message.data, original
+        attrs.update(
+            {
+                "dgb_dead_letter_reason": reason,
+                "dgb_source_subscription": cfg.subscription,
+                "dgb_source_message_id": msg.message.message_id,
+            }
+        )
+        return data, attrs
+
+    async def _dead_letter(self, msg, reason: str, size: int | None = None) -> bool:
+        """Publish one dead letter (bounded by ``dead_letter_timeout_s``); True when it is safe to ack."""
         cfg = self.config
         if cfg.dead_letter_topic is None:
             log.error(
@@ -218,18 +345,20 @@ class PubSubStreamProducer(SharedStreamProducer):
                 cfg.subscription,
             )
             return True
-        attrs = dict(msg.message.attributes)
-        attrs.update(
-            {
-                "dgb_dead_letter_reason": reason,
-                "dgb_source_subscription": cfg.subscription,
-                "dgb_source_message_id": msg.message.message_id,
-            }
-        )
+        data, attrs = self._dead_letter_message(msg, reason, size)
+        timeout = cfg.dead_letter_timeout_s
         try:
-            await self.hook.publish(cfg.dead_letter_topic, msg.message.data, attrs, timeout=30)
+            async with self._dead_letter_slots:
+                await asyncio.wait_for(
+                    self.hook.publish(cfg.dead_letter_topic, data, attrs, timeout=timeout), timeout + 1.0
+                )
         except Exception as exc:
-            log.warning("dead-letter publish for %s failed: %s", msg.message.message_id, exc)
+            log.warning(
+                "dead-letter publish for %s failed (%s: %s); releasing it for redelivery",
+                msg.message.message_id,
+                type(exc).__name__,
+                exc,
+            )
             return False
         log.info(
             "message %s dead-lettered to %s: %s (trace_id=%s)",
@@ -240,6 +369,27 @@ class PubSubStreamProducer(SharedStreamProducer):
         )
         return True
 
+    async def _settle_dead_letters(self, letters: list[tuple[Any, str, int | None]]) -> None:
+        """Dead-letter ``(msg, reason, size)`` concurrently; ack the published ones, release the
+        others with a backoff so Pub/Sub redelivers them (and the publish is tried again)."""
+        if not letters:
+            return
+        done = await asyncio.gather(*(self._dead_letter(m, r, size) for m, r, size in letters))
+        to_ack = []
+        for (msg, _reason, _size), ok in zip(letters, done):
+            self.outstanding.pop(msg.ack_id, None)
+            if ok:
+                to_ack.append(msg.ack_id)
+                self.failures.pop(msg.message.message_id, None)
+            else:
+                await self._release(msg.ack_id, redelivery_delay(self._count_failure(msg.message.message_id)))
+        await self._ack(to_ack)
+
+    async def _release(self, ack_id: str, delay: int) -> None:
+        """Give a message back to Pub/Sub, redelivered after ``delay`` s (never 0: a hot loop)."""
+        self.outstanding.pop(ack_id, None)
+        await self.hook.modify_ack_deadline(self.config.subscription, [ack_id], delay)
+
     async def advance(self, batch: Sequence[AdvanceItem]) -> None:
         try:
             await self._advance(batch)
@@ -247,10 +397,14 @@ class PubSubStreamProducer(SharedStreamProducer):
             log.exception(
                 "pubsub advance on %s failed; messages will be redelivered", self.config.subscription
             )
+        finally:
+            for item in batch:  # advanced: never extended again, whatever happened above
+                self.outstanding.pop(item.broker_payload[0], None)
 
     async def _advance(self, batch: Sequence[AdvanceItem]) -> None:
         cfg = self.config
         to_ack: list[str] = []
+        letters: list[tuple[Any, str, int | None]] = []
         for item in batch:
             ack_id, msg = item.broker_payload
             outcome = item.outcome
@@ -258,22 +412,18 @@ class PubSubStreamProducer(SharedStreamProducer):
             if outcome.rejected:
                 attributes = dict(msg.message.attributes)
                 reason = reject_reason(cfg.topic, msg.message.data, attributes) or "rejected"
-                if await self._dead_letter(msg, reason):
-                    to_ack.append(ack_id)
+                letters.append((msg, reason, None))
                 continue
             if outcome.is_clean:
                 to_ack.append(ack_id)
                 self.failures.pop(message_id, None)
                 continue
             # failed (ack timeout / persist never confirmed) or nobody was listening
-            count = self.failures.get(message_id, 0) + 1
-            self.failures[message_id] = count
+            count = self._count_failure(message_id)
             if count >= cfg.max_failures:
-                if await self._dead_letter(msg, f"delivery_failed_{count}_times"):
-                    to_ack.append(ack_id)
-                    self.failures.pop(message_id, None)
+                letters.append((msg, f"delivery_failed_{count}_times", None))
                 continue
-            delay = min(600, 10 * 2 ** (count - 1))
+            delay = redelivery_delay(count)
             log.warning(
                 "message %s not persisted (outcome %s); redelivery in %ss (failure %d/%d)",
                 message_id,
@@ -282,9 +432,9 @@ class PubSubStreamProducer(SharedStreamProducer):
                 count,
                 cfg.max_failures,
             )
-            self.outstanding.pop(ack_id, None)
-            await self.hook.modify_ack_deadline(cfg.subscription, [ack_id], delay)
+            await self._release(ack_id, delay)
         await self._ack(to_ack)
+        await self._settle_dead_letters(letters)
 
     async def aclose(self) -> None:
         if self._extender:

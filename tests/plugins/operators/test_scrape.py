@@ -62,7 +62,7 @@ def test_relay_operator_publishes_what_a_scrape_left_and_reports_pending(pg, pro
     ScrapeAgencyOperator(task_id="s", agency_keys=["mec"], gcp_conn_id="missing").execute(task_context())
     assert _count(pg, "SELECT count(*) FROM outbox WHERE published_at IS NULL") == len(MEC)
     out = OutboxRelayOperator(task_id="relay_outbox", batch_size=2).execute(task_context())
-    assert out == {"published": len(MEC), "pending": 0}
+    assert out == {"published": len(MEC), "pending": 0, "failed": 0, "purged": 0}
     assert len(pull_all(project, topology.SUB_ENRICHMENT, len(MEC))) == len(MEC)
 
 

@@ -224,15 +224,185 @@ def test_advance_never_raises_when_the_broker_fails(project):
     async def scenario():
         stream = producer.open_stream()
         _raw, payload = await stream.__anext__()
-        # the dead-letter topic does not exist: the publish fails, the message is not acked
-        await producer.advance([AdvanceItem(payload, AdvanceOutcome(acked=0, failed=0, rejected=1))])
-        assert payload[0] in producer.outstanding
         await producer.hook.close()  # a broken channel: every call now fails
         await producer.advance([AdvanceItem(payload, AdvanceOutcome(acked=1, failed=0))])
+        assert producer.outstanding == {}  # advanced: no longer extended
         await stream.aclose()
         await producer.aclose()
 
     asyncio.run(scenario())
+
+
+def test_a_failed_dead_letter_publish_releases_the_message_for_redelivery(project):
+    """The lease leak: a reject whose dead-letter publish fails is no longer kept leased (extended
+    forever, never redelivered) but released with a backoff; once the dead-letter topic works, the
+    redelivered message is dead-lettered and acked."""
+    from google.cloud import pubsub_v1
+
+    bad = _event("a_6")
+    _publish(project, b"{broken", bad.attributes)
+    missing = f"dlq-{uuid.uuid4().hex[:6]}"
+    cfg = PubSubStreamConfig(
+        project, SUB.name, dead_letter_topic=missing, poll_timeout_s=2, ack_deadline_s=10
+    )
+    producer = PubSubStreamProducer(cfg)
+
+    async def scenario():
+        stream = producer.open_stream()
+        _raw, payload = await stream.__anext__()
+        message_id = payload[1].message.message_id
+        await producer.advance([AdvanceItem(payload, AdvanceOutcome(acked=0, failed=0, rejected=1))])
+        assert producer.outstanding == {} and producer.failures == {message_id: 1}
+        # the dead-letter topic appears (an operator fixed it) and gets a subscription to read it
+        publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+        topic = publisher.topic_path(project, missing)
+        await asyncio.to_thread(publisher.create_topic, request={"name": topic})
+        await asyncio.to_thread(
+            subscriber.create_subscription,
+            request={"name": subscriber.subscription_path(project, missing), "topic": topic},
+        )
+        again = await asyncio.wait_for(stream.__anext__(), timeout=60)  # redelivered after the backoff
+        assert again[0]["message_id"] == message_id
+        await producer.advance([AdvanceItem(again[1], AdvanceOutcome(acked=0, failed=0, rejected=1))])
+        assert producer.outstanding == {} and producer.failures == {}
+        await stream.aclose()
+        await producer.aclose()
+
+    asyncio.run(scenario())
+    [dead] = pull_all(project, missing, 1)
+    assert dead.message.attributes["dgb_dead_letter_reason"] == "malformed_json"
+    assert pull_all(project, SUB.name, 1, timeout=3) == []  # acked on the source
+
+
+def test_leases_are_extended_only_up_to_max_lease(project):
+    """A message leased for longer than max_lease_s without an advance is no longer extended nor
+    counted as outstanding: its lease lapses and Pub/Sub redelivers it."""
+    ev = _event("a_7")
+    _publish(project, ev.data(), ev.attributes)
+    cfg = PubSubStreamConfig(project, SUB.name, ack_deadline_s=10, max_lease_s=10, poll_timeout_s=2)
+    producer = PubSubStreamProducer(cfg)
+
+    async def scenario():
+        stream = producer.open_stream()
+        _raw, payload = await stream.__anext__()
+        ack_id = payload[0]
+        assert producer.release_expired_leases(now=time.monotonic()) == []  # young: kept
+        assert producer.release_expired_leases(now=time.monotonic() + 11) == [ack_id]
+        assert producer.outstanding == {}
+        # not extended any more: the message comes back once its 10 s lease lapses
+        again = await asyncio.wait_for(stream.__anext__(), timeout=60)
+        assert again[0]["message_id"] == payload[1].message.message_id
+        await producer.advance([AdvanceItem(again[1], AdvanceOutcome(acked=1, failed=0))])
+        await stream.aclose()
+        await producer.aclose()
+
+    asyncio.run(scenario())
+    assert pull_all(project, SUB.name, 1, timeout=3) == []
+
+
+def test_a_pull_never_leases_more_than_max_outstanding(project):
+    """Pull size is bounded by what is outstanding: with 3 allowed, 3 are leased and the other
+    messages stay on the subscription for another consumer (the subscriber queue cannot overflow)."""
+    for i in range(7):
+        ev = _event(f"b_{i}")
+        _publish(project, ev.data(), ev.attributes)
+    cfg = PubSubStreamConfig(project, SUB.name, max_outstanding=3, max_messages=100, poll_timeout_s=2)
+    producer = PubSubStreamProducer(cfg)
+
+    async def scenario():
+        stream = producer.open_stream()
+        got = [await stream.__anext__() for _ in range(3)]
+        assert len(producer.outstanding) == 3
+        others = await asyncio.to_thread(pull_all, project, SUB.name, 7, 3)  # acks what it gets
+        assert len(others) == 4
+        await producer.advance([AdvanceItem(p, AdvanceOutcome(acked=1, failed=0)) for _raw, p in got])
+        assert producer.outstanding == {}
+        await stream.aclose()
+        await producer.aclose()
+
+    asyncio.run(scenario())
+    assert pull_all(project, SUB.name, 1, timeout=3) == []
+
+
+def test_a_message_over_the_size_cap_is_dead_lettered_without_its_content(project):
+    """Data + attributes over max_message_bytes: never yielded (so never an asset event), dead-lettered
+    as message_too_large with no body and only short identifying attributes, then acked."""
+    ev = _event("a_8")
+    huge = json.dumps({**json.loads(ev.data()), "padding": "x" * 5000}).encode()
+    _publish(project, huge, {**ev.attributes, "noise": "n" * 300})
+    small = _event("a_9")
+    _publish(project, small.data(), small.attributes)
+    cfg = PubSubStreamConfig(
+        project, SUB.name, dead_letter_topic=SUB.dead_letter_topic, max_message_bytes=4096, poll_timeout_s=2
+    )
+    producer = PubSubStreamProducer(cfg)
+
+    async def scenario():
+        stream = producer.open_stream()
+        raw, payload = await stream.__anext__()
+        assert json.loads(base64.b64decode(raw["data"]))["unique_id"] == "a_9"
+        await producer.advance([AdvanceItem(payload, AdvanceOutcome(acked=1, failed=0))])
+        assert producer.outstanding == {}
+        await stream.aclose()
+        await producer.aclose()
+
+    asyncio.run(scenario())
+    [dead] = pull_all(project, SUB.dead_letter_subscription, 2)
+    attrs = dict(dead.message.attributes)
+    assert attrs["dgb_dead_letter_reason"] == "message_too_large"
+    assert dead.message.data == b"" and "noise" not in attrs
+    assert attrs["unique_id"] == "a_8" and attrs["trace_id"] == ev.attributes["trace_id"]
+    assert int(attrs["dgb_original_bytes"]) > 4096
+    assert pull_all(project, SUB.name, 1, timeout=3) == []  # both acked on the source
+
+
+def test_dead_letters_of_one_batch_are_published_together(project):
+    """Many rejects in one advance: every one dead-lettered (concurrently, each publish bounded by
+    dead_letter_timeout_s) and acked."""
+    for i in range(12):
+        _publish(project, b"{broken %d" % i, _event(f"c_{i}").attributes)
+    cfg = PubSubStreamConfig(project, SUB.name, dead_letter_topic=SUB.dead_letter_topic, poll_timeout_s=2)
+    producer = PubSubStreamProducer(cfg)
+
+    async def scenario():
+        stream = producer.open_stream()
+        got = [await stream.__anext__() for _ in range(12)]
+        await producer.advance(
+            [AdvanceItem(p, AdvanceOutcome(acked=0, failed=0, rejected=1)) for _raw, p in got]
+        )
+        assert producer.outstanding == {} and producer.failures == {}
+        await stream.aclose()
+        await producer.aclose()
+
+    asyncio.run(scenario())
+    dead = pull_all(project, SUB.dead_letter_subscription, 12)
+    assert len({m.message.attributes["dgb_source_message_id"] for m in dead}) == 12
+    assert {m.message.attributes["dgb_dead_letter_reason"] for m in dead} == {"malformed_json"}
+    assert pull_all(project, SUB.name, 1, timeout=3) == []
+
+
+def test_bad_ack_ids_are_isolated_within_a_bounded_number_of_calls(project):
+    """The emulator refuses a whole request for one bad ack id: the hook bisects, so the good ids
+    of the request still get their deadline / ack, and the bad ones are returned."""
+    from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook
+
+    for i in range(4):
+        ev = _event(f"d_{i}")
+        _publish(project, ev.data(), ev.attributes)
+    hook = DgbPubSubAsyncHook(project_id=project)
+
+    async def scenario():
+        received = []
+        while len(received) < 4:
+            received += await hook.pull(SUB.name, 10, timeout=5)
+        ids = [m.ack_id for m in received]
+        assert await hook.modify_ack_deadline(SUB.name, ids + ["bogus-1"], 30) == ["bogus-1"]
+        failed = await hook.acknowledge(SUB.name, ["bogus-2", *ids, "bogus-3"])
+        assert sorted(failed) == ["bogus-2", "bogus-3"]
+        await hook.close()
+
+    asyncio.run(scenario())
+    assert pull_all(project, SUB.name, 1, timeout=3) == []  # the good ones were acked
 
 
 # ------------------------------------------------------------------ inside Airflow's shared-stream manager
@@ -283,3 +453,38 @@ def test_through_airflows_shared_stream_manager_acks_persisted_and_dead_letters_
     assert [m.message.attributes["dgb_dead_letter_reason"] for m in dead] == ["malformed_json"]
     time.sleep(12)  # past the lease: anything not acked would be back
     assert pull_all(project, SUB.name, 3, timeout=3) == []
+
+
+def test_an_event_never_confirmed_persisted_is_not_acked_but_redelivered(project):
+    """Ack after commit: while the asset event is not confirmed stored the message stays leased;
+    when the confirmation never comes (the persist failed), the ack timeout fails the event and the
+    message is released for redelivery after a backoff, never acked."""
+    from airflow.triggers.shared_stream import SharedStreamManager
+
+    ev = _event("e_1")
+    _publish(project, ev.data(), ev.attributes)
+    trigger = PubSubAckTrigger(project_id=project, subscription=SUB.name, ack_deadline_s=10, poll_timeout_s=2)
+    key = trigger.shared_stream_key()
+    fired: list = []
+
+    async def scenario():
+        manager = SharedStreamManager(ack_timeout=3)
+        stream = manager.subscribe(trigger_id=1, trigger=trigger, key=key)
+
+        async def runner():  # takes events but never gets the persist confirmation
+            async for event in trigger.filter_shared_stream(stream):
+                manager.bind_pending_event(trigger_id=1, key=key)
+                fired.append(event.payload)
+
+        task = asyncio.create_task(runner())
+        await asyncio.sleep(8)  # fired, then failed by the 3 s ack timeout and released
+        task.cancel()
+        await manager.unsubscribe(1, key)
+
+    asyncio.run(scenario())
+    assert len(fired) == 1 and fired[0]["attributes"]["unique_id"] == "e_1"
+    again: list = []
+    deadline = time.monotonic() + 60
+    while not again and time.monotonic() < deadline:  # not acked: Pub/Sub delivers it again
+        again = pull_all(project, SUB.name, 1, timeout=5)
+    assert [m.message.message_id for m in again] == [fired[0]["message_id"]]

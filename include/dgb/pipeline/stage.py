@@ -412,6 +412,24 @@ def run_stage(
     return report
 
 
+def unavailable_at_start(conn, name: str, exc: Exception, *, final_attempt: bool) -> StageReport:
+    """Building stage ``name`` failed with ``exc`` (the local classifier asks the model service
+    for its model when it is built): a transient error is an outage like any other, counted by
+    the dependency's breaker, retryable while Airflow tries remain and a normal end with the work
+    still pending on the last one. Any other error is re-raised."""
+    v = classify(exc)
+    if v.kind != TRANSIENT:
+        raise exc
+    breakers = Breakers(conn, [v.dependency] if v.dependency else [])
+    if v.dependency:
+        breakers.failure(v.dependency, v.detail)
+    report = StageReport(name, breakers_open=breakers.open_names())
+    log.warning("%s: cannot start, %s (the work stays pending): %s", name, v.reason, v.detail)
+    if not final_attempt:
+        raise StageRetry(f"{name}: cannot start: {v.detail}") from exc
+    return report
+
+
 def _process(stage: Stage, chunk: list[Work], report: StageReport) -> dict[str, Any]:
     """``stage.process`` over the chunk -> {unique_id: result | Failure}. A chunk that raises a
     non-transient error is bisected until the article(s) causing it are alone; a transient error

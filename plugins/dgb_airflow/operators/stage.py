@@ -92,7 +92,7 @@ class StageOperator(BaseOperator):
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
         from dgb.config import env_number
-        from dgb.pipeline.stage import run_stage
+        from dgb.pipeline.stage import run_stage, unavailable_at_start
         from dgb_airflow.hooks.outbox import relay_soon
 
         messages = triggering_messages(context)
@@ -107,8 +107,12 @@ class StageOperator(BaseOperator):
             deadline_s = env_number("DGB_STAGE_DEADLINE_S", 600.0, above=0)
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         try:
+            try:
+                stage = self._build(conn)
+            except Exception as exc:  # e.g. the model service is down: an outage, not an error
+                return unavailable_at_start(conn, self.stage, exc, final_attempt=final_attempt).summary()
             report = run_stage(
-                self._build(conn),
+                stage,
                 conn,
                 messages,
                 sweep_limit=self.sweep_limit,

@@ -368,3 +368,41 @@ def test_thousands_of_held_rows_do_not_hide_real_work_from_the_sweep(pg, classif
     db.upsert_themes(pg, themes_rows(load_taxonomy()))
     report = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=3)
     assert report.swept == 3 and all(u.startswith("real-") for u in report.processed)
+
+
+def test_typesense_down_dead_letters_nothing_and_the_index_catches_up(
+    pg,
+    scraped,  # noqa: F811
+    classifier,  # noqa: F811
+    embedder,  # noqa: F811
+    typesense_server,
+):
+    import uuid
+    from dataclasses import replace
+
+    from dgb.search import schema
+
+    _enrich_all(pg, classifier)
+    run_stage(stages.EmbedStage(embedder, embedder.name), pg, [], sweep_limit=100)
+    n = len(scraped)
+    alias = f"t_{uuid.uuid4().hex[:8]}"
+    s = replace(typesense_server, typesense_collection=alias, embedding_dim=512)
+    down = schema.client(replace(s, typesense_port=closed_port()), timeout=1)
+    report = run_stage(stages.IndexStage(down, alias, pg, 512), pg, [], sweep_limit=100, final_attempt=True)
+    assert report.processed == [] and report.dead_lettered == [] and len(report.retry) == n
+    assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL OR problem IS NOT NULL") == 0
+    assert one(pg, "SELECT failures >= 3 FROM stage_breakers WHERE name = 'typesense'") == (True,)
+
+    ts = schema.client(s)
+    schema.ensure_collection(s, ts)
+    try:
+        with db.transaction(pg) as cur:  # the cool-down is over
+            cur.execute("UPDATE stage_breakers SET open_until = now() - interval '1 second'")
+        report = run_stage(stages.IndexStage(ts, alias, pg, 512), pg, [], sweep_limit=100)
+        assert len(report.processed) == n and report.dead_lettered == []
+        assert ts.collections[alias].retrieve()["num_documents"] == n
+        assert count(pg, "SELECT count(*) FROM news WHERE indexed_version = version AND attempts = 0") == n
+    finally:
+        target = ts.aliases[alias].retrieve()["collection_name"]
+        ts.aliases[alias].delete()
+        ts.collections[target].delete()

@@ -566,6 +566,12 @@ def _clear_flags(cur, stage: Stage, uids: list[str]) -> None:
     """A success clears what failures left: this stage's hold and parking, the dead-letter flag,
     the transient-attempts counter and this stage's last error; its open dead letters resolve."""
     cur.execute(
+        "SELECT unique_id FROM news WHERE unique_id = ANY(%(ids)s)"
+        " AND (problem = 'dead_letter' OR hold_stage = %(stage)s)",
+        {"stage": stage.name, "ids": uids},
+    )
+    lettered = [r[0] for r in cur.fetchall()]
+    cur.execute(
         "UPDATE news SET"
         " hold_stage = CASE WHEN hold_stage = %(stage)s THEN NULL ELSE hold_stage END,"
         " hold_reason = CASE WHEN hold_stage = %(stage)s THEN NULL ELSE hold_reason END,"
@@ -580,12 +586,13 @@ def _clear_flags(cur, stage: Stage, uids: list[str]) -> None:
         " OR attempts > 0 OR last_error_stage = %(stage)s)",
         {"stage": stage.name, "ids": uids},
     )
-    cur.execute(
-        "UPDATE dead_letters SET status = 'resolved', resolved_at = now(),"
-        " resolution = 'processed by a later run' WHERE status = 'open' AND unique_id = ANY(%(ids)s)"
-        " AND subscription = ANY(%(subs)s)",
-        {"ids": uids, "subs": list(stage.subscriptions)},
-    )
+    if lettered:
+        cur.execute(
+            "UPDATE dead_letters SET status = 'resolved', resolved_at = now(),"
+            " resolution = 'processed by a later run' WHERE status = 'open' AND unique_id = ANY(%(ids)s)"
+            " AND subscription = ANY(%(subs)s)",
+            {"ids": lettered, "subs": list(stage.subscriptions)},
+        )
 
 
 def _hold(cur, stage: Stage, item: Work, failure: Failure, max_failures: int) -> bool:

@@ -199,9 +199,17 @@ class IndexStage(Stage):
         return cls(deps.typesense(), s.typesense_collection, conn, s.embedding_dim)
 
     def process(self, rows: list[dict]) -> dict[str, Any]:
-        from dgb.search.sync import sync
+        from dgb.search.sync import IndexUnavailable, sync
 
-        result = sync(self.ts, self.alias, self.conn, [r["unique_id"] for r in rows], self.dim)
+        try:
+            result = sync(self.ts, self.alias, self.conn, [r["unique_id"] for r in rows], self.dim)
+        except IndexUnavailable as exc:
+            if exc.result is None:
+                raise
+            # Typesense went away mid-chunk: what it took (and was marked) counts, the rest waits
+            done = {u for u in exc.result.versions if u not in set(exc.result.stale)}
+            failure = Failure("typesense_unavailable", str(exc), True, dependency=TYPESENSE)
+            return {r["unique_id"]: True if r["unique_id"] in done else failure for r in rows}
         out: dict[str, Any] = {}
         for r in rows:
             uid = r["unique_id"]

@@ -406,3 +406,30 @@ def test_typesense_down_dead_letters_nothing_and_the_index_catches_up(
         target = ts.aliases[alias].retrieve()["collection_name"]
         ts.aliases[alias].delete()
         ts.collections[target].delete()
+
+
+def test_an_unknown_error_on_a_whole_chunk_is_not_poison_until_it_repeats(
+    pg,
+    scraped,  # noqa: F811
+    classifier,  # noqa: F811
+    monkeypatch,
+):
+    from dgb.pipeline.resilience import UNKNOWN_LIMIT
+
+    monkeypatch.setenv("DGB_BREAKER_COOLDOWN_S", "0")  # the breaker it opens lets a probe through
+
+    # a systemic fault (every article fails the same unexpected way): nothing is dead-lettered
+    broken = Poisoning(classifier, set(scraped))
+    report = run_stage(stages.EnrichStage(broken, pg), pg, [], sweep_limit=100, final_attempt=True)
+    assert report.dead_lettered == [] and len(report.retry) == len(scraped)
+    assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL") == 0
+    assert report.breakers_open or one(pg, "SELECT failures FROM stage_breakers")[0] >= 3
+    # one article alone failing the very same way run after run: poison after UNKNOWN_LIMIT tries
+    bad = scraped[0]
+    alone = stages.EnrichStage(Poisoning(classifier, {bad}), pg)
+    for attempt in range(2, UNKNOWN_LIMIT + 1):
+        report = run_stage(alone, pg, [], sweep_limit=0, unique_ids=[bad], final_attempt=True)
+        if attempt < UNKNOWN_LIMIT:
+            assert report.dead_lettered == [] and [u for u, _ in report.retry] == [bad]
+    assert report.dead_lettered == [(bad, "error")]
+    assert one(pg, "SELECT hold_stage FROM news WHERE unique_id = %s", bad) == ("enrich",)

@@ -18,10 +18,11 @@ circuit breaker per dependency.
   returns a per-article :class:`~dgb.pipeline.stage.Failure` says it itself (``retryable``).
 * **unknown**: anything else (``ValueError``, ``KeyError``, a parser error, a bug). The stage run
   bisects the chunk; an unknown error counts as permanent only when it is *isolated*: other
-  articles of the same run went through (so the dependency works and this article is the
+  articles of the same chunk went through (so the dependency works and this article is the
   problem), the article is already held in the stage (it failed permanently before), or it
-  already failed :data:`UNKNOWN_LIMIT` times. An unknown error that hits
-  every article of a run is treated as transient: a systemic fault is never the articles' fault.
+  failed :data:`UNKNOWN_LIMIT` times in a row with the very same error. An unknown error that
+  hits every article of a chunk is treated as transient: a systemic fault (an outage in an
+  unexpected shape, a bug) is never the articles' fault.
 
 **The breaker** (:class:`Breakers`): one per dependency (``model_service``, ``bedrock``,
 ``typesense``, ``postgresql``), stored in ``stage_breakers`` so every stage run and Airflow try

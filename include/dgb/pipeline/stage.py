@@ -339,7 +339,6 @@ def run_stage(
 
     breakers = Breakers(conn, stage.dependencies)
     retry: list[tuple[Work, Failure]] = []
-    any_success = False
     longest = 0.0
     pos = 0
     while pos < len(todo):
@@ -358,7 +357,6 @@ def run_stage(
         results = _process(stage, chunk, report)
         report.chunks += 1
         ok = [w for w in chunk if not isinstance(results[w.unique_id], Failure)]
-        any_success = any_success or bool(ok)
         permanent: list[tuple[Work, Failure]] = []
         transient: list[tuple[Work, Failure]] = []
         for w in chunk:
@@ -367,9 +365,12 @@ def run_stage(
                 continue
             if f.kind == UNKNOWN:  # permanent only when isolated (see dgb.pipeline.resilience)
                 isolated = (
-                    any_success
+                    bool(ok)  # others of the same chunk went through: this article is the problem
                     or w.row.get("hold_stage") == stage.name  # it already failed alone before
-                    or int(w.row.get("attempts") or 0) + 1 >= UNKNOWN_LIMIT
+                    or (  # the very same error, again and again
+                        int(w.row.get("attempts") or 0) + 1 >= UNKNOWN_LIMIT
+                        and w.row.get("last_error") == _error_text(f)
+                    )
                 )
                 f = replace(f, kind=PERMANENT if isolated else TRANSIENT, retryable=not isolated)
             (permanent if f.kind == PERMANENT else transient).append((w, f))
@@ -547,7 +548,8 @@ def _defer(stage: Stage, report: StageReport, items: list[Work], why: str) -> No
 def _load(conn, stage: Stage, uids: list[str]) -> dict[str, dict]:
     if not uids:
         return {}
-    base = ("unique_id", "version", "trace_id", "attempts", "hold_stage", "hold_reason", "parked_at")
+    base = ("unique_id", "version", "trace_id", "attempts", "last_error")
+    base += ("hold_stage", "hold_reason", "parked_at")
     cols = ", ".join(dict.fromkeys(base + stage.columns))
     with conn.cursor() as cur:
         d = stage.definition
@@ -611,11 +613,16 @@ def _hold(cur, stage: Stage, item: Work, failure: Failure, max_failures: int) ->
     return bool(row and row[0])
 
 
+def _error_text(failure: Failure) -> str:
+    """What ``news.last_error`` keeps of a transient failure."""
+    return f"{failure.reason}: {failure.detail}"[:2000]
+
+
 def _record_error(cur, stage: Stage, item: Work, failure: Failure) -> None:
     cur.execute(
         "UPDATE news SET last_error = %s, last_error_stage = %s, last_error_at = now(),"
         " attempts = attempts + 1 WHERE unique_id = %s",
-        (f"{failure.reason}: {failure.detail}"[:2000], stage.name, item.unique_id),
+        (_error_text(failure), stage.name, item.unique_id),
     )
     _log(stage, item, "retry", failure.detail or failure.reason)
 

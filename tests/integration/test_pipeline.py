@@ -224,13 +224,18 @@ def test_transient_failure_is_retried_then_processed(pg, scraped, project, class
     assert count(pg, "SELECT count(*) FROM dead_letters") == 0
 
 
-def test_failure_on_last_attempt_is_dead_lettered_per_article(pg, scraped, project, classifier):
+def test_transient_failure_on_the_last_attempt_dead_letters_nothing(pg, scraped, project, classifier):
+    """An outage is not poison: on the last Airflow try the run ends normally, the articles stay
+    pending with their error, and the next run completes them."""
     msgs = pull(project, topology.SUB_ENRICHMENT, N)
-    flaky = FlakyClassifier(classifier, set(scraped[:2]), times=5)
+    flaky = FlakyClassifier(classifier, set(scraped[:2]), times=1)
     report = run_stage(stages.EnrichStage(flaky, pg), pg, msgs, sweep_limit=0, final_attempt=True)
-    assert sorted(k for k, _ in report.dead_lettered) == sorted(scraped[:2])
-    assert {r for _, r in report.dead_lettered} == {"retries_exhausted"}
-    assert count(pg, "SELECT count(*) FROM news WHERE problem = 'dead_letter'") == 2
+    assert report.dead_lettered == [] and sorted(k for k, _ in report.retry) == sorted(scraped[:2])
+    assert count(pg, "SELECT count(*) FROM news WHERE problem IS NOT NULL OR hold_stage IS NOT NULL") == 0
+    assert count(pg, "SELECT count(*) FROM dead_letters") == 0
+    report = run_stage(stages.EnrichStage(flaky, pg), pg, [], sweep_limit=100)
+    assert sorted(report.processed) == sorted(scraped[:2])
+    assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL AND attempts = 0") == N
 
 
 def test_sweep_takes_up_work_that_no_message_announced(pg, scraped, classifier):

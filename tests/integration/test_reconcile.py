@@ -176,6 +176,16 @@ class Throttled(Counting):
         return [ClassificationFailure("throttled", "still down", True) for _ in items]
 
 
+class Rejecting(Counting):
+    """The real classifier behind a provider that refuses every item as invalid (permanently)."""
+
+    def classify_batch(self, items):
+        from dgb.enrich.base import ClassificationFailure
+
+        self.seen += [i.unique_id for i in items]
+        return [ClassificationFailure("bad_input", "refused as invalid", False) for _ in items]
+
+
 @pytest.fixture
 def project(pubsub_server):
     name = f"dgb-rec-{uuid.uuid4().hex[:8]}"
@@ -526,19 +536,35 @@ def test_redrive_selected_dead_letters(conn, project):
 
 def test_a_redriven_letter_that_fails_again_is_reopened(conn, local_classifier):
     add(conn, "r1", "scraped")
-    d1 = _dead_letter(conn, topology.SUB_ENRICHMENT, "r1", "retries_exhausted", unique_id="r1")
-    redrive.redrive(conn, reason="retries_exhausted")
+    d1 = _dead_letter(conn, topology.SUB_ENRICHMENT, "r1", "bad_input", unique_id="r1")
+    redrive.redrive(conn, reason="bad_input")
+    rejecting = Rejecting(local_classifier)
+    report = run_stage(
+        stages.EnrichStage(rejecting, conn),
+        conn,
+        as_messages(conn, topology.SUB_ENRICHMENT),
+        sweep_limit=0,
+        final_attempt=True,
+    )
+    assert rejecting.seen == ["r1"]
+    assert report.dead_lettered == [("r1", "bad_input")]
+    assert {r: s for r, s, _ in _letters(conn)}[d1] == "open"
+
+
+def test_an_outage_after_a_redrive_does_not_reopen_the_letter(conn, local_classifier):
+    add(conn, "r1", "scraped")
+    d1 = _dead_letter(conn, topology.SUB_ENRICHMENT, "r1", "bad_input", unique_id="r1")
+    redrive.redrive(conn, reason="bad_input")
     throttled = Throttled(local_classifier)
     report = run_stage(
         stages.EnrichStage(throttled, conn),
         conn,
         as_messages(conn, topology.SUB_ENRICHMENT),
         sweep_limit=0,
-        final_attempt=True,
+        final_attempt=True,  # even on the last Airflow try an outage dead-letters nothing
     )
-    assert throttled.seen == ["r1"]
-    assert report.dead_lettered == [("r1", "retries_exhausted")]
-    assert {r: s for r, s, _ in _letters(conn)}[d1] == "open"
+    assert throttled.seen == ["r1"] and report.dead_lettered == [] and report.retry
+    assert {r: s for r, s, _ in _letters(conn)}[d1] == "redriven"
 
 
 def _letters(conn):

@@ -2,7 +2,10 @@
 
 :func:`record_usage` adds a batch's usage to the row of each (day, model) with one UPSERT, so
 concurrent tasks and re-runs accumulate instead of overwriting. The caller passes a DB-API
-connection (the DAG's ``PostgresHook`` connection, or :func:`dgb.db.connect`).
+connection (the DAG's ``PostgresHook`` connection, or :func:`dgb.db.connect`). The enrich stage
+records each chunk's usage with ``commit=False`` inside the chunk's own transaction
+(:meth:`dgb.pipeline.stages.EnrichStage.record_chunk`), so the results of paid calls and their
+bill commit together: a run stopped midway loses neither.
 """
 
 from __future__ import annotations

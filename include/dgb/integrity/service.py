@@ -49,6 +49,7 @@ from dgb.fetch import Fetcher
 from dgb.integrity.checks import ContentResult, ImageResult, check_content, check_image
 from dgb.integrity.evidence import BreakerChange, Evidence, RemovalPolicy, evaluate_breakers, host_of, weigh
 from dgb.integrity.tiers import BudgetPolicy, Schedule, assign_tiers, choose, due_articles, load_candidates
+from dgb.pipeline.definitions import ENRICH, params
 from dgb.scraper import store
 from dgb.urlpolicy import current_unique_id
 
@@ -534,7 +535,8 @@ def backlog(conn, threshold: int | None = None, outbox_max_age_s: float | None =
 
     * an outbox row still unpublished ``outbox_max_age_s`` after it was written
       (``DGB_INTEGRITY_OUTBOX_MAX_AGE_S``, default 60; 0 disables);
-    * more than ``threshold`` articles waiting for enrichment
+    * more than ``threshold`` articles waiting for enrichment (the enrich stage's sweep rule,
+      :data:`dgb.pipeline.definitions.ENRICH`: pending and not held as poison)
       (``DGB_INTEGRITY_BACKLOG_MAX``, default 5000; 0 disables).
     Both read partial indexes and stop early, so this is cheap at any table size.
     """
@@ -562,8 +564,8 @@ def backlog(conn, threshold: int | None = None, outbox_max_age_s: float | None =
                 )
         if reason is None and threshold > 0:
             cur.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM news WHERE enriched_at IS NULL LIMIT %s) p",
-                (threshold + 1,),
+                f"SELECT count(*) FROM (SELECT 1 FROM news WHERE {ENRICH.sweep} LIMIT %(limit)s) p",
+                {**params(None), "limit": threshold + 1},
             )
             pending = cur.fetchone()[0]
             if pending > threshold:

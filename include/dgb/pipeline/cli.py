@@ -58,6 +58,16 @@ def _cmd_status(args) -> int:
             f"  OUTBOX FAILED {status['outbox_failed']} event(s) refused by Pub/Sub for good"
             f" (oldest {'-' if age is None else f'{age:.0f}s'} ago; see outbox.last_error)"
         )
+    for h in status.get("parked") or []:
+        print(f"  parked  {h['stage']:7s} {h['count']:6d}  reason {h['reason']}")
+    held = {(h["stage"], h["reason"]): h["count"] for h in status.get("held") or []}
+    parked = {(h["stage"], h["reason"]): h["count"] for h in status.get("parked") or []}
+    for (stage, reason), n in held.items():
+        if n - parked.get((stage, reason), 0):
+            print(f"  held    {stage:7s} {n - parked.get((stage, reason), 0):6d}  reason {reason}")
+    for b in status.get("breakers") or []:
+        until = f" until {b['open_until']}" if b["state"] == "open" and b["open_until"] else ""
+        print(f"  breaker {b['name']} {b['state']}{until} failures {b['failures']}: {b['last_error']}")
     for b in status.get("removals_paused") or []:
         print(f"  REMOVALS PAUSED {b['scope']} {b['key']} since {b['tripped_at']}: {b['reason']}")
     return 0

@@ -15,7 +15,13 @@ its complement and the rules can be combined freely:
 * ``done``: the stage has nothing left to do for it (enrich: ``enriched_at`` set, an edit resets
   it; embed: ``embedded_at`` set by the CURRENT model; index: ``indexed_version = version``,
   every change that affects the document bumps ``version``);
-* ``pending`` = ``ready AND NOT done``.
+* ``pending`` = ``ready AND NOT done``;
+* ``sweep`` = ``pending AND NOT held``: what a stage run takes up by itself. ``held``: the article
+  failed permanently in this stage (``hold_stage``, migration 0008: dead-lettered, or parked after
+  ``DGB_STAGE_MAX_FAILURES``) and waits for a message, an operator's redrive or an edit. Poison
+  rows thus never crowd real work out of the sweep's ``ORDER BY ... LIMIT`` (partial indexes
+  ``news_sweep_<stage>_idx`` carry exactly this predicate). ``pending`` keeps counting them, so
+  the backlog and reconciliation still see the article as not done.
 
 The current-model rule: ``%(model)s`` in a rule is the current embedding model
 (``DGB_EMBEDDING_MODEL``). A vector made by another model is not done, so after a model change
@@ -50,6 +56,18 @@ class StageDefinition:
         """SQL boolean over ``news``: rows this stage still has to process (named parameter
         ``model``: see :func:`params`)."""
         return f"({self.ready}) AND NOT ({self.done})"
+
+    @property
+    def held(self) -> str:
+        """SQL boolean over ``news``: the article is held out of this stage's sweep (it failed
+        permanently here; see the module doc)."""
+        return f"hold_stage IS NOT DISTINCT FROM '{self.name}'"
+
+    @property
+    def sweep(self) -> str:
+        """SQL boolean over ``news``: pending and not held, what a stage run sweeps up itself
+        (named parameter ``model``)."""
+        return f"{self.pending} AND hold_stage IS DISTINCT FROM '{self.name}'"
 
 
 ENRICH = StageDefinition(

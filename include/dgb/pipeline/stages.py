@@ -16,17 +16,33 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dgb.pipeline import definitions
+from dgb.pipeline.resilience import BEDROCK, MODEL_SERVICE, TYPESENSE, UNKNOWN
 from dgb.pipeline.stage import Failure, Stage
+
+# classifier backend -> the dependencies it calls (the local classifier embeds via the model service)
+CLASSIFIER_DEPENDENCIES = {
+    "local": (MODEL_SERVICE,),
+    "bedrock": (BEDROCK,),
+    "hybrid": (MODEL_SERVICE, BEDROCK),
+}
 
 
 class EnrichStage(Stage):
+    """Theme + summary by the configured classifier. The token usage of every classifier call
+    (Bedrock's ``usage``) is written to the ledger in the chunk's own transaction
+    (:meth:`record_chunk`), so paid work and its bill commit together."""
+
     definition = definitions.ENRICH
     columns = ("title", "subtitle", "editorial_lead", "content", "agency_key", "enriched_at", "removed_at")
 
-    def __init__(self, classifier, conn=None):
+    def __init__(self, classifier, conn=None, dependencies: tuple[str, ...] | None = None):
         self.classifier = classifier
         self.conn = conn
         self._theme_ids: dict[str, int] | None = None
+        self._usage: list[dict] = []
+        self.dependencies = dependencies or CLASSIFIER_DEPENDENCIES.get(
+            str(getattr(classifier, "name", "local")), (MODEL_SERVICE,)
+        )
 
     @classmethod
     def from_settings(cls, conn, s, deps: Dependencies) -> EnrichStage:
@@ -34,7 +50,9 @@ class EnrichStage(Stage):
 
         # the local classifier embeds (hybrid mode runs it first)
         embedder = deps.embedder() if s.classifier_backend in ("local", "hybrid") else None
-        return cls(get_classifier(s, embedder=embedder), conn)
+        return cls(
+            get_classifier(s, embedder=embedder), conn, CLASSIFIER_DEPENDENCIES.get(s.classifier_backend)
+        )
 
     def process(self, rows: list[dict]) -> dict[str, Any]:
         from dgb.enrich.base import ArticleText, ClassificationFailure
@@ -54,23 +72,28 @@ class EnrichStage(Stage):
         out: dict[str, Any] = {}
         for row, res in zip(rows, results):
             if isinstance(res, ClassificationFailure):
-                out[row["unique_id"]] = Failure(res.reason, res.detail, res.retryable)
+                bedrock = res.reason.startswith("bedrock") or res.reason == "throttled"
+                out[row["unique_id"]] = Failure(
+                    res.reason, res.detail, res.retryable, dependency=BEDROCK if bedrock else None
+                )
             else:
                 out[row["unique_id"]] = res
-        self._record_usage(results)
+        self._usage += [r.usage for r in results if getattr(r, "usage", None)]
         return out
 
-    def _record_usage(self, results) -> None:
-        usage = [r.usage for r in results if getattr(r, "usage", None)]
-        if not usage or self.conn is None:
+    def record_chunk(self, cur) -> None:
+        if not self._usage:
             return
         from dgb.enrich import ledger
 
         model_id = next(
-            (u.get("model_id") for u in usage if u.get("model_id")),
+            (u.get("model_id") for u in self._usage if u.get("model_id")),
             getattr(self.classifier, "model_id", "unknown"),
         )
-        ledger.record_usage(self.conn, model_id, usage)
+        ledger.record_usage(cur.connection, model_id, self._usage, commit=False)
+
+    def chunk_committed(self) -> None:
+        self._usage = []
 
     def _themes(self, cur) -> dict[str, int]:
         if self._theme_ids is None:
@@ -120,6 +143,7 @@ class EmbedStage(Stage):
         self.embedder = embedder
         self.model_name = model_name
         self.model = model_name  # the current-model rule: vectors of another model are pending
+        self.dependencies = (MODEL_SERVICE,)
 
     @classmethod
     def from_settings(cls, conn, s, deps: Dependencies) -> EmbedStage:
@@ -168,20 +192,29 @@ class IndexStage(Stage):
 
     def __init__(self, ts, alias: str, conn, dim: int):
         self.ts, self.alias, self.conn, self.dim = ts, alias, conn, dim
+        self.dependencies = (TYPESENSE,)
 
     @classmethod
     def from_settings(cls, conn, s, deps: Dependencies) -> IndexStage:
         return cls(deps.typesense(), s.typesense_collection, conn, s.embedding_dim)
 
     def process(self, rows: list[dict]) -> dict[str, Any]:
-        from dgb.search.sync import sync
+        from dgb.search.sync import IndexUnavailable, sync
 
-        result = sync(self.ts, self.alias, self.conn, [r["unique_id"] for r in rows], self.dim)
+        try:
+            result = sync(self.ts, self.alias, self.conn, [r["unique_id"] for r in rows], self.dim)
+        except IndexUnavailable as exc:
+            if exc.result is None:
+                raise
+            # Typesense went away mid-chunk: what it took (and was marked) counts, the rest waits
+            done = {u for u in exc.result.versions if u not in set(exc.result.stale)}
+            failure = Failure("typesense_unavailable", str(exc), True, dependency=TYPESENSE)
+            return {r["unique_id"]: True if r["unique_id"] in done else failure for r in rows}
         out: dict[str, Any] = {}
         for r in rows:
             uid = r["unique_id"]
-            if uid in result.failed:
-                out[uid] = Failure("index_failed", str(result.failed[uid]), True)
+            if uid in result.failed:  # Typesense refused this document (429/503 were retried)
+                out[uid] = Failure("index_failed", str(result.failed[uid]), True, kind=UNKNOWN)
             else:
                 out[uid] = True
         return out

@@ -2,6 +2,9 @@
 
 A stage's backlog is what its definition (:mod:`dgb.pipeline.definitions`) says is pending,
 dated by the oldest value of its ``since`` column: the same rule its sweep and reconciliation use.
+``held`` counts, per stage and reason, the articles held out of the sweep after a permanent
+failure, ``parked`` those parked for an operator (``dgb reconcile redrive`` takes them up again);
+``breakers`` lists the dependencies whose circuit breaker is not closed (dgb.pipeline.resilience).
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ def pipeline_status(
         backlog["outbox"] = {"pending": pending, "oldest_age_s": _age(now, oldest)}
         out["backlog"] = backlog
         cur.execute(
+            "SELECT hold_stage, coalesce(hold_reason, '?'), count(*), count(parked_at) FROM news"
+            " WHERE hold_stage IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2"
+        )
+        holds = cur.fetchall()
+        out["held"] = [{"stage": st, "reason": r, "count": n} for st, r, n, _ in holds]
+        out["parked"] = [{"stage": st, "reason": r, "count": p} for st, r, _, p in holds if p]
+        cur.execute(
             "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s), percentile_cont(0.95) WITHIN GROUP"
             " (ORDER BY s), count(*) FROM (SELECT extract(epoch FROM indexed_at - scraped_at) AS s FROM news"
             " WHERE scraped_at >= %s AND indexed_at IS NOT NULL AND indexed_version = version) t",
@@ -56,6 +66,10 @@ def pipeline_status(
     from dgb.integrity.evidence import tripped_breakers
 
     out["removals_paused"] = tripped_breakers(conn)  # issue 16: agencies/hosts whose removals pause
+    from dgb.pipeline.resilience import breaker_rows
+
+    out["breakers"] = breaker_rows(conn)
+    conn.commit()
     return out
 
 

@@ -78,8 +78,9 @@ def redrive(
 
     Selection: ``reason`` (exact), ``subscription``, ``ids`` (dead_letters.id), oldest first,
     at most ``limit``. An article's dead letter gets a fresh event of the subscription's topic
-    (or of the earliest stage the article still needs); its ``problem = 'dead_letter'`` flag and
-    reconcile counters are cleared. A dead letter with no known article is re-published with its
+    (or of the earliest stage the article still needs); its ``problem = 'dead_letter'`` flag, its
+    stage hold / parking (migration 0008: the sweep takes it up again) and reconcile counters are
+    cleared. A dead letter with no known article is re-published with its
     original payload and attributes; one whose payload is not a JSON object cannot be re-sent and
     is not selected (it stays open for an operator to discard). ``once_key``: see the module doc."""
     now = now or datetime.now(UTC)
@@ -148,6 +149,7 @@ def redrive(
                     cur.execute(
                         "UPDATE news SET"
                         " problem = CASE WHEN problem = 'dead_letter' THEN NULL ELSE problem END,"
+                        " hold_stage = NULL, hold_reason = NULL, hold_failures = 0, parked_at = NULL,"
                         " reconcile_attempts = 0, reconciled_at = NULL WHERE unique_id = %s",
                         (uid,),
                     )

@@ -48,8 +48,12 @@ class StageOperator(BaseOperator):
     """Consume -> process -> publish for one stage (``enrich``, ``embed`` or ``index``).
 
     Reads every triggering asset event, also sweeps pending work from PostgreSQL (bounded),
-    accepts manual runs with ``{"unique_ids": [...]}``, writes results and the next stage's
-    events in one transaction, then relays the outbox so the next stage starts at once.
+    accepts manual runs with ``{"unique_ids": [...]}``, and processes it in chunks: each chunk's
+    results, next events and token ledger commit in one transaction, then the outbox is relayed
+    so the next stage starts on the first chunk. No new chunk starts past ``deadline_s``; the
+    rest stays pending for the next run. Transient failures (outages) never dead-letter: the task
+    ends retryable (``StageRetry``) while Airflow tries remain, and succeeds on the last try with
+    the work still pending for the 1-minute sweep (see dgb.pipeline.stage).
 
     :param stage: ``enrich``, ``embed`` or ``index``.
     :param postgres_conn_id: Airflow connection of the news database.
@@ -57,6 +61,9 @@ class StageOperator(BaseOperator):
     :param typesense_conn_id: Airflow connection of Typesense (the index stage).
     :param model_conn_id: Airflow connection of the model service (embeddings; the local classifier).
     :param sweep_limit: most pending articles taken up from PostgreSQL besides the messages.
+    :param chunk_size: articles per committed chunk (default ``DGB_STAGE_CHUNK_SIZE``, 25).
+    :param deadline_s: seconds after which no new chunk starts (default ``DGB_STAGE_DEADLINE_S``,
+        600: well inside the stage DAGs' 30 min run timeout).
     """
 
     ui_color = "#f3e8fd"
@@ -70,6 +77,8 @@ class StageOperator(BaseOperator):
         typesense_conn_id: str = "typesense_default",
         model_conn_id: str = "dgb_model_service",
         sweep_limit: int = 1000,
+        chunk_size: int | None = None,
+        deadline_s: float | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -79,6 +88,8 @@ class StageOperator(BaseOperator):
         self.typesense_conn_id = typesense_conn_id
         self.model_conn_id = model_conn_id
         self.sweep_limit = sweep_limit
+        self.chunk_size = chunk_size
+        self.deadline_s = deadline_s
 
     def _build(self, conn):
         return build_stage(
@@ -88,7 +99,8 @@ class StageOperator(BaseOperator):
     def execute(self, context: Any) -> dict:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
-        from dgb.pipeline.stage import run_stage
+        from dgb.config import env_number
+        from dgb.pipeline.stage import run_stage, unavailable_at_start
         from dgb_airflow.hooks.outbox import preload_publisher, relay_soon
 
         preload_publisher()  # ready by the time the results are committed and relayed
@@ -99,15 +111,25 @@ class StageOperator(BaseOperator):
             raise ValueError("conf 'unique_ids' must be a list of strings")
         ti = context["ti"]
         final_attempt = ti.try_number > (self.retries or 0)
+        deadline_s = self.deadline_s
+        if deadline_s is None:
+            deadline_s = env_number("DGB_STAGE_DEADLINE_S", 600.0, above=0)
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         try:
+            try:
+                stage = self._build(conn)
+            except Exception as exc:  # e.g. the model service is down: an outage, not an error
+                return unavailable_at_start(conn, self.stage, exc, final_attempt=final_attempt).summary()
             report = run_stage(
-                self._build(conn),
+                stage,
                 conn,
                 messages,
                 sweep_limit=self.sweep_limit,
                 final_attempt=final_attempt,
                 unique_ids=unique_ids,
+                chunk_size=self.chunk_size,
+                deadline_s=deadline_s,
+                on_chunk=lambda: relay_soon(conn, self.gcp_conn_id, self.log),
             )
             self.log.info("stage %s: %s", self.stage, report.summary())
             relay_soon(conn, self.gcp_conn_id, self.log)

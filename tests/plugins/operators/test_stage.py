@@ -145,3 +145,37 @@ def test_a_manual_run_takes_unique_ids_and_refuses_bad_conf(pg, mirror, project,
     assert out["processed"] == 1
     with pytest.raises(ValueError, match="unique_ids"):
         StageOperator(task_id="enrich", stage="enrich").execute(task_context(conf={"unique_ids": "x"}))
+
+
+def test_model_service_down_on_every_try_dead_letters_nothing(pg, mirror, project, stack_env, monkeypatch):
+    """The outage path through ``execute``: retryable while tries remain; the last try ends
+    normally with the work still pending; nothing is dead-lettered; after recovery it completes."""
+    from dgb import db
+    from dgb.pipeline.stage import StageRetry
+    from dgb.taxonomy import load_taxonomy, themes_rows
+
+    _site, _server, base = mirror(ARTICLES)
+    with Fetcher(FAST) as f:
+        new = scrape_agency(pg, _agency(base, "mec"), f).new
+    db.upsert_themes(pg, themes_rows(load_taxonomy()))
+    up = os.environ["AIRFLOW_CONN_DGB_MODEL_SERVICE"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]  # nothing listens there once closed
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_DGB_MODEL_SERVICE",
+        json.dumps({"conn_type": "http", "host": "127.0.0.1", "port": closed, "schema": "http"}),
+    )
+    op = StageOperator(task_id="enrich", stage="enrich", retries=2)
+    with pytest.raises(StageRetry):
+        op.execute(task_context(try_number=1))
+    out = op.execute(task_context(try_number=3))  # the last try
+    assert out["processed"] == 0 and out["dead_lettered"] == 0
+    assert _count(pg, "SELECT count(*) FROM dead_letters") == 0
+    assert _count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL OR problem IS NOT NULL") == 0
+
+    monkeypatch.setenv("AIRFLOW_CONN_DGB_MODEL_SERVICE", up)
+    monkeypatch.setenv("DGB_BREAKER_COOLDOWN_S", "0")  # the probe may go at once
+    out = op.execute(task_context(try_number=1))
+    assert out["processed"] == len(new) and out["dead_lettered"] == 0
+    assert _count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL AND attempts = 0") == len(new)

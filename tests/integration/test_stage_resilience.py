@@ -1,0 +1,435 @@
+"""Poison work and outages in the shared stage mechanism, on the real PostgreSQL (and the real
+classifier / model; an unreachable model service for the outage; a fake Bedrock client for the
+token ledger): chunked commits, bisection, transient-vs-permanent, circuit breakers, holds and
+parking, `dgb status`, redrive."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from dgb import db, topology
+from dgb.cli import main
+from dgb.pipeline import stages
+from dgb.pipeline.resilience import CLOSED, HALF_OPEN, MODEL_SERVICE, OPEN, Breakers
+from dgb.pipeline.stage import StageRetry, run_stage
+from dgb.pipeline.status import pipeline_status
+from dgb.reconcile import redrive
+
+from .test_pipeline import classifier, count, embedder, project, pull, scraped  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.stack
+
+
+def one(conn, sql, *args):
+    with conn.cursor() as cur:
+        cur.execute(sql, args or None)
+        row = cur.fetchone()
+    conn.commit()
+    return row
+
+
+class Poisoning:
+    """The real classifier, raising (as a parser bug would) whenever ``bad`` is in the batch."""
+
+    def __init__(self, inner, bad: set[str]):
+        self.inner, self.bad = inner, set(bad)
+        self.name, self.version = inner.name, inner.version
+        self.calls: list[list[str]] = []
+
+    def classify_batch(self, items):
+        ids = [i.unique_id for i in items]
+        self.calls.append(ids)
+        if self.bad & set(ids):
+            raise ValueError(f"cannot parse the article body of {sorted(self.bad & set(ids))}")
+        return self.inner.classify_batch(items)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens there once the socket is closed
+
+
+class CountingEmbedder:
+    def __init__(self, inner):
+        self.inner, self.calls = inner, 0
+
+    @property
+    def dim(self):
+        return self.inner.dim
+
+    def encode(self, texts, batch_size=32):
+        self.calls += 1
+        return self.inner.encode(texts, batch_size=batch_size)
+
+
+@pytest.fixture
+def down_embedder(embedder):  # noqa: F811
+    """The model service's client on a loopback port where nothing listens (a real outage), one
+    attempt per call; ``dim`` answered locally (the stage checks the vectors' shape)."""
+    from dgb.embed.client import ServiceEmbedder
+
+    client = ServiceEmbedder(f"http://127.0.0.1:{closed_port()}", timeout=2, attempts=1)
+    client._name, client._dim = embedder.name, embedder.dim
+    yield CountingEmbedder(client)
+    client.close()
+
+
+def _enrich_all(pg, classifier):  # noqa: F811
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100)
+    assert report.retry == [] and report.dead_lettered == []
+
+
+def test_chunks_commit_mid_run_with_their_events_and_ledger(pg, pg_server, scraped, classifier):  # noqa: F811
+    """Each chunk's results, next events and token ledger are visible before the run ends."""
+    from dgb.enrich.bedrock import BedrockClassifier
+    from dgb.taxonomy import load_taxonomy
+
+    good = json.dumps({"theme_l1": "03", "theme_l2": "03.02", "theme_l3": "03.02.01", "summary": "Resumo."})
+
+    class FakeBedrock:
+        def converse(self, **kwargs):
+            return {
+                "output": {"message": {"role": "assistant", "content": [{"text": good}]}},
+                "stopReason": "end_turn",
+                "usage": {"inputTokens": 1000, "outputTokens": 50, "totalTokens": 1050},
+                "metrics": {"latencyMs": 10},
+            }
+
+    model_id = "test-chunk-ledger"
+    bedrock = BedrockClassifier(
+        load_taxonomy(), client=FakeBedrock(), model_id=model_id, sleep=lambda s: None
+    )
+    other = db.connect(pg_server.pg_dsn())  # another session: sees only what was committed
+    seen: list[tuple[int, int, int]] = []
+
+    def observe():
+        enriched = one(other, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL")[0]
+        events = one(other, "SELECT count(*) FROM outbox WHERE topic = %s", topology.TOPIC_ENRICHED)[0]
+        calls = one(
+            other, "SELECT coalesce(sum(calls), 0) FROM llm_usage_daily WHERE model_id = %s", model_id
+        )
+        seen.append((enriched, events, int(calls[0])))
+
+    try:
+        with db.transaction(pg) as cur:
+            cur.execute("DELETE FROM llm_usage_daily WHERE model_id = %s", (model_id,))
+        report = run_stage(
+            stages.EnrichStage(bedrock, pg), pg, [], sweep_limit=100, chunk_size=2, on_chunk=observe
+        )
+        n = len(scraped)
+        assert len(report.processed) == n and report.chunks == (n + 1) // 2
+        # after the first chunk: 2 results, their 2 events and 2 paid calls already committed
+        assert seen[0] == (2, 2, 2)
+        assert seen[-1] == (n, n, n)
+        assert [s[0] for s in seen] == sorted(s[0] for s in seen)
+    finally:
+        other.close()
+        with db.transaction(pg) as cur:
+            cur.execute("DELETE FROM llm_usage_daily WHERE model_id = %s", (model_id,))
+
+
+def test_deadline_leaves_the_rest_pending_for_the_next_run(pg, scraped, classifier):  # noqa: F811
+    report = run_stage(
+        stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100, chunk_size=2, deadline_s=0
+    )
+    assert report.deadline_hit and report.processed == [] and len(report.deferred) == len(scraped)
+    assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NULL") == len(scraped)
+    assert count(pg, "SELECT count(*) FROM dead_letters") == 0
+    again = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100, chunk_size=2)
+    assert len(again.processed) == len(scraped)
+
+
+def test_bisection_isolates_the_bad_article(pg, scraped, classifier):  # noqa: F811
+    bad = scraped[2]
+    poisoning = Poisoning(classifier, {bad})
+    report = run_stage(stages.EnrichStage(poisoning, pg), pg, [], sweep_limit=100, chunk_size=len(scraped))
+    assert sorted(report.processed) == sorted(u for u in scraped if u != bad)
+    assert report.dead_lettered == [(bad, "error")] and report.bisections >= 1
+    assert [bad] in poisoning.calls  # it was tried alone
+    with pg.cursor() as cur:
+        cur.execute("SELECT unique_id, reason, status, error FROM dead_letters")
+        [(uid, reason, status, error)] = cur.fetchall()
+        cur.execute(
+            "SELECT hold_stage, hold_failures, parked_at, problem FROM news WHERE unique_id = %s", (bad,)
+        )
+        assert cur.fetchone() == ("enrich", 1, None, "dead_letter")
+    pg.commit()
+    assert (uid, reason, status) == (bad, "error", "open") and "cannot parse" in error
+
+
+def test_a_data_error_at_commit_dead_letters_only_that_row(pg, scraped, classifier):  # noqa: F811
+    bad = scraped[1]
+
+    class NulSummary(Poisoning):
+        def classify_batch(self, items):
+            from dataclasses import replace
+
+            return [
+                replace(r, summary="resumo\x00quebrado") if i.unique_id == bad else r
+                for i, r in zip(items, self.inner.classify_batch(items))
+            ]
+
+    report = run_stage(stages.EnrichStage(NulSummary(classifier, set()), pg), pg, [], sweep_limit=100)
+    assert sorted(report.processed) == sorted(u for u in scraped if u != bad)
+    assert report.dead_lettered == [(bad, "persist_refused")]
+    assert (
+        count(pg, "SELECT count(*) FROM outbox WHERE topic = %s", topology.TOPIC_ENRICHED) == len(scraped) - 1
+    )
+
+
+def test_an_outage_on_the_last_try_dead_letters_nothing_and_work_completes_after_recovery(
+    pg,
+    scraped,  # noqa: F811
+    classifier,  # noqa: F811
+    embedder,  # noqa: F811
+    down_embedder,
+    monkeypatch,
+):
+    _enrich_all(pg, classifier)
+    monkeypatch.setenv("DGB_BREAKER_COOLDOWN_S", "0")  # half-open at once after it opened
+    n = len(scraped)
+    down = stages.EmbedStage(down_embedder, embedder.name)
+    # not the last try: retryable, nothing dead-lettered
+    with pytest.raises(StageRetry):
+        run_stage(down, pg, [], sweep_limit=100, chunk_size=2)
+    # the last Airflow try: the run ends normally, still nothing dead-lettered or held
+    report = run_stage(down, pg, [], sweep_limit=100, chunk_size=2, final_attempt=True)
+    assert report.dead_lettered == [] and report.processed == [] and report.retry
+    assert count(pg, "SELECT count(*) FROM dead_letters") == 0
+    assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL OR problem IS NOT NULL") == 0
+    assert count(pg, "SELECT count(*) FROM news WHERE attempts > 0 AND last_error LIKE '%%unavailable%%'") > 0
+    # the model service is back: every article goes through and the flags clear
+    report = run_stage(stages.EmbedStage(embedder, embedder.name), pg, [], sweep_limit=100, chunk_size=2)
+    assert len(report.processed) == n
+    assert count(pg, "SELECT count(*) FROM news WHERE embedded_at IS NOT NULL AND attempts = 0") == n
+    assert count(pg, "SELECT count(*) FROM news WHERE last_error IS NOT NULL") == 0
+    assert count(pg, "SELECT count(*) FROM dead_letters") == 0
+    assert one(pg, "SELECT failures, open_until FROM stage_breakers WHERE name = %s", MODEL_SERVICE) == (
+        0,
+        None,
+    )
+
+
+def test_circuit_breaker_opens_defers_then_half_open_probe(
+    pg,
+    scraped,  # noqa: F811
+    classifier,  # noqa: F811
+    embedder,  # noqa: F811
+    down_embedder,
+    monkeypatch,
+):
+    _enrich_all(pg, classifier)
+    monkeypatch.setenv("DGB_BREAKER_THRESHOLD", "2")
+    monkeypatch.setenv("DGB_BREAKER_COOLDOWN_S", "600")
+    n = len(scraped)
+    assert n >= 4
+    down = stages.EmbedStage(down_embedder, embedder.name)
+    report = run_stage(down, pg, [], sweep_limit=100, chunk_size=1, final_attempt=True)
+    # two failed calls open it; the rest is deferred without calling the service
+    assert down_embedder.calls == 2 and report.breakers_open == [MODEL_SERVICE]
+    assert len(report.retry) == 2 and len(report.deferred) == n - 2 and report.dead_lettered == []
+    assert Breakers(pg, [MODEL_SERVICE]).state(MODEL_SERVICE) == OPEN
+    # another run while it is open: no call at all, no raise (nothing was attempted)
+    report = run_stage(down, pg, [], sweep_limit=100, chunk_size=1)
+    assert down_embedder.calls == 2 and len(report.deferred) == n
+    # `dgb status` shows it
+    status = pipeline_status(pg)
+    assert [(b["name"], b["state"]) for b in status["breakers"]] == [(MODEL_SERVICE, OPEN)]
+
+    # cool-down over: half-open, one probe; it fails -> open again, for longer
+    with db.transaction(pg) as cur:
+        cur.execute("UPDATE stage_breakers SET open_until = now() - interval '1 second'")
+    assert Breakers(pg, [MODEL_SERVICE]).state(MODEL_SERVICE) == HALF_OPEN
+    report = run_stage(down, pg, [], sweep_limit=100, chunk_size=3, final_attempt=True)
+    assert down_embedder.calls == 3 and report.chunks == 1 and len(report.deferred) == n - 1
+    assert one(pg, "SELECT opens FROM stage_breakers WHERE name = %s", MODEL_SERVICE) == (2,)
+
+    # half-open again, the service is back: the probe (one article) closes it, then full chunks
+    with db.transaction(pg) as cur:
+        cur.execute("UPDATE stage_breakers SET open_until = now() - interval '1 second'")
+    healthy = CountingEmbedder(embedder)
+    report = run_stage(stages.EmbedStage(healthy, embedder.name), pg, [], sweep_limit=100, chunk_size=3)
+    assert len(report.processed) == n and report.deferred == []
+    assert healthy.calls == 1 + -(-(n - 1) // 3)  # the probe, then chunks of 3
+    assert Breakers(pg, [MODEL_SERVICE]).state(MODEL_SERVICE) == CLOSED
+
+
+def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks(
+    pg,
+    scraped,  # noqa: F811
+    project,  # noqa: F811
+    classifier,  # noqa: F811
+    capsys,
+):
+    bad = scraped[0]
+    poisoning = Poisoning(classifier, {bad})
+    stage = stages.EnrichStage(poisoning, pg)
+    first = run_stage(stage, pg, [], sweep_limit=100, max_failures=2)
+    assert first.dead_lettered == [(bad, "error")] and first.parked == []
+    # held: the sweep no longer takes it (no paid call every minute)
+    poisoning.calls.clear()
+    again = run_stage(stage, pg, [], sweep_limit=100, max_failures=2)
+    assert again.swept == 0 and poisoning.calls == []
+    # a message still brings it back; the second permanent failure parks it
+    msgs = [
+        m for m in pull(project, topology.SUB_ENRICHMENT, len(scraped)) if m.attributes["unique_id"] == bad
+    ]
+    assert len(msgs) == 1
+    parked = run_stage(stage, pg, msgs, sweep_limit=100, max_failures=2)
+    assert parked.parked == [(bad, "error")]
+    assert one(pg, "SELECT hold_failures, parked_at IS NOT NULL FROM news WHERE unique_id = %s", bad) == (
+        2,
+        True,
+    )
+    # parked: even its message is skipped now
+    poisoning.calls.clear()
+    skipped = run_stage(stage, pg, msgs, sweep_limit=100, max_failures=2)
+    assert skipped.skipped == [bad] and poisoning.calls == []
+
+    status = pipeline_status(pg)
+    assert status["parked"] == [{"stage": "enrich", "reason": "error", "count": 1}]
+    assert status["backlog"]["enrich"]["pending"] == 1  # still not done: counted in the backlog
+    capsys.readouterr()  # drop the runs' log lines
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "  parked  enrich       1  reason error" in out
+    assert out.splitlines()[0].startswith("articles ")  # the existing lines are unchanged
+    assert "  backlog enrich  pending      1" in out
+
+    # the operator fixes the cause and redrives: un-parked, processed, flags cleared
+    rep = redrive.redrive(pg, reason="error")
+    assert len(rep.redriven) == 1
+    assert one(pg, "SELECT hold_stage, parked_at FROM news WHERE unique_id = %s", bad) == (None, None)
+    fixed = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100)
+    assert fixed.processed == [bad]
+    assert one(
+        pg,
+        "SELECT hold_stage, hold_failures, parked_at, problem, attempts FROM news WHERE unique_id = %s",
+        bad,
+    ) == (None, 0, None, None, 0)
+    assert pipeline_status(pg)["parked"] == []
+
+
+def test_a_later_success_clears_the_flags_and_resolves_the_dead_letter(pg, scraped, project, classifier):  # noqa: F811
+    bad = scraped[0]
+    run_stage(stages.EnrichStage(Poisoning(classifier, {bad}), pg), pg, [], sweep_limit=100)
+    assert one(pg, "SELECT hold_stage, problem FROM news WHERE unique_id = %s", bad) == (
+        "enrich",
+        "dead_letter",
+    )
+    # its event arrives again (e.g. a redelivery) and now it goes through
+    msgs = [
+        m for m in pull(project, topology.SUB_ENRICHMENT, len(scraped)) if m.attributes["unique_id"] == bad
+    ]
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, msgs, sweep_limit=0)
+    assert report.processed == [bad]
+    assert one(pg, "SELECT hold_stage, problem, last_error FROM news WHERE unique_id = %s", bad) == (
+        None,
+        None,
+        None,
+    )
+    assert one(pg, "SELECT status, resolution FROM dead_letters WHERE unique_id = %s", bad) == (
+        "resolved",
+        "processed by a later run",
+    )
+
+
+def test_thousands_of_held_rows_do_not_hide_real_work_from_the_sweep(pg, classifier):  # noqa: F811
+    """1,200 poison rows older than the real work: the sweep's LIMIT still reaches the real work,
+    through the partial index that leaves them out."""
+    with db.transaction(pg) as cur:
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_key, title, url, published_at, scraped_at, hold_stage,"
+            " hold_reason, hold_failures, parked_at, problem)"
+            " SELECT 'poison-' || g, 'mec', 'x', 'https://www.gov.br/mec/p/' || g, now(),"
+            " now() - interval '2 days' + g * interval '1 second', 'enrich', 'error', 3, now(), 'dead_letter'"
+            " FROM generate_series(1, 1200) g"
+        )
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_key, title, url, published_at, content, scraped_at)"
+            " SELECT 'real-' || g, 'mec', 'Vacinação ' || g, 'https://www.gov.br/mec/r/' || g, now(),"
+            " 'Texto da notícia sobre vacinação.', now() - interval '1 day' FROM generate_series(1, 5) g"
+        )
+        cur.execute("ANALYZE news")
+        from dgb.pipeline.definitions import ENRICH
+
+        cur.execute(
+            f"EXPLAIN SELECT unique_id FROM news WHERE {ENRICH.sweep} ORDER BY scraped_at LIMIT 1000",
+            {"model": None},
+        )
+        plan = "\n".join(r[0] for r in cur.fetchall())
+    assert "news_sweep_enrich_idx" in plan, plan
+    from dgb.taxonomy import load_taxonomy, themes_rows
+
+    db.upsert_themes(pg, themes_rows(load_taxonomy()))
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=3)
+    assert report.swept == 3 and all(u.startswith("real-") for u in report.processed)
+
+
+def test_typesense_down_dead_letters_nothing_and_the_index_catches_up(
+    pg,
+    scraped,  # noqa: F811
+    classifier,  # noqa: F811
+    embedder,  # noqa: F811
+    typesense_server,
+):
+    import uuid
+    from dataclasses import replace
+
+    from dgb.search import schema
+
+    _enrich_all(pg, classifier)
+    run_stage(stages.EmbedStage(embedder, embedder.name), pg, [], sweep_limit=100)
+    n = len(scraped)
+    alias = f"t_{uuid.uuid4().hex[:8]}"
+    s = replace(typesense_server, typesense_collection=alias, embedding_dim=512)
+    down = schema.client(replace(s, typesense_port=closed_port()), timeout=1)
+    report = run_stage(stages.IndexStage(down, alias, pg, 512), pg, [], sweep_limit=100, final_attempt=True)
+    assert report.processed == [] and report.dead_lettered == [] and len(report.retry) == n
+    assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL OR problem IS NOT NULL") == 0
+    assert one(pg, "SELECT failures >= 3 FROM stage_breakers WHERE name = 'typesense'") == (True,)
+
+    ts = schema.client(s)
+    schema.ensure_collection(s, ts)
+    try:
+        with db.transaction(pg) as cur:  # the cool-down is over
+            cur.execute("UPDATE stage_breakers SET open_until = now() - interval '1 second'")
+        report = run_stage(stages.IndexStage(ts, alias, pg, 512), pg, [], sweep_limit=100)
+        assert len(report.processed) == n and report.dead_lettered == []
+        assert ts.collections[alias].retrieve()["num_documents"] == n
+        assert count(pg, "SELECT count(*) FROM news WHERE indexed_version = version AND attempts = 0") == n
+    finally:
+        target = ts.aliases[alias].retrieve()["collection_name"]
+        ts.aliases[alias].delete()
+        ts.collections[target].delete()
+
+
+def test_an_unknown_error_on_a_whole_chunk_is_not_poison_until_it_repeats(
+    pg,
+    scraped,  # noqa: F811
+    classifier,  # noqa: F811
+    monkeypatch,
+):
+    from dgb.pipeline.resilience import UNKNOWN_LIMIT
+
+    monkeypatch.setenv("DGB_BREAKER_COOLDOWN_S", "0")  # the breaker it opens lets a probe through
+
+    # a systemic fault (every article fails the same unexpected way): nothing is dead-lettered
+    broken = Poisoning(classifier, set(scraped))
+    report = run_stage(stages.EnrichStage(broken, pg), pg, [], sweep_limit=100, final_attempt=True)
+    assert report.dead_lettered == [] and len(report.retry) == len(scraped)
+    assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL") == 0
+    assert report.breakers_open or one(pg, "SELECT failures FROM stage_breakers")[0] >= 3
+    # one article alone failing the very same way run after run: poison after UNKNOWN_LIMIT tries
+    bad = scraped[0]
+    alone = stages.EnrichStage(Poisoning(classifier, {bad}), pg)
+    for attempt in range(2, UNKNOWN_LIMIT + 1):
+        report = run_stage(alone, pg, [], sweep_limit=0, unique_ids=[bad], final_attempt=True)
+        if attempt < UNKNOWN_LIMIT:
+            assert report.dead_lettered == [] and [u for u, _ in report.retry] == [bad]
+    assert report.dead_lettered == [(bad, "error")]
+    assert one(pg, "SELECT hold_stage FROM news WHERE unique_id = %s", bad) == ("enrich",)

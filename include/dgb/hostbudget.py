@@ -330,7 +330,7 @@ class HostBudget:
                 )
             rate, cap, reserved, token_wait, backoff_wait = conn.execute(
                 "SELECT rate_per_s, max_in_flight, reserved,"
-                " extract(epoch FROM next_at - clock_timestamp())::float8,"
+                " extract(epoch FROM greatest(next_at, clock_timestamp()) - clock_timestamp())::float8,"
                 " extract(epoch FROM backoff_until - clock_timestamp())::float8"
                 " FROM host_budgets WHERE host = %s FOR UPDATE",
                 (host,),

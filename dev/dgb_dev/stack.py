@@ -679,7 +679,8 @@ def celery_env(settings: Settings) -> dict[str, str]:
     s = settings
     password = urllib.parse.quote(_redis_password(s), safe="")
     return {
-        "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+        # the provider's CeleryExecutor, loaded through a shim for the pinned Celery (see the module)
+        "AIRFLOW__CORE__EXECUTOR": "dgb_dev.celery_compat.CeleryExecutor",
         "AIRFLOW__CELERY__BROKER_URL": f"redis://:{password}@127.0.0.1:{redis_port(s)}/0",
         "AIRFLOW__CELERY__RESULT_BACKEND": (
             f"db+postgresql://{s.pg_user}:{s.pg_password}@{s.pg_host}:{s.pg_port}/{s.pg_airflow_db}"
@@ -768,7 +769,9 @@ class CeleryWorker(ManagedProcess):
 
     def argv(self) -> list[str]:
         return [
-            airflow_bin(),
+            sys.executable,
+            "-m",
+            "dgb_dev.celery_compat",  # = `airflow celery worker`, on the pinned Celery
             "celery",
             "worker",
             "--celery-hostname",

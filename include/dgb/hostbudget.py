@@ -54,6 +54,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
+import psycopg
+
 from dgb.config import env_number
 from dgb.scraper.errors import NetworkError
 
@@ -204,7 +206,7 @@ class HostBudget:
     # -- connection --------------------------------------------------------------------
 
     def _connection(self):
-        if self._conn is None or self._conn.closed:
+        if self._conn is None or self._conn.closed or self._conn.broken:
             from dgb import db
 
             self._conn = db.connect(self.dsn, autocommit=True, connect_timeout=10)
@@ -247,7 +249,16 @@ class HostBudget:
         waiter: int | None = None
         try:
             while True:
-                granted, wait = self._attempt(conn, host, prio, waiter)
+                try:
+                    granted, wait = self._attempt(conn, host, prio, waiter)
+                except psycopg.OperationalError:
+                    if not conn.broken:
+                        raise
+                    # the server restarted under us: one fresh connection (an old waiter row
+                    # expires by itself; a new one is registered if we wait again)
+                    log.warning("host budget: connection lost, reconnecting")
+                    conn, waiter = self._connection(), None
+                    granted, wait = self._attempt(conn, host, prio, waiter)
                 if granted is not None:
                     return Slot(self, host, prio, granted, time.monotonic() - t0)
                 remaining = deadline - time.monotonic()

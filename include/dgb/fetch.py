@@ -258,8 +258,9 @@ class Fetcher:
         attempt = 0
         while True:
             lock = self._wait_turn(host)
-            slot = self._budget_slot(host)
+            slot = None
             try:
+                slot = self._budget_slot(host)
                 t0 = self._clock()
                 try:
                     resp = self._one_request(method, url, headers)

@@ -267,3 +267,17 @@ def test_dgb_status_shows_each_hosts_budget(pg, pg_server, site, capsys):
     assert hosts["www.gov.br"]["in_flight_by_priority"] == {"integrity": 1}
     budget.release(held)
     budget.close()
+
+
+def test_a_budget_timeout_is_a_network_error_and_leaves_the_fetcher_usable(pg, pg_server, site):
+    srv = site()
+    holder = _budget(pg_server, srv.host, 100, 1)
+    held = holder.take(srv.host)
+    budget = _budget(pg_server, srv.host, 100, 1, wait_timeout_s=0.3)
+    with Fetcher(FetchPolicy(min_interval=0.0, retries=0), budget=budget) as f:
+        with pytest.raises(BudgetTimeout) as err:
+            f.get(f"{srv.base}/x", check_robots=False)
+        assert err.value.category == "network_error"
+        holder.release(held)
+        assert f.get(f"{srv.base}/x", check_robots=False).status == 200  # not stuck on its host lock
+    holder.close()

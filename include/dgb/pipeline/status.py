@@ -69,6 +69,9 @@ def pipeline_status(
     from dgb.pipeline.resilience import breaker_rows
 
     out["breakers"] = breaker_rows(conn)
+    from dgb.hostbudget import snapshot as host_budgets
+
+    out["hosts"] = host_budgets(conn)  # issue 14: each host's request budget, use, waiters, backoff
     conn.commit()
     return out
 

@@ -270,12 +270,19 @@ def test_client_sends_hostile_texts_bounded_and_cleaned(service, local):
     np.testing.assert_allclose(vectors, expected, atol=1e-5)
 
 
-def test_client_splits_requests_within_the_service_limits(service, local):
-    texts = [f"{i} " + "z" * 23_990 for i in range(90)]  # 2.16 M characters: over one request's limit
+def test_client_splits_requests_within_the_service_limits(service, local, attempts, monkeypatch):
+    """Requests carry at most MAX_CHARS_PER_REQUEST characters (lowered here so the test stays
+    small: the real one is 1M, half what the service admits) and MAX_TEXTS_PER_REQUEST texts."""
+    from dgb.embed import client as client_module
+
+    monkeypatch.setattr(client_module, "MAX_CHARS_PER_REQUEST", 25_000)
+    texts = [f"{i} " + "z pa" * 2_500 for i in range(7)] + ["curto"] * 300  # 70 k + 1.5 k characters
     with ServiceEmbedder(service["url"]) as client:
         vectors = client.encode(texts, batch_size=8)
-    assert vectors.shape == (90, 512)
-    np.testing.assert_allclose(vectors[[0, 89]], local.encode([texts[0], texts[89]]), atol=1e-5)
+    assert vectors.shape == (307, 512)
+    # 2 + 2 + 2 long texts, then the 7th with 256 - 1 short ones, then the remaining 45
+    assert attempts["calls"] == [("POST", "/embed")] * 5
+    np.testing.assert_allclose(vectors[[0, 6, 306]], local.encode([texts[0], texts[6], "curto"]), atol=1e-5)
 
 
 def test_client_4xx_is_not_retried(service, attempts):

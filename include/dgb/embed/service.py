@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 from fastapi import FastAPI, Request
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from dgb.embed.contract import TEXT_CAP
@@ -245,6 +246,7 @@ async def _read_body(request, limits: Limits) -> bytes:
 def make_app(state: ModelState, limits: Limits = Limits(), on_loaded=None):
     """The FastAPI application serving ``state``; its start-up loads the model on a thread
     (``on_loaded(ok)`` is called when that ends), so the port answers 503 "loading" meanwhile."""
+
     @asynccontextmanager
     async def lifespan(_app):
         def load() -> None:
@@ -339,6 +341,8 @@ def make_app(state: ModelState, limits: Limits = Limits(), on_loaded=None):
             response = _json(200, body)
         except BadRequest as exc:
             response = _json(exc.status, {"error": str(exc)}, retry_after=exc.retry_after)
+        except ClientDisconnect:  # gone mid-body: nobody to answer
+            response = _json(400, {"error": "client disconnected before sending the whole body"})
         except Exception as exc:  # never let one request take the server down
             log.exception("embed failed")
             response = _json(500, {"error": f"embedding failed: {type(exc).__name__}: {exc}"})

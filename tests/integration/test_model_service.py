@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from dgb.config import REPO_ROOT
-from dgb.embed.client import ModelServiceError, ServiceEmbedder
+from dgb.embed.client import ModelServiceError, ModelServiceUnavailable, ServiceEmbedder
 from dgb.embed.model import load_model
 
 from .support import stop_process_group
@@ -159,8 +159,6 @@ def test_embed_matches_in_process_vectors(service, local):
         ({"texts": [None]}, "not a string"),
         ({}, "list of strings"),
         (["a", "b"], "JSON object"),
-        ({"texts": ["x"] * 513}, "at most 512"),
-        ({"texts": ["x" * 100_001]}, "at most 100000"),
         ({"texts": ["x"], "batch_size": 0}, "batch_size"),
         ({"texts": ["x"], "batch_size": "8"}, "batch_size"),
         ({"texts": ["x"], "normalize": False}, "unknown field"),
@@ -172,6 +170,36 @@ def test_bad_input_is_a_clear_400(service, payload, message):
     resp = _post(service["url"], payload)
     assert resp.status_code == 400
     assert re.search(message, resp.json()["error"]), resp.json()
+
+
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        ({"texts": ["x"] * 513}, r"513 items; at most 512"),
+        ({"texts": ["ok", "x" * 24_001]}, r'"texts"\[1\] has 24001 characters; at most 24000'),
+        ({"texts": ["y" * 24_000] * 84}, r"2016000 characters in all; at most 2000000"),
+    ],
+)
+def test_too_large_input_is_a_clear_413(service, payload, message):
+    """The limits that bound one request's memory: too many texts, a text over the text budget,
+    too many characters in all. Refused with the reason, and the server carries on."""
+    import re
+
+    resp = _post(service["url"], payload)
+    assert resp.status_code == 413
+    assert re.search(message, resp.json()["error"]), resp.json()
+    assert httpx.get(f"{service['url']}/health", timeout=2).status_code == 200
+
+
+def test_errors_keep_the_json_error_shape(service):
+    for resp in (
+        httpx.get(f"{service['url']}/nope", timeout=5),
+        httpx.post(f"{service['url']}/nope", json={"texts": ["x"]}, timeout=5),
+        httpx.put(f"{service['url']}/embed", json={"texts": ["x"]}, timeout=5),
+    ):
+        assert resp.status_code in (404, 405)
+        assert resp.headers["content-type"] == "application/json"
+        assert isinstance(resp.json()["error"], str) and resp.json()["error"]
 
 
 def test_malformed_requests_never_crash_the_server(service):
@@ -229,10 +257,39 @@ def test_client_round_trip(service, local):
             client.encode("one string")
 
 
+def test_client_sends_hostile_texts_bounded_and_cleaned(service, local):
+    """2 MB without punctuation or spaces, a lone surrogate, a NUL: each is embedded as the text
+    budget makes it (first TEXT_CAP characters; the unencodable code points removed) and the
+    other texts of the batch are embedded as usual, never refused or failed as a batch."""
+    huge = "palavra" * 300_000  # 2.1 M characters
+    texts = [huge, "vacina\ud800ção contra a gripe", "leilão\x00 de energia", TEXTS[3]]
+    with ServiceEmbedder(service["url"]) as client:
+        vectors = client.encode(texts)
+    assert vectors.shape == (4, 512)
+    expected = local.encode([huge[:24_000], "vacinação contra a gripe", "leilão de energia", TEXTS[3]])
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+
+
+def test_client_splits_requests_within_the_service_limits(service, local, attempts, monkeypatch):
+    """Requests carry at most MAX_CHARS_PER_REQUEST characters (lowered here so the test stays
+    small: the real one is 1M, half what the service admits) and MAX_TEXTS_PER_REQUEST texts."""
+    from dgb.embed import client as client_module
+
+    monkeypatch.setattr(client_module, "MAX_CHARS_PER_REQUEST", 25_000)
+    texts = [f"{i} " + "z pa" * 2_500 for i in range(7)] + ["curto"] * 300  # 70 k + 1.5 k characters
+    with ServiceEmbedder(service["url"]) as client:
+        vectors = client.encode(texts, batch_size=8)
+    assert vectors.shape == (307, 512)
+    # 2 + 2 + 2 long texts, then the 7th with 256 - 1 short ones, then the remaining 45
+    assert attempts["calls"] == [("POST", "/embed")] * 5
+    np.testing.assert_allclose(vectors[[0, 6, 306]], local.encode([texts[0], texts[6], "curto"]), atol=1e-5)
+
+
 def test_client_4xx_is_not_retried(service, attempts):
     client = ServiceEmbedder(service["url"], backoff=5.0)
-    with pytest.raises(ModelServiceError, match=r"HTTP 400.*at most 100000"):
-        client.encode(["x" * 100_001])
+    with pytest.raises(ModelServiceError, match=r"HTTP 400.*not a string") as err:
+        client._call("POST", "/embed", {"texts": ["ok", 3]})
+    assert not isinstance(err.value, ModelServiceUnavailable)  # bad input, not an outage
     assert attempts["calls"] == [("POST", "/embed")]  # one request, refused, not sent again
     assert attempts["sleeps"] == []
 
@@ -346,7 +403,7 @@ def test_client_gives_up_with_a_clear_error(attempts):
     assert client.available() is False
     attempts["real_sleep"] = False
     with pytest.raises(
-        ModelServiceError, match=rf"127.0.0.1:{port} unavailable after 3 attempts.*ConnectError"
+        ModelServiceUnavailable, match=rf"127.0.0.1:{port} unavailable after 3 attempts.*ConnectError"
     ):
         client.encode(["x"])
     # three requests, two back-offs between them, each within [0.5, 1.5] x its capped exponential step
@@ -455,3 +512,94 @@ def test_base64_vectors_equal_json_vectors(service):
     np.testing.assert_array_equal(decoded, np.asarray(js["vectors"], dtype=np.float32))
     bad = httpx.post(f"{base}/embed", json={"texts": texts, "encoding": "xml"}, timeout=60)
     assert bad.status_code == 400 and "encoding" in bad.json()["error"]
+
+
+# --------------------------------------------------------------------------- admission control
+
+
+class _Gate:
+    """The real bundled model behind a gate: ``encode`` waits until the test opens it, so the
+    test decides how long an encode takes (to fill the service's admission slots)."""
+
+    def __init__(self, model) -> None:
+        self.model, self.name, self.dim = model, model.name, model.dim
+        self.open = threading.Event()
+        self.started = threading.Event()
+
+    def encode(self, texts, batch_size=32):
+        self.started.set()
+        assert self.open.wait(30), "the test never opened the gate"
+        return self.model.encode(texts, batch_size=batch_size)
+
+
+@pytest.fixture
+def gated_service(local):
+    """The service app under uvicorn in this process with a gated model and small limits."""
+    import uvicorn
+
+    from dgb.embed.service import Limits, ModelState, make_app
+
+    gate = _Gate(local)
+
+    class GatedState(ModelState):
+        def load(self):
+            self.embedder = gate
+
+    state = GatedState("use-multilingual-v3", 512)
+    limits = Limits(max_pending=2, request_timeout=3.0)
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(make_app(state, limits), host="127.0.0.1", port=port, log_config=None, lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "gated service did not start"
+        time.sleep(0.05)
+    try:
+        yield url, gate, state
+    finally:
+        gate.open.set()
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_excess_requests_get_503_with_retry_after_not_a_queue(gated_service, local):
+    url, gate, state = gated_service
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(_post, url, {"texts": ["primeiro pedido"]})
+        assert gate.started.wait(10)
+        second = pool.submit(_post, url, {"texts": ["segundo pedido"]})  # admitted, waits its turn
+        deadline = time.monotonic() + 10
+        while state.pending < 2:  # both slots taken: one encoding, one waiting its turn
+            assert time.monotonic() < deadline, "the second request was never admitted"
+            time.sleep(0.02)
+        third = _post(url, {"texts": ["terceiro pedido"]})
+        assert third.status_code == 503 and "busy" in third.json()["error"]
+        assert int(third.headers["retry-after"]) >= 1
+        # health answers while the model is busy
+        assert httpx.get(f"{url}/health", timeout=2).status_code == 200
+        gate.open.set()
+        assert first.result(timeout=30).status_code == 200
+        assert second.result(timeout=30).status_code == 200
+    np.testing.assert_allclose(
+        np.asarray(second.result().json()["vectors"], dtype=np.float32),
+        local.encode(["segundo pedido"]),
+        atol=1e-5,
+    )
+
+
+def test_a_request_not_answered_in_time_is_a_503(gated_service):
+    url, gate, _ = gated_service
+    resp = _post(url, {"texts": ["devagar"]})  # the gate stays closed past request_timeout (3 s)
+    assert resp.status_code == 503 and "not answered within 3s" in resp.json()["error"]
+    assert "retry-after" in resp.headers
+    gate.open.set()
+    assert _post(url, {"texts": ["agora sim"]}).status_code == 200

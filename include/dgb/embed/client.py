@@ -2,9 +2,16 @@
 costs no model load in the calling process (what Airflow tasks use).
 
 Transient failures (connection refused or reset, connect timeout, any 5xx including 503
-"model loading") are retried with exponential backoff and jitter, ``attempts`` times in all;
-anything else (a 4xx, a malformed answer, a read timeout on a long encode) raises
-:class:`ModelServiceError` at once with the service's own message.
+"model loading" / "busy") are retried with exponential backoff and jitter (at least the
+``Retry-After`` the service sent, up to ``max_backoff``), ``attempts`` times in all; when they
+persist, or a read times out, :class:`ModelServiceUnavailable` says the service is down or
+overloaded (no input's fault: callers retry the work later). Anything else (a 4xx, a malformed
+answer) raises :class:`ModelServiceError` at once with the service's own message.
+
+Texts go through the text budget (:func:`dgb.embed.contract.check_texts`: NUL and lone
+surrogates removed, each at most ``TEXT_CAP`` characters) and are sent in requests of at most
+:data:`MAX_TEXTS_PER_REQUEST` texts and :data:`MAX_CHARS_PER_REQUEST` characters, inside the
+service's limits, so no input of ours is ever refused as too large.
 """
 
 from __future__ import annotations
@@ -22,14 +29,22 @@ import numpy as np
 from dgb.embed.contract import check_texts
 
 MAX_TEXTS_PER_REQUEST = 256
+MAX_CHARS_PER_REQUEST = 1_000_000  # half the service's MAX_REQUEST_CHARS
 
 
 class ModelServiceError(RuntimeError):
     """The model service could not embed the texts; the message says why and where."""
 
 
+class ModelServiceUnavailable(ModelServiceError):
+    """The model service is unreachable, overloaded or too slow (after the retries): an outage,
+    not a problem with the texts sent."""
+
+
 class _Transient(Exception):
-    pass
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ServiceEmbedder:
@@ -118,8 +133,7 @@ class ServiceEmbedder:
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = []
-        for start in range(0, len(items), MAX_TEXTS_PER_REQUEST):
-            chunk = items[start : start + MAX_TEXTS_PER_REQUEST]
+        for chunk in _requests(items):
             answer = self._call(
                 "POST", "/embed", {"texts": chunk, "batch_size": batch_size, "encoding": "base64"}
             )
@@ -147,15 +161,18 @@ class ServiceEmbedder:
 
     def _call(self, method: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         last = ""
+        retry_after: float | None = None
         for attempt in range(self.attempts):
             if attempt:
-                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
-                time.sleep(delay * random.uniform(0.5, 1.5))
+                delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+                if retry_after:
+                    delay = max(delay, min(self.max_backoff, retry_after))
+                time.sleep(delay)
             try:
                 return self._once(method, path, payload)
             except _Transient as exc:
-                last = str(exc)
-        raise ModelServiceError(
+                last, retry_after = str(exc), exc.retry_after
+        raise ModelServiceUnavailable(
             f"model service at {self.base_url} unavailable after {self.attempts} attempts: {last}. "
             f"Is it running? (`make up` starts it; `dgb model serve` runs it by hand)"
         )
@@ -173,13 +190,13 @@ class ServiceEmbedder:
         ) as exc:
             raise _Transient(f"{type(exc).__name__}: {exc}") from exc
         except httpx.TimeoutException as exc:
-            raise ModelServiceError(
+            raise ModelServiceUnavailable(
                 f"model service at {self.base_url} did not answer {method} {path} within {self.timeout:.0f}s"
             ) from exc
         except httpx.HTTPError as exc:
             raise ModelServiceError(f"model service at {self.base_url}: {type(exc).__name__}: {exc}") from exc
         if resp.status_code >= 500:
-            raise _Transient(f"HTTP {resp.status_code}: {_error_text(resp)}")
+            raise _Transient(f"HTTP {resp.status_code}: {_error_text(resp)}", _retry_after(resp))
         if resp.status_code != 200:
             raise ModelServiceError(
                 f"model service at {self.base_url} refused {method} {path}:"
@@ -196,6 +213,32 @@ class ServiceEmbedder:
                 f"model service at {self.base_url} sent {type(answer).__name__}, not an object"
             )
         return answer
+
+
+def _requests(items: list[str]) -> list[list[str]]:
+    """``items`` in request-sized chunks: at most MAX_TEXTS_PER_REQUEST texts and
+    MAX_CHARS_PER_REQUEST characters each (a single text is at most TEXT_CAP, far below)."""
+    out: list[list[str]] = []
+    chunk: list[str] = []
+    chars = 0
+    for text in items:
+        if chunk and (len(chunk) >= MAX_TEXTS_PER_REQUEST or chars + len(text) > MAX_CHARS_PER_REQUEST):
+            out.append(chunk)
+            chunk, chars = [], 0
+        chunk.append(text)
+        chars += len(text)
+    if chunk:
+        out.append(chunk)
+    return out
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    """The ``Retry-After`` seconds of a response (None when absent or an HTTP date)."""
+    try:
+        value = float(resp.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return value if value >= 0 else None
 
 
 def _error_text(resp: httpx.Response) -> str:

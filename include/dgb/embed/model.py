@@ -46,11 +46,11 @@ from typing import Any
 
 import numpy as np
 
+from dgb.embed.contract import TEXT_CAP, TITLE_CAP, model_text
 from dgb.embed.contract import check_texts as _check_texts
 
 DEFAULT_MODEL = "use-multilingual-v3"
 USE_DIM = 512
-TEXT_CAP = 24000
 _USE_CLASS_REF = "dgb.embed.model.USEInputModule"
 SHIPPED_MODELS_DIR = Path(__file__).resolve().parents[1] / "data" / "models"
 
@@ -74,9 +74,13 @@ def prepare_text(
 ) -> str:
     """The text embedded for an article (production's rule): ``title + " " + summary``, or
     ``title + " " + content`` when there is no summary; whitespace collapsed; at most ``cap``
-    characters."""
+    characters (the text budget of :mod:`dgb.embed.contract`: the title at most
+    :data:`~dgb.embed.contract.TITLE_CAP`, NUL and lone surrogates removed). Each part is cut
+    before the whitespace is collapsed, so a 2 MB body costs what its first characters cost."""
     body = summary if summary and summary.strip() else (content or "")
-    text = _WS.sub(" ", f"{title or ''} {body}").strip()
+    # 4 x cap of raw body: collapsing whitespace shrinks it, rarely by more than that
+    head = model_text(title, TITLE_CAP)
+    text = _WS.sub(" ", f"{head} {model_text(body, 4 * cap)}").strip()
     if len(text) > cap:
         text = text[:cap].rstrip()
     return text

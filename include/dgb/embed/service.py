@@ -2,46 +2,94 @@
 
 Airflow tasks reach it through :class:`dgb.embed.client.ServiceEmbedder`, so no task process
 pays the model load (and, for a production model, the torch import, ~8-10 s). `make up` starts it with
-``python -m dgb.cli model serve --host 127.0.0.1 --port N``.
+``python -m dgb.cli model serve --host 127.0.0.1 --port N``; the container image
+(``docker/model-service.Dockerfile``, Cloud Run) runs the same command on ``$PORT``.
+
+The HTTP stack is FastAPI on uvicorn (one process: the model is loaded once per process).
 
 API (JSON):
 
 * ``GET /health`` -> 200 ``{"status": "ok", "model": name, "dim": dim}`` once the model is
   loaded; 503 ``{"status": "loading", ...}`` before (the port is bound first, so a health
   check can tell "starting" from "not running").
-* ``POST /embed`` ``{"texts": [str, ...], "batch_size"?: int}`` -> ``{"model", "dim",
-  "vectors": [[float, ...], ...]}`` (float32 values, rows L2-normalised). At most
-  ``MAX_TEXTS`` texts of at most ``MAX_TEXT_CHARS`` characters each; bad input -> 400 with
-  ``{"error": "..."}``; 503 while loading.
+* ``POST /embed`` ``{"texts": [str, ...], "batch_size"?: int, "encoding"?: "json"|"base64"}``
+  -> ``{"model", "dim", "vectors": [[float, ...], ...]}`` (float32 values, rows L2-normalised;
+  ``encoding: "base64"`` -> ``vectors_b64`` + ``shape`` instead). Errors are ``{"error": "..."}``:
 
-Requests are accepted concurrently (one thread each) but encodes are serialised under one
-lock: the model is CPU-bound and already uses the configured BLAS threads. One log line per
-request. Binding a non-loopback address needs ``allow_remote`` (``--allow-remote``): the
-service has no authentication.
+  - 400: the body is not the JSON above (its type, a field, an unknown field);
+  - 413: too large: a body over :attr:`Limits.max_body_bytes` (refused before it is read), more
+    than :attr:`Limits.max_texts` texts, a text over :attr:`Limits.max_text_chars` characters or
+    more than :attr:`Limits.max_request_chars` in all — the limits that keep one request's memory
+    bounded (the bundled model's peak grows ~3.3 kB per character of a text);
+  - 408: the body did not arrive within :attr:`Limits.body_timeout` seconds;
+  - 503 with ``Retry-After``: the model is loading, :attr:`Limits.max_pending` requests are
+    already admitted (excess requests are refused at once, never queued without bound), or the
+    request could not be answered within :attr:`Limits.request_timeout` seconds.
+
+Encodes run one at a time on one worker thread (the model is CPU-bound and already uses the
+configured BLAS threads), off the event loop, so health checks answer during a long encode.
+One log line per request. Binding a non-loopback address needs ``allow_remote``
+(``--allow-remote``): the service has no authentication.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ipaddress
 import json
 import logging
-import signal
 import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from fastapi import FastAPI, Request
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
+
+from dgb.embed.contract import TEXT_CAP
 
 log = logging.getLogger("dgb.embed.service")
 
-MAX_TEXTS = 512
-MAX_TEXT_CHARS = 100_000
+MAX_TEXTS = 512  # texts per request
+MAX_TEXT_CHARS = TEXT_CAP  # characters per text: the text budget every model input obeys
+MAX_REQUEST_CHARS = 2_000_000  # characters per request, all texts together (~30 s of encode)
 MAX_BATCH_SIZE = 512
-MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_BODY_BYTES = 16 * 1024 * 1024  # 2M characters as JSON \uXXXX escapes fit (6 bytes each)
+RETRY_AFTER_S = 2  # what a refused (busy / loading) request is told to wait
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one service process admits. ``max_pending``: embed requests admitted at once (one
+    encoding, the others waiting their turn); ``request_timeout``: seconds from admission to
+    answer (waiting included) before a 503; ``body_timeout``: seconds to receive a body."""
+
+    max_texts: int = MAX_TEXTS
+    max_text_chars: int = MAX_TEXT_CHARS
+    max_request_chars: int = MAX_REQUEST_CHARS
+    max_body_bytes: int = MAX_BODY_BYTES
+    max_pending: int = 16
+    request_timeout: float = 120.0
+    body_timeout: float = 30.0
+    max_connections: int = 128
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        """``DGB_MODEL_MAX_PENDING`` and ``DGB_MODEL_REQUEST_TIMEOUT`` override the defaults."""
+        from dgb.config import env_number
+
+        return cls(
+            max_pending=env_number("DGB_MODEL_MAX_PENDING", cls.max_pending, integer=True, minimum=1),
+            request_timeout=env_number("DGB_MODEL_REQUEST_TIMEOUT", cls.request_timeout, above=0),
+        )
 
 
 class ServiceConfigError(ValueError):
@@ -49,11 +97,13 @@ class ServiceConfigError(ValueError):
 
 
 class BadRequest(ValueError):
-    """Invalid request: answered with ``status`` (400 unless said otherwise) and the message."""
+    """A refused request: answered with ``status`` (400 unless said otherwise) and the message;
+    ``retry_after`` (seconds) is sent as ``Retry-After`` when set."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
 
 
 def is_loopback(host: str) -> bool:
@@ -70,7 +120,7 @@ def is_loopback(host: str) -> bool:
     return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
 
 
-def parse_embed_request(body: bytes) -> tuple[list[str], int, str]:
+def parse_embed_request(body: bytes, limits: Limits = Limits()) -> tuple[list[str], int, str]:
     """Validate a POST /embed body -> (texts, batch_size, encoding); BadRequest with a clear message.
 
     ``encoding`` is ``json`` (default: ``vectors`` as lists of floats) or ``base64``
@@ -86,13 +136,25 @@ def parse_embed_request(body: bytes) -> tuple[list[str], int, str]:
     texts = payload.get("texts")
     if not isinstance(texts, list):
         raise BadRequest('"texts" must be a list of strings')
-    if len(texts) > MAX_TEXTS:
-        raise BadRequest(f'"texts" has {len(texts)} items; at most {MAX_TEXTS} per request')
+    if len(texts) > limits.max_texts:
+        raise BadRequest(
+            f'"texts" has {len(texts)} items; at most {limits.max_texts} per request', status=413
+        )
+    total = 0
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise BadRequest(f'"texts"[{i}] is {type(text).__name__}, not a string')
-        if len(text) > MAX_TEXT_CHARS:
-            raise BadRequest(f'"texts"[{i}] has {len(text)} characters; at most {MAX_TEXT_CHARS}')
+        if len(text) > limits.max_text_chars:
+            raise BadRequest(
+                f'"texts"[{i}] has {len(text)} characters; at most {limits.max_text_chars}', status=413
+            )
+        total += len(text)
+    if total > limits.max_request_chars:
+        raise BadRequest(
+            f'"texts" have {total} characters in all; at most {limits.max_request_chars} per request'
+            f" (send fewer texts per request)",
+            status=413,
+        )
     batch_size = payload.get("batch_size", 32)
     if (
         isinstance(batch_size, bool)
@@ -110,13 +172,16 @@ def parse_embed_request(body: bytes) -> tuple[list[str], int, str]:
 
 
 class ModelState:
-    """The loaded model (or None while loading) and the lock that serialises encodes."""
+    """The loaded model (or None while loading), what went wrong loading it, and the one worker
+    thread encodes run on (serialised: the model is CPU-bound and multi-threaded itself)."""
 
     def __init__(self, model_name: str, dim: int | None) -> None:
         self.model_name = model_name
         self.wanted_dim = dim
         self.embedder = None
-        self.encode_lock = threading.Lock()
+        self.load_error: str | None = None
+        self.encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-encode")
+        self.pending = 0  # embed requests admitted and not answered yet (event-loop thread only)
 
     def load(self) -> None:
         from dgb.embed.model import load_model
@@ -128,122 +193,166 @@ class ModelState:
             return 503, {"status": "loading", "model": self.model_name, "dim": self.wanted_dim}
         return 200, {"status": "ok", "model": self.embedder.name, "dim": self.embedder.dim}
 
+    def embed(self, texts: list[str], batch_size: int, encoding: str) -> bytes:
+        """The JSON answer to one embed request (runs on the encode thread)."""
+        embedder = self.embedder
+        vectors = embedder.encode(texts, batch_size=batch_size)
+        answer: dict[str, Any] = {"model": embedder.name, "dim": embedder.dim}
+        if encoding == "base64":
+            matrix = np.ascontiguousarray(vectors, dtype="<f4")
+            answer.update(
+                vectors_b64=base64.b64encode(matrix.tobytes()).decode("ascii"), shape=list(matrix.shape)
+            )
+        else:
+            answer["vectors"] = vectors.tolist()
+        return json.dumps(answer).encode("utf-8")
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive for the client's connection pool
-    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stall
-    server_version = "dgb-model-service/1"
-    state: ModelState  # set on the subclass made by make_server()
 
-    # -- plumbing ---------------------------------------------------------------------
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # one line per request is written by _log()
+def _json(status: int, payload: dict[str, Any] | bytes, retry_after: int | None = None):
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
-    def _log(self, status: int, count: int | str, t0: float, level: int = logging.INFO) -> None:
+
+async def _read_body(request, limits: Limits) -> bytes:
+    """The request body, refused (413) past ``max_body_bytes`` — by its Content-Length before
+    reading anything, else while it streams in — and (408) when it does not arrive in time."""
+    raw = request.headers.get("content-length")
+    if raw is not None:
+        try:
+            length = int(raw)
+        except ValueError:
+            raise BadRequest("Content-Length is not an integer") from None
+        if length < 0 or length > limits.max_body_bytes:
+            raise BadRequest(f"body of {length} bytes; at most {limits.max_body_bytes}", status=413)
+    chunks: list[bytes] = []
+    size = 0
+
+    async def receive() -> None:
+        nonlocal size
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limits.max_body_bytes:
+                raise BadRequest(f"body over {limits.max_body_bytes} bytes", status=413)
+            chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(receive(), limits.body_timeout)
+    except TimeoutError:
+        raise BadRequest(f"body not received within {limits.body_timeout:.0f}s", status=408) from None
+    return b"".join(chunks)
+
+
+def make_app(state: ModelState, limits: Limits = Limits(), on_loaded=None):
+    """The FastAPI application serving ``state``; its start-up loads the model on a thread
+    (``on_loaded(ok)`` is called when that ends), so the port answers 503 "loading" meanwhile."""
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        def load() -> None:
+            t0 = time.perf_counter()
+            try:
+                state.load()
+            except Exception as exc:
+                state.load_error = f"{type(exc).__name__}: {exc}"
+                log.error("model %s could not be loaded: %s", state.model_name, state.load_error)
+            else:
+                log.info(
+                    "model %s (%d-d) loaded in %.1fs; ready",
+                    state.embedder.name,
+                    state.embedder.dim,
+                    time.perf_counter() - t0,
+                )
+            if on_loaded is not None:
+                on_loaded(state.load_error is None)
+
+        threading.Thread(target=load, name="model-load", daemon=True).start()
+        yield
+        state.encoder.shutdown(wait=False, cancel_futures=True)
+
+    app = FastAPI(
+        title="dgb model service", openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan
+    )
+
+    def _log(request: Request, status: int, count: int | str, t0: float, level: int = logging.INFO) -> None:
+        client = request.client.host if request.client else "-"
         ms = (time.perf_counter() - t0) * 1000
         log.log(
             level,
             "%s %s %d count=%s ms=%.1f client=%s",
-            self.command,
-            self.path,
+            request.method,
+            request.url.path,
             status,
             count,
             ms,
-            self.client_address[0],
+            client,
         )
 
-    def _send(self, status: int, payload: dict[str, Any] | bytes) -> None:
-        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def _read_body(self) -> bytes:
-        raw = self.headers.get("Content-Length")
-        if raw is None:
-            self.close_connection = True
-            raise BadRequest("Content-Length header required")
-        try:
-            length = int(raw)
-        except ValueError:
-            self.close_connection = True
-            raise BadRequest("Content-Length is not an integer") from None
-        if length < 0 or length > MAX_BODY_BYTES:
-            self.close_connection = True  # we do not read it: the connection cannot be reused
-            raise BadRequest(f"body of {length} bytes; at most {MAX_BODY_BYTES}", status=413)
-        return self.rfile.read(length)
-
-    # -- routes -------------------------------------------------------------------------
-    def do_GET(self) -> None:
-        t0 = time.perf_counter()
-        route = self.path.split("?", 1)[0]
-        if route == "/health":
-            status, body = self.state.health()
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException):
+        status = exc.status_code
+        if status == 404:
+            message = f"no route {request.method} {request.url.path}; try GET /health or POST /embed"
+        elif status == 405:
+            message = f"method {request.method} not allowed on {request.url.path}"
         else:
-            status, body = 404, {"error": f"no route GET {self.path}; try GET /health or POST /embed"}
-        self._send(status, body)
-        # health polls (every 0.3 s while the stack waits for start-up) go to DEBUG
-        self._log(status, "-", t0, level=logging.DEBUG if route == "/health" else logging.INFO)
+            message = str(exc.detail)
+        _log(request, status, "-", time.perf_counter())
+        return _json(status, {"error": message})
 
-    def do_POST(self) -> None:
+    @app.get("/health")
+    async def health(request: Request):
+        t0 = time.perf_counter()
+        status, body = state.health()
+        # health polls (every 0.3 s while the stack waits for start-up) go to DEBUG
+        _log(request, status, "-", t0, level=logging.DEBUG)
+        return _json(status, body, retry_after=RETRY_AFTER_S if status == 503 else None)
+
+    @app.post("/embed")
+    async def embed(request: Request):
         t0 = time.perf_counter()
         count: int | str = "-"
+        admitted = False
         try:
-            if self.path.split("?", 1)[0] != "/embed":
-                self._read_body()
-                status, body = 404, {"error": f"no route POST {self.path}; try POST /embed"}
-            else:
-                texts, batch_size, encoding = parse_embed_request(self._read_body())
-                count = len(texts)
-                embedder = self.state.embedder
-                if embedder is None:
-                    status, body = 503, {"error": "model is loading; retry shortly"}
-                else:
-                    with self.state.encode_lock:
-                        vectors = embedder.encode(texts, batch_size=batch_size)
-                    answer = {"model": embedder.name, "dim": embedder.dim}
-                    if encoding == "base64":
-                        matrix = np.ascontiguousarray(vectors, dtype="<f4")
-                        answer.update(
-                            vectors_b64=base64.b64encode(matrix.tobytes()).decode("ascii"),
-                            shape=list(matrix.shape),
-                        )
-                    else:
-                        answer["vectors"] = vectors.tolist()
-                    body = json.dumps(answer).encode("utf-8")
-                    status = 200
+            if state.pending >= limits.max_pending:
+                raise BadRequest(
+                    f"busy: {state.pending} requests already admitted (at most {limits.max_pending});"
+                    f" retry shortly",
+                    status=503,
+                    retry_after=RETRY_AFTER_S,
+                )
+            state.pending += 1
+            admitted = True
+            texts, batch_size, encoding = parse_embed_request(await _read_body(request, limits), limits)
+            count = len(texts)
+            if state.embedder is None:
+                raise BadRequest("model is loading; retry shortly", status=503, retry_after=RETRY_AFTER_S)
+            job = state.encoder.submit(state.embed, texts, batch_size, encoding)
+            remaining = limits.request_timeout - (time.perf_counter() - t0)
+            try:
+                body = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), max(0.0, remaining))
+            except TimeoutError:
+                job.cancel()  # not started yet (waiting behind others): never run it
+                raise BadRequest(
+                    f"not answered within {limits.request_timeout:.0f}s (the service is overloaded)",
+                    status=503,
+                    retry_after=RETRY_AFTER_S,
+                ) from None
+            response = _json(200, body)
         except BadRequest as exc:
-            status, body = exc.status, {"error": str(exc)}
+            response = _json(exc.status, {"error": str(exc)}, retry_after=exc.retry_after)
+        except ClientDisconnect:  # gone mid-body: nobody to answer
+            response = _json(400, {"error": "client disconnected before sending the whole body"})
         except Exception as exc:  # never let one request take the server down
             log.exception("embed failed")
-            status, body = 500, {"error": f"embedding failed: {type(exc).__name__}: {exc}"}
-        try:
-            self._send(status, body)
-        except OSError:
-            self.close_connection = True
-        self._log(status, count, t0)
+            response = _json(500, {"error": f"embedding failed: {type(exc).__name__}: {exc}"})
+        finally:
+            if admitted:
+                state.pending -= 1
+        _log(request, response.status_code, count, t0)
+        return response
 
-    def do_PUT(self) -> None:
-        self.close_connection = True
-        self._send(405, {"error": "method not allowed"})
-
-    do_DELETE = do_PATCH = do_PUT
-
-
-class ModelHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 64
-
-
-def make_server(host: str, port: int, state: ModelState) -> ModelHTTPServer:
-    handler = type("BoundHandler", (Handler,), {"state": state})
-    return ModelHTTPServer((host, port), handler)
+    return app
 
 
 def serve(
@@ -253,10 +362,9 @@ def serve(
     dim: int | None = None,
     *,
     allow_remote: bool = False,
-    ready: threading.Event | None = None,
-    stop: threading.Event | None = None,
+    limits: Limits | None = None,
 ) -> int:
-    """Run the service until SIGTERM/SIGINT (or ``stop`` is set); returns an exit code.
+    """Run the service under uvicorn until SIGTERM/SIGINT; returns an exit code.
 
     The port is bound first (health answers 503 "loading"), then the model is loaded once.
     A model that cannot be loaded ends the process with exit code 1."""
@@ -265,48 +373,44 @@ def serve(
             f"refusing to bind {host}: the model service has no authentication; bind a loopback "
             f"address (127.0.0.1) or pass --allow-remote (containers behind a private network)"
         )
+    import uvicorn
+
     if not logging.getLogger().handlers:
-        # ours at INFO; libraries (torch, transformers) only from WARNING up
+        # ours at INFO; libraries (torch, transformers, uvicorn) only from WARNING up
         logging.basicConfig(
             level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
     log.setLevel(logging.INFO)
+    limits = limits or Limits.from_env()
     state = ModelState(model_name, dim)
-    server = make_server(host, port, state)
-    stop = stop or threading.Event()
-    if threading.current_thread() is threading.main_thread():
+    server: uvicorn.Server | None = None
 
-        def _on_signal(signum: int, _frame: Any) -> None:
-            stop.set()
-            if state.embedder is None:  # still loading: do not make `make down` wait for it
-                raise SystemExit(0)
+    def on_loaded(ok: bool) -> None:
+        if not ok and server is not None:
+            server.should_exit = True
 
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, _on_signal)
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="model-http", daemon=True
+    config = uvicorn.Config(
+        make_app(state, limits, on_loaded),
+        host=host,
+        port=port,
+        log_config=None,  # our logging: one line per request (below), uvicorn's own at WARNING
+        access_log=False,
+        lifespan="on",
+        limit_concurrency=limits.max_connections,  # connections + tasks beyond: uvicorn answers 503
+        backlog=64,
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=5,
+        h11_max_incomplete_event_size=64 * 1024,  # request line + headers
+        server_header=False,
     )
-    thread.start()
-    log.info("listening on http://%s:%d; loading model %s", host, server.server_address[1], model_name)
+    server = uvicorn.Server(config)
+    log.info("listening on http://%s:%d; loading model %s", host, port, model_name)
     try:
-        t0 = time.perf_counter()
-        try:
-            state.load()
-        except Exception as exc:
-            log.error("model %s could not be loaded: %s: %s", model_name, type(exc).__name__, exc)
-            return 1
-        log.info(
-            "model %s (%d-d) loaded in %.1fs; ready",
-            state.embedder.name,
-            state.embedder.dim,
-            time.perf_counter() - t0,
-        )
-        if ready is not None:
-            ready.set()
-        stop.wait()
-        log.info("stopping")
-        return 0
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+        server.run()
+    except SystemExit as exc:  # uvicorn exits 1 when it cannot bind
+        if exc.code not in (None, 0):
+            raise OSError(f"uvicorn could not start (exit code {exc.code}); see the log above") from None
+    if state.load_error is not None:
+        return 1
+    log.info("stopped")
+    return 0

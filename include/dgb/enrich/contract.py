@@ -11,10 +11,16 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
+from dgb.embed.contract import TEXT_CAP, TITLE_CAP, model_text
+
 
 @dataclass
 class ArticleText:
-    """The parts of an article a classifier reads."""
+    """The parts of an article a classifier reads, bounded on construction by the text budget
+    (:mod:`dgb.embed.contract`): the title at most ``TITLE_CAP`` characters, each other part at
+    most ``TEXT_CAP``, NUL and lone surrogates removed. So whatever the page held (a 1 MB title,
+    2 MB of unpunctuated text), no classifier (local model or Bedrock) reads more than that,
+    and a text its tokenizer cannot encode never reaches it."""
 
     unique_id: str | None
     title: str
@@ -22,6 +28,14 @@ class ArticleText:
     editorial_lead: str | None = None
     content: str = ""
     agency: str | None = None  # the publishing agency's key (news.agency_key): a prior, never a rule
+
+    def __post_init__(self) -> None:
+        self.title = model_text(self.title, TITLE_CAP)
+        self.content = model_text(self.content, TEXT_CAP)
+        if self.subtitle is not None:
+            self.subtitle = model_text(self.subtitle, TEXT_CAP)
+        if self.editorial_lead is not None:
+            self.editorial_lead = model_text(self.editorial_lead, TEXT_CAP)
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> ArticleText:

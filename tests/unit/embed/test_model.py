@@ -209,3 +209,38 @@ def test_prepare_text_cap():
     assert len(text) <= 24_000 and text.startswith("T palavra") and not text.endswith(" ")
     assert len(prepare_text("T", None, "a" * 30_000)) == 24_000
     assert prepare_text("abc", "def", None, cap=5) == "abc d"
+
+
+# --------------------------------------------------------------------------- the text budget
+
+
+def test_model_text_removes_nul_and_lone_surrogates_and_caps():
+    from dgb.embed.contract import TEXT_CAP, model_text
+
+    assert model_text("vacina\ud800ção\x00 contra\udfff a gripe 😀") == "vacinação contra a gripe 😀"
+    assert model_text("ascii\x00 only") == "ascii only"
+    assert model_text(None) == "" and model_text("") == ""
+    assert len(model_text("x" * 2_000_000)) == TEXT_CAP
+    assert model_text("abcdef", cap=3) == "abc"
+
+
+def test_prepare_text_bounds_a_huge_title_and_body():
+    from dgb.embed.contract import TEXT_CAP, TITLE_CAP
+
+    text = prepare_text("Título " * 150_000, None, "palavra" * 300_000)
+    assert len(text) <= TEXT_CAP
+    assert text.startswith("Título ") and len(text.split("palavra", 1)[0]) <= TITLE_CAP + 1
+    assert prepare_text("Vacina\ud800ção", "resumo\x00 curto") == "Vacinação resumo curto"
+
+
+def test_a_bad_text_fails_neither_itself_nor_its_batch(model):
+    """A lone surrogate made the tokenizer's UTF-8 encode raise for the whole batch; a 2 MB text
+    cost ~3.3 kB of memory per character. Now each is embedded as the text budget makes it."""
+    from dgb.embed.contract import TEXT_CAP
+
+    huge = "palavra" * 300_000
+    texts = [PAIR[0], "imuniza\ud800ção contra influenza", huge, "leilão\x00 de energia eólica"]
+    vectors = model.encode(texts)
+    assert vectors.shape == (4, 512)
+    expected = model.encode([PAIR[0], PAIR[1], huge[:TEXT_CAP], UNRELATED])
+    np.testing.assert_allclose(vectors, expected, atol=1e-6)

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dgb.embed.contract import TITLE_CAP
 from dgb.enrich import local
 from dgb.enrich.base import ArticleText, Classification, ClassificationFailure, get_classifier
 from dgb.enrich.local import LocalClassifier, split_sentences
@@ -203,3 +204,89 @@ def test_long_single_sentence_summary_is_cut_not_invented(taxonomy):
     [r] = clf.classify_batch([ArticleText(None, "Anúncio", content=long)])
     assert r.summary.endswith("…") and len(r.summary) <= local.SUMMARY_MAX_CHARS
     assert r.summary[:-1] in long
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+class _Recording:
+    """The real model, recording what it is asked to embed (how long each text is)."""
+
+    def __init__(self, model) -> None:
+        self.model, self.name, self.dim = model, model.name, model.dim
+        self.lengths: list[int] = []
+
+    def encode(self, texts, batch_size=32):
+        self.lengths.extend(len(t) for t in texts)
+        return self.model.encode(texts, batch_size=batch_size)
+
+
+class _RefusesMarker(_Recording):
+    """The real model, except that it raises on any text holding ``MARKER``: stands in for an
+    input this model cannot take, to show the failure stays with its article."""
+
+    MARKER = "§§recusado§§"
+
+    def encode(self, texts, batch_size=32):
+        if any(self.MARKER in t for t in texts):
+            raise ValueError("this model cannot take that text")
+        return super().encode(texts, batch_size=batch_size)
+
+
+def test_hostile_articles_are_bounded_before_the_model_and_the_batch_survives(classifier, taxonomy):
+    """2 MB of unpunctuated text, a 1 MB title, a lone surrogate and a NUL in one article of a
+    batch: the model never sees more than the text budget, every article is classified, and the
+    ordinary article gets the result it gets alone."""
+    normal = as_item(load_corpus()[0])
+    hostile = [
+        ArticleText("run-on", "Boletim", content="palavra" * 300_000),  # 2.1 MB, no space, no stop
+        ArticleText("run-on-words", "Boletim", content="palavra " * 260_000),  # 2.1 MB, no stop
+        ArticleText("huge-title", "Título " * 150_000, content=normal.content),  # 1.05 MB title
+        ArticleText("surrogate", "Vacina\ud800ção contra a gripe", content="Texto\x00 com NUL. " * 20),
+    ]
+    spy = _Recording(classifier.embedder)
+    clf = LocalClassifier(spy, taxonomy, head=classifier.head or False)
+    results = clf.classify_batch(hostile + [normal])
+    assert all(isinstance(r, Classification) for r in results), results
+    for r in results:
+        assert taxonomy.is_valid_path(r.theme_l1, r.theme_l2, r.theme_l3)
+        assert len(r.summary) <= local.SUMMARY_MAX_CHARS
+        r.summary.encode("utf-8")  # valid text: the surrogate and NUL are gone
+        assert "\x00" not in r.summary
+    # bounded: no text over the title cap; per article at most a title and ~BODY_CHARS of body
+    assert max(spy.lengths) <= TITLE_CAP
+    assert sum(spy.lengths) <= 5 * (TITLE_CAP + local.BODY_CHARS + local.UNIT_MAX_CHARS)
+    alone = clf.classify_batch([normal])[0]
+    assert (results[-1].most_specific, results[-1].summary) == (alone.most_specific, alone.summary)
+
+
+def test_an_article_the_model_cannot_take_fails_alone(classifier, taxonomy):
+    items = [as_item(a) for a in load_corpus()[:5]]
+    bad = ArticleText("bad", f"Notícia {_RefusesMarker.MARKER}", content=items[0].content)
+    clf = LocalClassifier(_RefusesMarker(classifier.embedder), taxonomy, head=classifier.head or False)
+    results = clf.classify_batch(items[:2] + [bad] + items[2:])
+    assert isinstance(results[2], ClassificationFailure)
+    assert results[2].reason == "classifier_error" and results[2].retryable is False
+    assert "cannot take that text" in results[2].detail
+    expected = clf.classify_batch(items)
+    got = results[:2] + results[3:]
+    assert all(isinstance(r, Classification) for r in got)
+    assert [r.most_specific for r in got] == [r.most_specific for r in expected]
+
+
+def test_an_unavailable_model_service_is_not_blamed_on_the_articles(taxonomy):
+    """An outage propagates (the batch is retried later); it never becomes per-article failures
+    that would dead-letter healthy articles. Nothing listens on the port."""
+    import socket
+
+    from dgb.embed.client import ModelServiceUnavailable, ServiceEmbedder
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = ServiceEmbedder(f"http://127.0.0.1:{port}", attempts=1)
+    down._name, down._dim = "hash-test", HashEmbedder.dim
+    clf = LocalClassifier(down, taxonomy, head=False)
+    clf._vectors = HashEmbedder().encode(clf._protos.texts)  # prototypes known: only articles left
+    with pytest.raises(ModelServiceUnavailable):
+        clf.classify_batch([as_item(a) for a in load_corpus()[:3]])

@@ -10,7 +10,7 @@ import pytest
 import typesense.exceptions as tse
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
-from dgb.embed.client import ModelServiceError
+from dgb.embed.client import ModelServiceError, ModelServiceUnavailable
 from dgb.enrich.bedrock import BedrockError
 from dgb.pipeline.resilience import (
     BEDROCK,
@@ -45,6 +45,7 @@ def _chained(outer: Exception, inner: Exception) -> Exception:
     ("exc", "kind", "dependency"),
     [
         # the model service: down, restarting (5xx / loading), slow, throttling; or refusing the input
+        (ModelServiceUnavailable("model service at http://x: busy (HTTP 503)"), TRANSIENT, MODEL_SERVICE),
         (
             ModelServiceError("model service at http://x unavailable after 4 attempts: ConnectError"),
             TRANSIENT,

@@ -25,11 +25,14 @@ def fetch_many(base: str, tag: str, n: int, rps: float, in_flight: int) -> dict:
     from dgb.config import settings
     from dgb.fetch import Fetcher, FetchPolicy
     from dgb.hostbudget import BudgetConfig, HostBudget
+    from dgb.urlpolicy import UrlPolicy
 
     host = urlsplit(base).netloc
     budget = HostBudget(settings().pg_dsn(), BudgetConfig(overrides={host: (rps, in_flight)}, reserved=0))
     statuses = []
-    with Fetcher(FetchPolicy(min_interval=0.0, retries=0), budget=budget, priority="scrape") as f:
+    guard = UrlPolicy([host], allow_loopback=True).guard  # the test's own loopback server only
+    policy = FetchPolicy(min_interval=0.0, retries=0)
+    with Fetcher(policy, budget=budget, priority="scrape", url_guard=guard) as f:
         for i in range(n):
             statuses.append(f.get(f"{base}/{tag}/{i}", raise_for_status=False, check_robots=False).status)
     return {"statuses": statuses, "worker": os.environ.get("DGB_TEST_WORKER", socket.gethostname())}

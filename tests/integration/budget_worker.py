@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from dgb.config import settings
 from dgb.fetch import Fetcher, FetchPolicy
 from dgb.hostbudget import BudgetConfig, HostBudget
+from dgb.urlpolicy import UrlPolicy
 
 
 def main() -> int:
@@ -56,7 +57,9 @@ def main() -> int:
 
     def work(t: int) -> None:
         policy = FetchPolicy(min_interval=0.0, retries=args.retries, backoff_base=0.01, backoff_max=0.05)
-        with Fetcher(policy, budget=HostBudget(dsn, cfg), priority=args.priority) as f:
+        # the test's own loopback server is the one host this worker's URL guard allows
+        guard = UrlPolicy([host], allow_loopback=True).guard
+        with Fetcher(policy, budget=HostBudget(dsn, cfg), priority=args.priority, url_guard=guard) as f:
             for i in range(args.n):
                 r = f.get(f"{args.base}/{args.tag}-{t}/{i}", raise_for_status=False, check_robots=False)
                 with lock:

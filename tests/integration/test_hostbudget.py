@@ -21,6 +21,7 @@ import pytest
 
 from dgb.fetch import Fetcher, FetchPolicy
 from dgb.hostbudget import BudgetConfig, BudgetTimeout, HostBudget, snapshot
+from dgb.urlpolicy import UrlPolicy
 
 from .support import Recorder
 
@@ -43,6 +44,11 @@ def site():
     for srv in servers:
         srv.shutdown()
         srv.server_close()
+
+
+def _guard(srv):
+    """The URL guard for the test's own loopback server (the one host it allows)."""
+    return UrlPolicy([srv.host], allow_loopback=True).guard
 
 
 def _worker(*args: str) -> subprocess.Popen:
@@ -226,7 +232,7 @@ def test_fetcher_sends_robots_and_retries_through_the_budget(pg, pg_server, site
     srv = site()
     budget = _budget(pg_server, srv.host, 100, 2)
     policy = FetchPolicy(min_interval=0.0, retries=2, backoff_base=0.01, backoff_max=0.02)
-    with Fetcher(policy, budget=budget, priority="integrity") as f:
+    with Fetcher(policy, budget=budget, priority="integrity", url_guard=_guard(srv)) as f:
         resp = f.get(f"{srv.base}/503/x", raise_for_status=False)
     assert resp.status == 503
     # robots.txt (404: allow all) + 3 attempts, each a token of the host at integrity priority
@@ -274,7 +280,7 @@ def test_a_budget_timeout_is_a_network_error_and_leaves_the_fetcher_usable(pg, p
     holder = _budget(pg_server, srv.host, 100, 1)
     held = holder.take(srv.host)
     budget = _budget(pg_server, srv.host, 100, 1, wait_timeout_s=0.3)
-    with Fetcher(FetchPolicy(min_interval=0.0, retries=0), budget=budget) as f:
+    with Fetcher(FetchPolicy(min_interval=0.0, retries=0), budget=budget, url_guard=_guard(srv)) as f:
         with pytest.raises(BudgetTimeout) as err:
             f.get(f"{srv.base}/x", check_robots=False)
         assert err.value.category == "network_error"

@@ -81,6 +81,21 @@ FAULTS = (
     "stop_typesense",
     "restart_emulator",
     "restart_postgres",
+    "typesense_down",
+    "model_down",
+    "bedrock_throttle",
+    "emulator_down",
+)
+# long outages: the dependency stays unavailable for OUTAGE_S (--quick: longer than every stage
+# task's Airflow retry budget, see Run.quick_outage_s); recovery is measured from its end
+LONG_OUTAGES = ("typesense_down", "model_down", "bedrock_throttle", "emulator_down")
+OUTAGE_S = 600.0
+RECOVERY_LIMIT_S = 300.0  # every batch indexed within 5 min of its dependency's recovery
+BEDROCK_CONN_ID = "dgb_bedrock_fake"
+# the contract of the last stdout line
+LAST_LINE = (
+    r"faults: lost=(?P<lost>\d+) duplicated=(?P<duplicated>\d+)"
+    r" dead_lettered_healthy=(?P<dead_lettered_healthy>\d+) worst_recovery_s=(?P<worst>[0-9.]+)"
 )
 STAGE_DAGS = ("enrich_news", "embed_news", "index_news")
 MAIN_TOPICS = topology.TOPICS
@@ -168,6 +183,40 @@ def wait_for(check, timeout: float, what: str, every: float = 1.0):
         time.sleep(every)
 
 
+def retry_budget(tasks: list[tuple[str, dict]]) -> dict:
+    """The longest retry schedule among ``(dag_id, serialized task)``: retries, and the sum over
+    them of the largest delay Airflow 3's ``TaskInstance.next_retry_datetime`` can pick
+    (``retry_exponential_backoff`` is a multiplier there: True is 1.0, a flat delay; otherwise
+    ``ceil(delay * m ** (try - 1))`` plus a hash of up to as much again, capped by ``max_retry_delay``)."""
+    worst = {"delays_s": 0.0, "retries": 0, "where": ""}
+    for dag_id, t in tasks:
+        retries = int(t.get("retries") or 0)
+        delay = t.get("retry_delay", 300.0)
+        delay = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
+        cap = t.get("max_retry_delay")
+        cap = cap.total_seconds() if isinstance(cap, timedelta) else (float(cap) if cap else None)
+        mult = t.get("retry_exponential_backoff") or 1.0
+        mult = float(mult) if float(mult) > 0 else 1.0  # True is 1.0 (Airflow 3: a multiplier)
+        total = 0.0
+        for k in range(1, retries + 1):
+            if mult != 1.0:
+                low = max(1, math.ceil(delay * mult ** (k - 1)))
+                d = 2 * low - 1
+            else:
+                d = delay
+            total += min(d, cap) if cap else d
+        if (total, retries) > (worst["delays_s"], worst["retries"]):
+            worst = {"delays_s": total, "retries": retries, "where": f"{dag_id}.{t.get('task_id', '?')}"}
+    return worst
+
+
+def last_line(lost: int, duplicated: int, dead_lettered_healthy: int, worst_recovery_s: float) -> str:
+    return (
+        f"faults: lost={lost} duplicated={duplicated} dead_lettered_healthy={dead_lettered_healthy}"
+        f" worst_recovery_s={worst_recovery_s:.1f}"
+    )
+
+
 # --------------------------------------------------------------------------- plumbing
 
 
@@ -239,10 +288,16 @@ class Batch:
     uids: dict[str, str] = field(default_factory=dict)  # title -> unique_id, once scraped
 
     @property
+    def long(self) -> bool:
+        return self.fault in LONG_OUTAGES
+
+    @property
     def recovery_s(self) -> float | None:
+        """Short faults: from the injection; long outages: from the dependency's recovery."""
         if self.done_at is None:
             return None
-        return self.done_at - (self.fault_at or self.published_at)
+        start = self.fault_end if self.long and self.fault_end else (self.fault_at or self.published_at)
+        return self.done_at - start
 
 
 # --------------------------------------------------------------------------- the run
@@ -273,6 +328,13 @@ class Run:
         self.reconcile_runs = 0
         self.older_than = 20.0 if self.quick else 45.0
         self.reconcile_every = 20.0 if self.quick else 45.0
+        # dead_lettered_healthy: run article -> where it was seen dead-lettered (table, flag, topic)
+        self.dead_lettered: dict[str, set[str]] = {}
+        self.holding = False  # during a long outage: the supervisor must not "repair" it
+        self.env_saved: dict[str, str | None] = {}  # os.environ values a fault's settings replaced
+        self.env_applied: dict[str, str] = {}  # the settings the scheduler runs with now
+        self.bedrock = None  # the Bedrock fake (dgb_dev.bedrock_fake), started for bedrock_throttle
+        self.retry_budget: dict | None = None
 
     # -- stack ---------------------------------------------------------------------------
 
@@ -296,6 +358,8 @@ class Run:
     def supervise(self) -> list[str]:
         """Like a process supervisor: start any component that is down (PostgreSQL first)."""
         fixed = []
+        if self.holding:
+            return fixed
         for name in self.components():
             comp = stack.component(self.s, name)
             try:
@@ -606,7 +670,8 @@ class Run:
         from google.api_core import exceptions
         from google.cloud import pubsub_v1
 
-        if not self.poison_sent:
+        ours = set(self.all_uids())
+        if not self.poison_sent and not ours:
             return
         try:
             rows = self.db.query(
@@ -624,6 +689,15 @@ class Run:
                     continue
                 mine, others = [], []
                 for m in resp.received_messages:
+                    article = m.message.attributes.get("unique_id")
+                    if article not in ours:
+                        try:
+                            body = json.loads(m.message.data)
+                            article = body.get("unique_id") if isinstance(body, dict) else None
+                        except ValueError:
+                            article = None
+                    if article in ours:  # one of the run's healthy articles, dead-lettered
+                        self.dead_lettered.setdefault(article, set()).add("topic")
                     pid = (
                         m.message.attributes.get("dgb_poison_id")
                         if m.message.attributes.get("dgb_fault_run") == self.run_id
@@ -636,7 +710,7 @@ class Run:
                         except ValueError:
                             uid = None
                         pid = uid if isinstance(uid, str) and uid.startswith(f"{self.tag}-poison-") else None
-                    if pid:
+                    if pid and article not in ours:
                         self.poison_seen.add(pid)
                         mine.append(m.ack_id)
                     else:
@@ -649,6 +723,41 @@ class Run:
                     )
         except Exception as exc:
             log(f"dead-letter check: {type(exc).__name__}: {str(exc)[:120]}")
+
+    def observe_dead_letters(self) -> None:
+        """The run's own (well-formed, healthy) articles dead-lettered at any point: a
+        ``dead_letters`` row, ``news.problem = 'dead_letter'`` (polled: a later success may clear
+        it), an event on a dead-letter topic in the outbox, or (collect_dead_letters) a message on
+        a dead-letter topic. Outages must never put an article there."""
+        try:
+            self.refresh_uids()
+            uids = self.all_uids()
+            if not uids:
+                return
+            dlq_topics = sorted({s.dead_letter_topic for s in topology.SUBSCRIPTIONS})
+            found = [
+                (
+                    "table",
+                    "SELECT DISTINCT coalesce(unique_id, message_key) FROM dead_letters"
+                    " WHERE unique_id = ANY(%(u)s) OR message_key = ANY(%(u)s)",
+                ),
+                (
+                    "flag",
+                    "SELECT unique_id FROM news WHERE unique_id = ANY(%(u)s) AND problem = 'dead_letter'",
+                ),
+                (
+                    "outbox",
+                    "SELECT DISTINCT aggregate_id FROM outbox WHERE aggregate_id = ANY(%(u)s)"
+                    " AND topic = ANY(%(t)s)",
+                ),
+            ]
+            for source, sql in found:
+                for (uid,) in self.db.query(sql, {"u": uids, "t": dlq_topics}):
+                    if uid in uids and source not in self.dead_lettered.get(uid, ()):
+                        self.dead_lettered.setdefault(uid, set()).add(source)
+                        log(f"healthy article {uid} dead-lettered ({source})")
+        except Exception as exc:
+            log(f"dead-letter observation: {type(exc).__name__}: {str(exc)[:160]}")
 
     # -- faults --------------------------------------------------------------------------
 
@@ -676,10 +785,148 @@ class Run:
             batch.note = "injected_before_publish"
             log(str(exc))
 
+    # -- long outages -------------------------------------------------------------------
+
+    def stage_retry_budget(self) -> dict:
+        """The stage tasks' Airflow retry settings, as the scheduler has them (serialized DAGs),
+        and the longest time from a task's first failure to its last try's start: sum over the
+        retries of the largest delay Airflow's ``next_retry_datetime`` can pick."""
+        if self.retry_budget is not None:
+            return self.retry_budget
+        tasks = []
+        try:
+            for dag_id, data in self.af.query(
+                "SELECT DISTINCT ON (dag_id) dag_id, data FROM serialized_dag WHERE dag_id = ANY(%s)"
+                " ORDER BY dag_id, created_at DESC",
+                (list(STAGE_DAGS),),
+            ):
+                for t in (data or {}).get("dag", {}).get("tasks", []):
+                    t = t.get("__var", t)
+                    tasks.append((dag_id, t))
+        except Exception as exc:
+            log(f"stage retry settings from the serialized DAGs: {exc}")
+        if not tasks:  # not parsed yet: what dags/pipeline_stages.py sets
+            from dgb.dags_meta import DEFAULT_ARGS
+
+            tasks = [("stage DAGs", {**DEFAULT_ARGS, "retry_delay": 10.0, "max_retry_delay": 600.0})]
+        worst = retry_budget(tasks)
+        self.retry_budget = worst
+        log(
+            f"stage retry budget: {worst['retries']} retries, at most {worst['delays_s']:.0f}s of retry"
+            f" delays ({worst['where']})"
+        )
+        return worst
+
+    def outage_s(self, batch: Batch) -> float:
+        """Full: OUTAGE_S (10 min). --quick: longer than a stage task's whole Airflow retry budget
+        (every try failing, ~20 s per try on 2 shared cores, Bedrock's own 1+2+4 s backoff per
+        article in each try of the bedrock fault), plus 30 s for the batch to reach the stage."""
+        if self.args.outage_s:
+            return self.args.outage_s
+        if not self.quick:
+            return OUTAGE_S
+        b = self.stage_retry_budget()
+        per_try = 20.0
+        if batch.fault == "bedrock_throttle":
+            per_try += 9.0 * math.ceil(len(batch.titles) / 4)  # DGB_BEDROCK_CONCURRENCY=4
+        return max(120.0, b["delays_s"] + (b["retries"] + 1) * per_try + 30.0)
+
+    def fault_env(self, fault: str | None) -> dict[str, str]:
+        """Settings the stage tasks need for a fault (they inherit the scheduler's environment)."""
+        if fault == "model_down":
+            # what production runs: the stages use the model service and never load the model
+            # themselves (DGB_EMBEDDER=auto would load it in every task while the service is down)
+            return {"DGB_EMBEDDER": "service"}
+        if fault == "bedrock_throttle":
+            env = {
+                "DGB_CLASSIFIER": self.args.bedrock_classifier,
+                "DGB_AWS_CONN_ID": BEDROCK_CONN_ID,
+                f"AIRFLOW_CONN_{BEDROCK_CONN_ID.upper()}": json.dumps(self.bedrock.aws_conn()),
+                "DGB_BEDROCK_CONCURRENCY": "4",
+            }
+            if self.args.bedrock_classifier == "hybrid":
+                env["DGB_HYBRID_THRESHOLD"] = "1.0"  # every article goes on to Bedrock
+            return env
+        return {}
+
+    def apply_env(self, env: dict[str, str]) -> None:
+        """Run the scheduler (and so every task) with ``env`` on top of the stack's own settings;
+        {} restores them. A restart, once no stage task runs (bounded wait)."""
+        if env == self.env_applied:
+            return
+        for k, v in self.env_saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        self.env_saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        self.env_applied = dict(env)
+        try:
+            wait_for(
+                lambda: not self.running_task(STAGE_DAGS, datetime.now(UTC) - timedelta(hours=1)),
+                90,
+                "no stage task running",
+                every=1,
+            )
+        except Timeout as exc:
+            log(f"{exc}; restarting the scheduler anyway")
+        what = ", ".join(f"{k}={v}" for k, v in env.items() if not k.startswith("AIRFLOW_CONN"))
+        log(f"restarting the scheduler with {what or 'the stack defaults'}")
+        comp = stack.component(self.s, "airflow-scheduler")
+        comp.down()
+        comp.up()
+
+    def hold(self, batch: Batch, seconds: float) -> None:
+        """Keep the dependency down for ``seconds``, watching for healthy articles dead-lettered."""
+        self.holding = True
+        try:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                self.observe_dead_letters()
+                left = end - time.monotonic()
+                if int(left) % 60 < 10:
+                    log(f"{batch.fault}: {left:.0f}s of outage left")
+                time.sleep(min(10.0, max(0.0, left)))
+        finally:
+            self.holding = False
+
+    def long_outage(self, batch: Batch) -> None:
+        f = batch.fault
+        seconds = self.outage_s(batch)
+        batch.note = (batch.note + " " if batch.note else "") + f"outage_s={seconds:.0f}"
+        if f == "bedrock_throttle":
+            # throttled from the moment the batch is on its way (scrape -> enrich), so no article
+            # is classified before the outage starts
+            self.note_pending(batch)
+            batch.fault_at = time.monotonic()
+            self.bedrock.throttle(seconds + 60)
+            log(f"bedrock fake throttling every call (429 ThrottlingException) for {seconds:.0f}s")
+            try:
+                self.hold(batch, seconds)
+            finally:
+                self.bedrock.throttle(None)
+            log(f"bedrock fake answering again ({self.bedrock.throttled} calls throttled)")
+            return
+        self.await_in_flight(batch)
+        self.note_pending(batch)
+        name = {"typesense_down": "typesense", "model_down": "model", "emulator_down": "pubsub"}[f]
+        batch.fault_at = time.monotonic()
+        self.stopped.add(name)
+        stack.component(self.s, name).down()
+        log(f"{name} stopped for {seconds:.0f}s")
+        self.hold(batch, seconds)
+        self.start_again(name)
+
     def inject(self, batch: Batch) -> None:
         f = batch.fault
         if f == "kill_task":
             return self.kill_task(batch)
+        if f in LONG_OUTAGES:
+            self.long_outage(batch)
+            batch.fault_end = time.monotonic()
+            log(f"{f}: restored after {batch.fault_end - batch.fault_at:.1f}s")
+            return
         self.await_in_flight(batch)
         self.note_pending(batch)
         batch.fault_at = time.monotonic()
@@ -819,6 +1066,7 @@ class Run:
                 self.reconcile_now()
             if now >= next_dlq:
                 self.collect_dead_letters()
+                self.observe_dead_letters()
                 # a process supervisor's job (systemd, Kubernetes): a component that crashed
                 # because of the fault (the triggerer exits when PostgreSQL restarts) is started
                 fixed = self.supervise()
@@ -836,19 +1084,25 @@ class Run:
         self.ensure_stack()
         self.purge_previous()
         faults = [f for f in FAULTS if not self.args.only or f in self.args.only]
-        total = self.args.articles or (40 if self.quick else 500)
+        total = self.args.articles or (44 if self.quick else 500)
         per = [total // len(faults) + (1 if i < total % len(faults) else 0) for i in range(len(faults))]
         agencies = self.agencies()
         log(
             f"run {self.run_id}: {total} articles over {len(faults)} faults {per}, "
             f"agencies {agencies[: len(faults)]}, poison ~5%, every event delivered 3x"
         )
+        if "bedrock_throttle" in faults:
+            from dgb_dev.bedrock_fake import FakeBedrockServer
+
+            self.bedrock = FakeBedrockServer(0).start()
+            log(f"bedrock fake on {self.bedrock.url} (DGB_CLASSIFIER={self.args.bedrock_classifier})")
         dup = threading.Thread(target=self.duplicator, daemon=True)
         dup.start()
         phase_cap = 100 if self.quick else 360
         start = 0
         for i, fault in enumerate(faults):
-            if fault == "restart_emulator":
+            self.apply_env(self.fault_env(fault))
+            if fault in ("restart_emulator", "emulator_down"):
                 self.await_poison(60)  # dead-letter copies on the emulator would go with it
             batch = Batch(fault, agencies[i % len(agencies)], [])
             self.publish(batch, per[i], start)
@@ -872,7 +1126,9 @@ class Run:
                 batch.note = (
                     (batch.note + " " if batch.note else "") + "supervisor_restarted=" + ",".join(fixed)
                 )
-            self.monitor_until(time.monotonic() + phase_cap, lambda b=batch: b.done_at is not None)
+            cap = RECOVERY_LIMIT_S + 30 if batch.long else phase_cap
+            self.monitor_until(time.monotonic() + cap, lambda b=batch: b.done_at is not None)
+        self.apply_env({})
         drain = 240 if self.quick else 900
         log(f"all faults injected; waiting up to {drain}s for every batch")
         self.monitor_until(time.monotonic() + drain, lambda: all(b.done_at is not None for b in self.batches))
@@ -883,6 +1139,8 @@ class Run:
 
     def report(self) -> int:
         self.refresh_uids()
+        self.collect_dead_letters()
+        self.observe_dead_letters()
         titles = [t for b in self.batches for t in b.titles]
         pg_rows: dict[str, int] = {}
         for title, n in self.db.query(
@@ -906,7 +1164,8 @@ class Run:
             (uids,),
         ):
             counts.setdefault(uid, {})[topic] = n
-        total_lost = total_dup = 0
+        total_lost = total_dup = total_dlh = 0
+        late = []
         worst = 0.0
         lines = []
         for b in self.batches:
@@ -924,7 +1183,11 @@ class Run:
                     or c.get(topology.TOPIC_EMBEDDED, 0) > max(scraped, 1)
                 ):
                     dup += 1
+            dlh = sum(1 for t in b.titles if b.uids.get(t) in self.dead_lettered)
+            total_dlh += dlh
             rec = b.recovery_s
+            if b.long and (rec is None or rec > RECOVERY_LIMIT_S):
+                late.append(b.fault)
             if rec is None:
                 rec_txt = "timeout"
                 worst = max(worst, time.monotonic() - (b.fault_at or b.published_at))
@@ -934,8 +1197,12 @@ class Run:
             total_lost += lost
             total_dup += dup
             line = (
-                f"fault={b.fault} lost={lost} duplicated={dup} recovery_s={rec_txt} articles={len(b.titles)}"
+                f"fault={b.fault} lost={lost} duplicated={dup} dead_lettered_healthy={dlh}"
+                f" recovery_s={rec_txt} articles={len(b.titles)}"
             )
+            if dlh:
+                seen = sorted({src for t in b.titles for src in self.dead_lettered.get(b.uids.get(t), ())})
+                line += f" dead_lettered_via={','.join(seen)}"
             if b.note:
                 line += f" note={b.note.replace(' ', ';')}"
             lines.append(line)
@@ -948,13 +1215,25 @@ class Run:
         for line in lines:
             print(line, flush=True)
         print(poison_line, flush=True)
-        print(f"faults: lost={total_lost} duplicated={total_dup} worst_recovery_s={worst:.1f}", flush=True)
-        return 0 if total_lost == 0 and total_dup == 0 else 1
+        if late:
+            print(
+                f"late: {','.join(late)} not indexed within {RECOVERY_LIMIT_S:.0f}s of the recovery",
+                flush=True,
+            )
+        print(last_line(total_lost, total_dup, total_dlh, worst), flush=True)
+        return 0 if total_lost == 0 and total_dup == 0 and total_dlh == 0 and not late else 1
 
     # -- cleanup ---------------------------------------------------------------------------
 
     def cleanup(self) -> None:
         self.stop_event.set()
+        self.holding = False
+        if self.bedrock is not None:
+            self.bedrock.throttle(None)
+        try:
+            self.apply_env({})  # the scheduler back on the stack's own settings
+        except Exception as exc:
+            log(f"cleanup: restoring the scheduler's settings: {exc}")
         for name in list(self.stopped):
             try:
                 log(f"cleanup: starting {name} again")
@@ -969,6 +1248,8 @@ class Run:
             log(f"--keep: the run's articles stay (titles contain {self.tag!r})")
         else:
             self.remove_articles()
+        if self.bedrock is not None:
+            self.bedrock.stop()
         self.db.close()
         self.af.close()
 
@@ -1038,16 +1319,25 @@ class Run:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--quick", action="store_true", help="reduced run for CI (~40 articles, 15 s Typesense outage)"
-    )
-    p.add_argument("--articles", type=int, help="articles in total (default 500; --quick 40)")
+    p.add_argument("--quick", action="store_true", help="reduced run for CI (~44 articles, shorter outages)")
+    p.add_argument("--articles", type=int, help="articles in total (default 500; --quick 44)")
     p.add_argument(
         "--only",
         type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
         help=f"only these faults (comma-separated): {', '.join(FAULTS)}",
     )
     p.add_argument("--keep", action="store_true", help="leave the run's articles in place")
+    p.add_argument(
+        "--outage-s",
+        type=float,
+        help=f"length of each long outage (default {OUTAGE_S:.0f}; --quick: the stage retry budget + margin)",
+    )
+    p.add_argument(
+        "--bedrock-classifier",
+        choices=("bedrock", "hybrid"),
+        default="bedrock",
+        help="DGB_CLASSIFIER during bedrock_throttle (hybrid: threshold 1.0, every article routed)",
+    )
     args = p.parse_args(argv)
     if args.only and set(args.only) - set(FAULTS):
         p.error(f"unknown faults {sorted(set(args.only) - set(FAULTS))}")

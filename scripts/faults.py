@@ -1,8 +1,9 @@
 #!/usr/bin/env python
-"""Fault injection on the real local stack: nothing lost, nothing duplicated, time to recover.
+"""Fault injection on the real local stack: nothing lost, duplicated or dead-lettered; time to recover.
 
     .venv/bin/python scripts/faults.py [--quick] [--articles N] [--only F1,F2] [--keep]
-    make faults [QUICK=1]
+                                       [--outage-s S] [--bedrock-classifier bedrock|hybrid]
+    make faults [QUICK=1] [ARGS="--only typesense_down"]
 
 Uses the running local stack (``make up``) or starts it. For each fault, one at a time, a batch of
 uniquely identified articles (titles carry the run id) is published on the local gov.br site
@@ -20,6 +21,27 @@ injected:
                        exactly what reconciliation must repair
 * ``restart_postgres`` ``pg_ctlcluster <ver> <name> restart``
 
+then the long outages, each while a batch is in flight, each 10 min (``--quick``: just longer than a
+stage task's whole Airflow retry budget, read from the scheduler's serialized stage DAGs: retries x
+the largest retry delay Airflow can pick, ~20 s a try, 30 s for the batch to reach the stage; 140 s
+with today's 3 retries of 10 s; ``--outage-s`` overrides both):
+
+* ``typesense_down``   Typesense stopped
+* ``model_down``       the model service stopped (the local classifier's and the embed stage's
+                       service); the tasks run with ``DGB_EMBEDDER=service`` as in production, so
+                       they cannot fall back to loading the model themselves
+* ``bedrock_throttle`` ``DGB_CLASSIFIER=bedrock`` (``--bedrock-classifier hybrid``: hybrid with
+                       threshold 1.0, every article routed on) against the Bedrock fake
+                       (``dgb_dev.bedrock_fake``, loopback, reached through an AWS connection whose
+                       ``endpoint_url`` points at it), which answers every call with HTTP 429
+                       ``ThrottlingException`` from the moment the batch is published
+* ``emulator_down``    the Pub/Sub emulator stopped (its messages are lost), then started and the
+                       topology re-applied
+
+A fault's settings (model_down, bedrock_throttle) reach the stage tasks through the scheduler's
+environment: it is restarted with them before the batch, once no stage task runs, and restarted
+with the stack's own settings afterwards (also on failure or Ctrl-C).
+
 All along: every event the pipeline publishes is delivered 3 times (each outbox event of the run's
 articles is published twice more, straight to its topic) and ~5% poison messages (malformed JSON,
 missing attributes, unsupported version, bad payload, unknown article) are published to the topics.
@@ -35,12 +57,19 @@ The diff, once every batch is complete (or the deadline passed):
   title), or enriched/embedded more than once per version: more ``dgb.news.enriched`` (or
   ``.embedded``) events written by the stages than ``dgb.news.scraped`` events written by the
   scraper for it (re-sends by reconcile/redrive/replay carry ``dgb_source`` and are legitimate);
-* recovery_s: from the fault's injection until its whole batch was complete and Airflow no longer
-  counted a killed pipeline task as running (until Airflow notices, after
-  ``[scheduler] task_instance_heartbeat_timeout``, such runs hold the stage DAGs' max_active_runs).
+* dead_lettered_healthy: a run article (well formed, never poison) that was dead-lettered at any
+  point: a ``dead_letters`` row, ``news.problem = 'dead_letter'`` (polled every 10 s, also during
+  the outages: a later success may clear it), an event on a dead-letter topic in the outbox, or a
+  message for it on a dead-letter topic. Outages are not poison: this must stay 0;
+* recovery_s: from the fault's injection (long outages: from the dependency's recovery) until its
+  whole batch was complete and Airflow no longer counted a killed pipeline task as running (until
+  Airflow notices, after ``[scheduler] task_instance_heartbeat_timeout``, such runs hold the stage
+  DAGs' max_active_runs). A long outage's batch must be complete within 5 min of the recovery.
 
 Output (stdout): one line per fault, then exactly ``faults: lost=<n> duplicated=<n>
-worst_recovery_s=<x>``; progress on stderr. Exit 0 only when nothing was lost or duplicated.
+dead_lettered_healthy=<n> worst_recovery_s=<x>``; progress on stderr. Exit 0 only when nothing was
+lost, duplicated or dead-lettered and every long outage's batch was complete within 5 min of the
+recovery (else a ``late:`` line names them).
 Bounded: every wait has a timeout; whatever the script stopped is started again (and any stack
 component found down is restarted) even on failure or Ctrl-C. Only loopback traffic. Unless
 ``--keep``, the run's articles are taken down afterwards (removed from the site and Typesense,

@@ -144,7 +144,7 @@ class FakeBedrockServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+            def log_message(self, format, *args):
                 pass
 
             def _send(self, status: int, body: dict, headers: dict | None = None) -> None:
@@ -157,13 +157,15 @@ class FakeBedrockServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_POST(self):  # noqa: N802 (http.server's name)
+            def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 path = unquote(self.path.split("?", 1)[0])
                 if not (path.startswith("/model/") and path.endswith("/converse")):
                     return self._send(
-                        404, {"message": f"unknown operation {path}"}, {"x-amzn-ErrorType": "UnknownOperation"}
+                        404,
+                        {"message": f"unknown operation {path}"},
+                        {"x-amzn-ErrorType": "UnknownOperation"},
                     )
                 with server.lock:
                     server.calls += 1

@@ -21,10 +21,13 @@ injected:
                        exactly what reconciliation must repair
 * ``restart_postgres`` ``pg_ctlcluster <ver> <name> restart``
 
-then the long outages, each while a batch is in flight, each 10 min (``--quick``: just longer than a
-stage task's whole Airflow retry budget, read from the scheduler's serialized stage DAGs: retries x
-the largest retry delay Airflow can pick, ~20 s a try, 30 s for the batch to reach the stage; 140 s
-with today's 3 retries of 10 s; ``--outage-s`` overrides both):
+then the long outages, each while a batch is in flight, each 10 min. ``--quick``: longer than a stage
+task's whole Airflow retry budget: at least the budget read from the scheduler's serialized stage
+DAGs (retries x the largest retry delay Airflow can pick, ~20 s a try, 30 s for the batch to reach
+the stage: 140 s with today's 3 retries of 10 s), and for Typesense, the model service and Bedrock
+also until every article of the batch failed as many tries as a stage task has (``news.attempts``)
+or was dead-lettered, since a try can take far longer than 20 s (the Typesense client's own
+retries); at most 5 min. ``--outage-s`` sets a fixed length for both modes.
 
 * ``typesense_down``   Typesense stopped
 * ``model_down``       the model service stopped (the local classifier's and the embed stage's
@@ -119,6 +122,9 @@ FAULTS = (
 # task's Airflow retry budget, see Run.quick_outage_s); recovery is measured from its end
 LONG_OUTAGES = ("typesense_down", "model_down", "bedrock_throttle", "emulator_down")
 OUTAGE_S = 600.0
+QUICK_OUTAGE_CAP_S = 300.0  # --quick: the outage ends by then even if the retries are not spent
+# --quick: faults whose batch must have spent a stage task's Airflow retries before recovery
+SPENDS_RETRIES = ("typesense_down", "model_down", "bedrock_throttle")
 RECOVERY_LIMIT_S = 300.0  # every batch indexed within 5 min of its dependency's recovery
 BEDROCK_CONN_ID = "dgb_bedrock_fake"
 # the contract of the last stdout line
@@ -906,19 +912,59 @@ class Run:
         comp.down()
         comp.up()
 
+    def retries_spent(self, batch: Batch) -> bool:
+        """Every article of the batch failed as many tries as a stage task has (``news.attempts``
+        counts a stage's transient failures), or was dead-lettered: the Airflow retry budget is
+        spent against the outage, whatever each try took (Typesense's client retries, Bedrock's
+        backoff)."""
+        uids = list(batch.uids.values())
+        if len(uids) < len(batch.titles):
+            return False
+        tries = self.stage_retry_budget()["retries"] + 1
+        n = self.db.query(
+            "SELECT count(*) FROM news WHERE unique_id = ANY(%s)"
+            " AND (attempts >= %s OR problem = 'dead_letter')",
+            (uids, tries),
+        )[0][0]
+        return n >= len(uids)
+
     def hold(self, batch: Batch, seconds: float) -> None:
-        """Keep the dependency down for ``seconds``, watching for healthy articles dead-lettered."""
+        """Keep the dependency down for ``seconds`` (--quick, faults of SPENDS_RETRIES: and then
+        until the batch spent a stage task's retries, at most QUICK_OUTAGE_CAP_S in all), watching
+        for healthy articles dead-lettered."""
         self.holding = True
+        adaptive = self.quick and not self.args.outage_s and batch.fault in SPENDS_RETRIES
         try:
-            end = time.monotonic() + seconds
-            while time.monotonic() < end:
+            t0 = time.monotonic()
+            end = t0 + seconds
+            cap = t0 + max(seconds, QUICK_OUTAGE_CAP_S)
+            last_log = 0.0
+            while True:
                 self.observe_dead_letters()
-                left = end - time.monotonic()
-                if int(left) % 60 < 10:
-                    log(f"{batch.fault}: {left:.0f}s of outage left")
-                time.sleep(min(10.0, max(0.0, left)))
+                now = time.monotonic()
+                if now >= cap:
+                    if adaptive:
+                        batch.note += " retries_not_spent_by_cap"
+                    break
+                if now >= end:
+                    try:
+                        spent = not adaptive or self.retries_spent(batch)
+                    except Exception as exc:
+                        log(f"{batch.fault}: retries spent? {exc}")
+                        spent = False
+                    if spent:
+                        break
+                if now - last_log >= 60:
+                    left = max(0.0, end - now)
+                    more = " (then until the batch spent its stage retries)" if adaptive else ""
+                    log(f"{batch.fault}: {left:.0f}s of outage left{more}")
+                    last_log = now
+                time.sleep(min(10.0, max(1.0, (end if now < end else cap) - now)))
         finally:
             self.holding = False
+            batch.note = batch.note.replace(
+                f"outage_s={seconds:.0f}", f"outage_s={time.monotonic() - t0:.0f}"
+            )
 
     def long_outage(self, batch: Batch) -> None:
         f = batch.fault
@@ -929,7 +975,7 @@ class Run:
             # is classified before the outage starts
             self.note_pending(batch)
             batch.fault_at = time.monotonic()
-            self.bedrock.throttle(seconds + 60)
+            self.bedrock.throttle(max(seconds, QUICK_OUTAGE_CAP_S) + 60)  # switched off below
             log(f"bedrock fake throttling every call (429 ThrottlingException) for {seconds:.0f}s")
             try:
                 self.hold(batch, seconds)

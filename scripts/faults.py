@@ -25,9 +25,9 @@ then the long outages, each while a batch is in flight, each 10 min. ``--quick``
 task's whole Airflow retry budget: at least the budget read from the scheduler's serialized stage
 DAGs (retries x the largest retry delay Airflow can pick, ~20 s a try, 30 s for the batch to reach
 the stage: 140 s with today's 3 retries of 10 s), and for Typesense, the model service and Bedrock
-also until every article of the batch failed as many tries as a stage task has (``news.attempts``)
-or was dead-lettered, since a try can take far longer than 20 s (the Typesense client's own
-retries); at most 5 min. ``--outage-s`` sets a fixed length for both modes.
+also until a stage task failed its last try, or every article of the batch failed as many tries as
+a stage task has (``news.attempts``) or was dead-lettered, since a try can take far longer than
+20 s (the Typesense client's own retries); at most 5 min. ``--outage-s`` sets a fixed length for both modes.
 
 * ``typesense_down``   Typesense stopped
 * ``model_down``       the model service stopped (the local classifier's and the embed stage's
@@ -912,15 +912,23 @@ class Run:
         comp.down()
         comp.up()
 
-    def retries_spent(self, batch: Batch) -> bool:
-        """Every article of the batch failed as many tries as a stage task has (``news.attempts``
-        counts a stage's transient failures), or was dead-lettered: the Airflow retry budget is
-        spent against the outage, whatever each try took (Typesense's client retries, Bedrock's
-        backoff)."""
+    def retries_spent(self, batch: Batch, since: datetime) -> bool:
+        """The Airflow retry budget is spent against the outage, whatever each try took (the
+        Typesense client's retries, Bedrock's backoff): a stage task instance failed its last try
+        since the outage began (a failure of the whole task, before any article is handled), or
+        every article of the batch failed as many tries as a stage task has (``news.attempts``
+        counts a stage's transient failures) or was dead-lettered."""
+        tries = self.stage_retry_budget()["retries"] + 1
+        failed = self.af.query(
+            "SELECT count(*) FROM task_instance WHERE dag_id = ANY(%s) AND state = 'failed'"
+            " AND try_number >= %s AND end_date >= %s",
+            (list(STAGE_DAGS), tries, since),
+        )[0][0]
+        if failed:
+            return True
         uids = list(batch.uids.values())
         if len(uids) < len(batch.titles):
             return False
-        tries = self.stage_retry_budget()["retries"] + 1
         n = self.db.query(
             "SELECT count(*) FROM news WHERE unique_id = ANY(%s)"
             " AND (attempts >= %s OR problem = 'dead_letter')",
@@ -936,6 +944,7 @@ class Run:
         adaptive = self.quick and not self.args.outage_s and batch.fault in SPENDS_RETRIES
         try:
             t0 = time.monotonic()
+            since = datetime.now(UTC)
             end = t0 + seconds
             cap = t0 + max(seconds, QUICK_OUTAGE_CAP_S)
             last_log = 0.0
@@ -948,7 +957,7 @@ class Run:
                     break
                 if now >= end:
                     try:
-                        spent = not adaptive or self.retries_spent(batch)
+                        spent = not adaptive or self.retries_spent(batch, since)
                     except Exception as exc:
                         log(f"{batch.fault}: retries spent? {exc}")
                         spent = False

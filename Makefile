@@ -55,11 +55,13 @@ lint: venv
 airflow: venv
 	@$(PY) -m dgb_dev.stack airflow $(ARGS)
 
-# Fault injection on the real local stack (scripts/faults.py): 500 articles through scrape -> index
-# while killing/restarting components one at a time; QUICK=1 is the reduced CI form (~40 articles).
-# Last line: faults: lost=<n> duplicated=<n> worst_recovery_s=<x>
+# Fault injection on the real local stack (scripts/faults.py; it starts the stack if needed): 500
+# articles through scrape -> index while killing/restarting components one at a time, then long
+# outages (Typesense, model service, Pub/Sub emulator down, Bedrock fake throttling: 10 min each).
+# QUICK=1 is the reduced CI form (~44 articles; each outage just outlasts the stage tasks' Airflow
+# retry budget). Last line: faults: lost=<n> duplicated=<n> dead_lettered_healthy=<n> worst_recovery_s=<x>
 faults: venv
-	@$(PY) scripts/faults.py $(if $(QUICK),--quick,)
+	@$(PY) scripts/faults.py $(if $(filter 1 true yes,$(QUICK)),--quick,) $(ARGS)
 
 lock:
 	@$(PY) -m pip freeze --exclude-editable | sed 's/+cpu//' > constraints.txt

@@ -1,8 +1,9 @@
 #!/usr/bin/env python
-"""Fault injection on the real local stack: nothing lost, nothing duplicated, time to recover.
+"""Fault injection on the real local stack: nothing lost, duplicated or dead-lettered; time to recover.
 
     .venv/bin/python scripts/faults.py [--quick] [--articles N] [--only F1,F2] [--keep]
-    make faults [QUICK=1]
+                                       [--outage-s S] [--bedrock-classifier bedrock|hybrid]
+    make faults [QUICK=1] [ARGS="--only typesense_down"]
 
 Uses the running local stack (``make up``) or starts it. For each fault, one at a time, a batch of
 uniquely identified articles (titles carry the run id) is published on the local gov.br site
@@ -20,6 +21,30 @@ injected:
                        exactly what reconciliation must repair
 * ``restart_postgres`` ``pg_ctlcluster <ver> <name> restart``
 
+then the long outages, each while a batch is in flight, each 10 min. ``--quick``: longer than a stage
+task's whole Airflow retry budget: at least the budget read from the scheduler's serialized stage
+DAGs (retries x the largest retry delay Airflow can pick, ~20 s a try, 30 s for the batch to reach
+the stage: 140 s with today's 3 retries of 10 s), and for Typesense, the model service and Bedrock
+also until a stage task failed its last try, or every article of the batch failed as many tries as
+a stage task has (``news.attempts``) or was dead-lettered, since a try can take far longer than
+20 s (the Typesense client's own retries); at most 5 min. ``--outage-s`` sets a fixed length for both modes.
+
+* ``typesense_down``   Typesense stopped
+* ``model_down``       the model service stopped (the local classifier's and the embed stage's
+                       service); the tasks run with ``DGB_EMBEDDER=service`` as in production, so
+                       they cannot fall back to loading the model themselves
+* ``bedrock_throttle`` ``DGB_CLASSIFIER=bedrock`` (``--bedrock-classifier hybrid``: hybrid with
+                       threshold 1.0, every article routed on) against the Bedrock fake
+                       (``dgb_dev.bedrock_fake``, loopback, reached through an AWS connection whose
+                       ``endpoint_url`` points at it), which answers every call with HTTP 429
+                       ``ThrottlingException`` from the moment the batch is published
+* ``emulator_down``    the Pub/Sub emulator stopped (its messages are lost), then started and the
+                       topology re-applied
+
+A fault's settings (model_down, bedrock_throttle) reach the stage tasks through the scheduler's
+environment: it is restarted with them before the batch, once no stage task runs, and restarted
+with the stack's own settings afterwards (also on failure or Ctrl-C).
+
 All along: every event the pipeline publishes is delivered 3 times (each outbox event of the run's
 articles is published twice more, straight to its topic) and ~5% poison messages (malformed JSON,
 missing attributes, unsupported version, bad payload, unknown article) are published to the topics.
@@ -35,12 +60,19 @@ The diff, once every batch is complete (or the deadline passed):
   title), or enriched/embedded more than once per version: more ``dgb.news.enriched`` (or
   ``.embedded``) events written by the stages than ``dgb.news.scraped`` events written by the
   scraper for it (re-sends by reconcile/redrive/replay carry ``dgb_source`` and are legitimate);
-* recovery_s: from the fault's injection until its whole batch was complete and Airflow no longer
-  counted a killed pipeline task as running (until Airflow notices, after
-  ``[scheduler] task_instance_heartbeat_timeout``, such runs hold the stage DAGs' max_active_runs).
+* dead_lettered_healthy: a run article (well formed, never poison) that was dead-lettered at any
+  point: a ``dead_letters`` row, ``news.problem = 'dead_letter'`` (polled every 10 s, also during
+  the outages: a later success may clear it), an event on a dead-letter topic in the outbox, or a
+  message for it on a dead-letter topic. Outages are not poison: this must stay 0;
+* recovery_s: from the fault's injection (long outages: from the dependency's recovery) until its
+  whole batch was complete and Airflow no longer counted a killed pipeline task as running (until
+  Airflow notices, after ``[scheduler] task_instance_heartbeat_timeout``, such runs hold the stage
+  DAGs' max_active_runs). A long outage's batch must be complete within 5 min of the recovery.
 
 Output (stdout): one line per fault, then exactly ``faults: lost=<n> duplicated=<n>
-worst_recovery_s=<x>``; progress on stderr. Exit 0 only when nothing was lost or duplicated.
+dead_lettered_healthy=<n> worst_recovery_s=<x>``; progress on stderr. Exit 0 only when nothing was
+lost, duplicated or dead-lettered and every long outage's batch was complete within 5 min of the
+recovery (else a ``late:`` line names them).
 Bounded: every wait has a timeout; whatever the script stopped is started again (and any stack
 component found down is restarted) even on failure or Ctrl-C. Only loopback traffic. Unless
 ``--keep``, the run's articles are taken down afterwards (removed from the site and Typesense,
@@ -81,6 +113,24 @@ FAULTS = (
     "stop_typesense",
     "restart_emulator",
     "restart_postgres",
+    "typesense_down",
+    "model_down",
+    "bedrock_throttle",
+    "emulator_down",
+)
+# long outages: the dependency stays unavailable for OUTAGE_S (--quick: longer than every stage
+# task's Airflow retry budget, see Run.quick_outage_s); recovery is measured from its end
+LONG_OUTAGES = ("typesense_down", "model_down", "bedrock_throttle", "emulator_down")
+OUTAGE_S = 600.0
+QUICK_OUTAGE_CAP_S = 300.0  # --quick: the outage ends by then even if the retries are not spent
+# --quick: faults whose batch must have spent a stage task's Airflow retries before recovery
+SPENDS_RETRIES = ("typesense_down", "model_down", "bedrock_throttle")
+RECOVERY_LIMIT_S = 300.0  # every batch indexed within 5 min of its dependency's recovery
+BEDROCK_CONN_ID = "dgb_bedrock_fake"
+# the contract of the last stdout line
+LAST_LINE = (
+    r"faults: lost=(?P<lost>\d+) duplicated=(?P<duplicated>\d+)"
+    r" dead_lettered_healthy=(?P<dead_lettered_healthy>\d+) worst_recovery_s=(?P<worst>[0-9.]+)"
 )
 STAGE_DAGS = ("enrich_news", "embed_news", "index_news")
 MAIN_TOPICS = topology.TOPICS
@@ -168,6 +218,40 @@ def wait_for(check, timeout: float, what: str, every: float = 1.0):
         time.sleep(every)
 
 
+def retry_budget(tasks: list[tuple[str, dict]]) -> dict:
+    """The longest retry schedule among ``(dag_id, serialized task)``: retries, and the sum over
+    them of the largest delay Airflow 3's ``TaskInstance.next_retry_datetime`` can pick
+    (``retry_exponential_backoff`` is a multiplier there: True is 1.0, a flat delay; otherwise
+    ``ceil(delay * m ** (try - 1))`` plus a hash of up to as much again, capped by ``max_retry_delay``)."""
+    worst = {"delays_s": 0.0, "retries": 0, "where": ""}
+    for dag_id, t in tasks:
+        retries = int(t.get("retries") or 0)
+        delay = t.get("retry_delay", 300.0)
+        delay = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
+        cap = t.get("max_retry_delay")
+        cap = cap.total_seconds() if isinstance(cap, timedelta) else (float(cap) if cap else None)
+        mult = t.get("retry_exponential_backoff") or 1.0
+        mult = float(mult) if float(mult) > 0 else 1.0  # True is 1.0 (Airflow 3: a multiplier)
+        total = 0.0
+        for k in range(1, retries + 1):
+            if mult != 1.0:
+                low = max(1, math.ceil(delay * mult ** (k - 1)))
+                d = 2 * low - 1
+            else:
+                d = delay
+            total += min(d, cap) if cap else d
+        if (total, retries) > (worst["delays_s"], worst["retries"]):
+            worst = {"delays_s": total, "retries": retries, "where": f"{dag_id}.{t.get('task_id', '?')}"}
+    return worst
+
+
+def last_line(lost: int, duplicated: int, dead_lettered_healthy: int, worst_recovery_s: float) -> str:
+    return (
+        f"faults: lost={lost} duplicated={duplicated} dead_lettered_healthy={dead_lettered_healthy}"
+        f" worst_recovery_s={worst_recovery_s:.1f}"
+    )
+
+
 # --------------------------------------------------------------------------- plumbing
 
 
@@ -239,10 +323,16 @@ class Batch:
     uids: dict[str, str] = field(default_factory=dict)  # title -> unique_id, once scraped
 
     @property
+    def long(self) -> bool:
+        return self.fault in LONG_OUTAGES
+
+    @property
     def recovery_s(self) -> float | None:
+        """Short faults: from the injection; long outages: from the dependency's recovery."""
         if self.done_at is None:
             return None
-        return self.done_at - (self.fault_at or self.published_at)
+        start = self.fault_end if self.long and self.fault_end else (self.fault_at or self.published_at)
+        return self.done_at - start
 
 
 # --------------------------------------------------------------------------- the run
@@ -273,6 +363,13 @@ class Run:
         self.reconcile_runs = 0
         self.older_than = 20.0 if self.quick else 45.0
         self.reconcile_every = 20.0 if self.quick else 45.0
+        # dead_lettered_healthy: run article -> where it was seen dead-lettered (table, flag, topic)
+        self.dead_lettered: dict[str, set[str]] = {}
+        self.holding = False  # during a long outage: the supervisor must not "repair" it
+        self.env_saved: dict[str, str | None] = {}  # os.environ values a fault's settings replaced
+        self.env_applied: dict[str, str] = {}  # the settings the scheduler runs with now
+        self.bedrock = None  # the Bedrock fake (dgb_dev.bedrock_fake), started for bedrock_throttle
+        self.retry_budget: dict | None = None
 
     # -- stack ---------------------------------------------------------------------------
 
@@ -296,6 +393,8 @@ class Run:
     def supervise(self) -> list[str]:
         """Like a process supervisor: start any component that is down (PostgreSQL first)."""
         fixed = []
+        if self.holding:
+            return fixed
         for name in self.components():
             comp = stack.component(self.s, name)
             try:
@@ -606,7 +705,8 @@ class Run:
         from google.api_core import exceptions
         from google.cloud import pubsub_v1
 
-        if not self.poison_sent:
+        ours = set(self.all_uids())
+        if not self.poison_sent and not ours:
             return
         try:
             rows = self.db.query(
@@ -624,6 +724,15 @@ class Run:
                     continue
                 mine, others = [], []
                 for m in resp.received_messages:
+                    article = m.message.attributes.get("unique_id")
+                    if article not in ours:
+                        try:
+                            body = json.loads(m.message.data)
+                            article = body.get("unique_id") if isinstance(body, dict) else None
+                        except ValueError:
+                            article = None
+                    if article in ours:  # one of the run's healthy articles, dead-lettered
+                        self.dead_lettered.setdefault(article, set()).add("topic")
                     pid = (
                         m.message.attributes.get("dgb_poison_id")
                         if m.message.attributes.get("dgb_fault_run") == self.run_id
@@ -636,7 +745,7 @@ class Run:
                         except ValueError:
                             uid = None
                         pid = uid if isinstance(uid, str) and uid.startswith(f"{self.tag}-poison-") else None
-                    if pid:
+                    if pid and article not in ours:
                         self.poison_seen.add(pid)
                         mine.append(m.ack_id)
                     else:
@@ -649,6 +758,41 @@ class Run:
                     )
         except Exception as exc:
             log(f"dead-letter check: {type(exc).__name__}: {str(exc)[:120]}")
+
+    def observe_dead_letters(self) -> None:
+        """The run's own (well-formed, healthy) articles dead-lettered at any point: a
+        ``dead_letters`` row, ``news.problem = 'dead_letter'`` (polled: a later success may clear
+        it), an event on a dead-letter topic in the outbox, or (collect_dead_letters) a message on
+        a dead-letter topic. Outages must never put an article there."""
+        try:
+            self.refresh_uids()
+            uids = self.all_uids()
+            if not uids:
+                return
+            dlq_topics = sorted({s.dead_letter_topic for s in topology.SUBSCRIPTIONS})
+            found = [
+                (
+                    "table",
+                    "SELECT DISTINCT coalesce(unique_id, message_key) FROM dead_letters"
+                    " WHERE unique_id = ANY(%(u)s) OR message_key = ANY(%(u)s)",
+                ),
+                (
+                    "flag",
+                    "SELECT unique_id FROM news WHERE unique_id = ANY(%(u)s) AND problem = 'dead_letter'",
+                ),
+                (
+                    "outbox",
+                    "SELECT DISTINCT aggregate_id FROM outbox WHERE aggregate_id = ANY(%(u)s)"
+                    " AND topic = ANY(%(t)s)",
+                ),
+            ]
+            for source, sql in found:
+                for (uid,) in self.db.query(sql, {"u": uids, "t": dlq_topics}):
+                    if uid in uids and source not in self.dead_lettered.get(uid, ()):
+                        self.dead_lettered.setdefault(uid, set()).add(source)
+                        log(f"healthy article {uid} dead-lettered ({source})")
+        except Exception as exc:
+            log(f"dead-letter observation: {type(exc).__name__}: {str(exc)[:160]}")
 
     # -- faults --------------------------------------------------------------------------
 
@@ -676,10 +820,197 @@ class Run:
             batch.note = "injected_before_publish"
             log(str(exc))
 
+    # -- long outages -------------------------------------------------------------------
+
+    def stage_retry_budget(self) -> dict:
+        """The stage tasks' Airflow retry settings, as the scheduler has them (serialized DAGs),
+        and the longest time from a task's first failure to its last try's start: sum over the
+        retries of the largest delay Airflow's ``next_retry_datetime`` can pick."""
+        if self.retry_budget is not None:
+            return self.retry_budget
+        tasks = []
+        try:
+            for dag_id, data in self.af.query(
+                "SELECT DISTINCT ON (dag_id) dag_id, data FROM serialized_dag WHERE dag_id = ANY(%s)"
+                " ORDER BY dag_id, created_at DESC",
+                (list(STAGE_DAGS),),
+            ):
+                for t in (data or {}).get("dag", {}).get("tasks", []):
+                    t = t.get("__var", t)
+                    tasks.append((dag_id, t))
+        except Exception as exc:
+            log(f"stage retry settings from the serialized DAGs: {exc}")
+        if not tasks:  # not parsed yet: what dags/pipeline_stages.py sets
+            from dgb.dags_meta import DEFAULT_ARGS
+
+            tasks = [("stage DAGs", {**DEFAULT_ARGS, "retry_delay": 10.0, "max_retry_delay": 600.0})]
+        worst = retry_budget(tasks)
+        self.retry_budget = worst
+        log(
+            f"stage retry budget: {worst['retries']} retries, at most {worst['delays_s']:.0f}s of retry"
+            f" delays ({worst['where']})"
+        )
+        return worst
+
+    def outage_s(self, batch: Batch) -> float:
+        """Full: OUTAGE_S (10 min). --quick: longer than a stage task's whole Airflow retry budget
+        (every try failing, ~20 s per try on 2 shared cores, Bedrock's own 1+2+4 s backoff per
+        article in each try of the bedrock fault), plus 30 s for the batch to reach the stage."""
+        if self.args.outage_s:
+            return self.args.outage_s
+        if not self.quick:
+            return OUTAGE_S
+        b = self.stage_retry_budget()
+        per_try = 20.0
+        if batch.fault == "bedrock_throttle":
+            per_try += 9.0 * math.ceil(len(batch.titles) / 4)  # DGB_BEDROCK_CONCURRENCY=4
+        return max(120.0, b["delays_s"] + (b["retries"] + 1) * per_try + 30.0)
+
+    def fault_env(self, fault: str | None) -> dict[str, str]:
+        """Settings the stage tasks need for a fault (they inherit the scheduler's environment)."""
+        if fault == "model_down":
+            # what production runs: the stages use the model service and never load the model
+            # themselves (DGB_EMBEDDER=auto would load it in every task while the service is down)
+            return {"DGB_EMBEDDER": "service"}
+        if fault == "bedrock_throttle":
+            env = {
+                "DGB_CLASSIFIER": self.args.bedrock_classifier,
+                "DGB_AWS_CONN_ID": BEDROCK_CONN_ID,
+                f"AIRFLOW_CONN_{BEDROCK_CONN_ID.upper()}": json.dumps(self.bedrock.aws_conn()),
+                "DGB_BEDROCK_CONCURRENCY": "4",
+            }
+            if self.args.bedrock_classifier == "hybrid":
+                env["DGB_HYBRID_THRESHOLD"] = "1.0"  # every article goes on to Bedrock
+            return env
+        return {}
+
+    def apply_env(self, env: dict[str, str]) -> None:
+        """Run the scheduler (and so every task) with ``env`` on top of the stack's own settings;
+        {} restores them. A restart, once no stage task runs (bounded wait)."""
+        if env == self.env_applied:
+            return
+        for k, v in self.env_saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        self.env_saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        self.env_applied = dict(env)
+        try:
+            wait_for(
+                lambda: not self.running_task(STAGE_DAGS, datetime.now(UTC) - timedelta(hours=1)),
+                90,
+                "no stage task running",
+                every=1,
+            )
+        except Timeout as exc:
+            log(f"{exc}; restarting the scheduler anyway")
+        what = ", ".join(f"{k}={v}" for k, v in env.items() if not k.startswith("AIRFLOW_CONN"))
+        log(f"restarting the scheduler with {what or 'the stack defaults'}")
+        comp = stack.component(self.s, "airflow-scheduler")
+        comp.down()
+        comp.up()
+
+    def retries_spent(self, batch: Batch, since: datetime) -> bool:
+        """The Airflow retry budget is spent against the outage, whatever each try took (the
+        Typesense client's retries, Bedrock's backoff): a stage task instance failed its last try
+        since the outage began (a failure of the whole task, before any article is handled), or
+        every article of the batch failed as many tries as a stage task has (``news.attempts``
+        counts a stage's transient failures) or was dead-lettered."""
+        tries = self.stage_retry_budget()["retries"] + 1
+        failed = self.af.query(
+            "SELECT count(*) FROM task_instance WHERE dag_id = ANY(%s) AND state = 'failed'"
+            " AND try_number >= %s AND end_date >= %s",
+            (list(STAGE_DAGS), tries, since),
+        )[0][0]
+        if failed:
+            return True
+        uids = list(batch.uids.values())
+        if len(uids) < len(batch.titles):
+            return False
+        n = self.db.query(
+            "SELECT count(*) FROM news WHERE unique_id = ANY(%s)"
+            " AND (attempts >= %s OR problem = 'dead_letter')",
+            (uids, tries),
+        )[0][0]
+        return n >= len(uids)
+
+    def hold(self, batch: Batch, seconds: float) -> None:
+        """Keep the dependency down for ``seconds`` (--quick, faults of SPENDS_RETRIES: and then
+        until the batch spent a stage task's retries, at most QUICK_OUTAGE_CAP_S in all), watching
+        for healthy articles dead-lettered."""
+        self.holding = True
+        adaptive = self.quick and not self.args.outage_s and batch.fault in SPENDS_RETRIES
+        try:
+            t0 = time.monotonic()
+            since = datetime.now(UTC)
+            end = t0 + seconds
+            cap = t0 + max(seconds, QUICK_OUTAGE_CAP_S)
+            last_log = 0.0
+            while True:
+                self.observe_dead_letters()
+                now = time.monotonic()
+                if now >= cap:
+                    if adaptive:
+                        batch.note += " retries_not_spent_by_cap"
+                    break
+                if now >= end:
+                    try:
+                        spent = not adaptive or self.retries_spent(batch, since)
+                    except Exception as exc:
+                        log(f"{batch.fault}: retries spent? {exc}")
+                        spent = False
+                    if spent:
+                        break
+                if now - last_log >= 60:
+                    left = max(0.0, end - now)
+                    more = " (then until the batch spent its stage retries)" if adaptive else ""
+                    log(f"{batch.fault}: {left:.0f}s of outage left{more}")
+                    last_log = now
+                time.sleep(min(10.0, max(1.0, (end if now < end else cap) - now)))
+        finally:
+            self.holding = False
+            batch.note = batch.note.replace(
+                f"outage_s={seconds:.0f}", f"outage_s={time.monotonic() - t0:.0f}"
+            )
+
+    def long_outage(self, batch: Batch) -> None:
+        f = batch.fault
+        seconds = self.outage_s(batch)
+        batch.note = (batch.note + " " if batch.note else "") + f"outage_s={seconds:.0f}"
+        if f == "bedrock_throttle":
+            # throttled from the moment the batch is on its way (scrape -> enrich), so no article
+            # is classified before the outage starts
+            self.note_pending(batch)
+            batch.fault_at = time.monotonic()
+            self.bedrock.throttle(max(seconds, QUICK_OUTAGE_CAP_S) + 60)  # switched off below
+            log(f"bedrock fake throttling every call (429 ThrottlingException) for {seconds:.0f}s")
+            try:
+                self.hold(batch, seconds)
+            finally:
+                self.bedrock.throttle(None)
+            log(f"bedrock fake answering again ({self.bedrock.throttled} calls throttled)")
+            return
+        self.await_in_flight(batch)
+        self.note_pending(batch)
+        name = {"typesense_down": "typesense", "model_down": "model", "emulator_down": "pubsub"}[f]
+        batch.fault_at = time.monotonic()
+        self.stopped.add(name)
+        stack.component(self.s, name).down()
+        log(f"{name} stopped for {seconds:.0f}s")
+        self.hold(batch, seconds)
+        self.start_again(name)
+
     def inject(self, batch: Batch) -> None:
         f = batch.fault
         if f == "kill_task":
             return self.kill_task(batch)
+        if f in LONG_OUTAGES:
+            self.long_outage(batch)
+            batch.fault_end = time.monotonic()
+            log(f"{f}: restored after {batch.fault_end - batch.fault_at:.1f}s")
+            return
         self.await_in_flight(batch)
         self.note_pending(batch)
         batch.fault_at = time.monotonic()
@@ -819,6 +1150,7 @@ class Run:
                 self.reconcile_now()
             if now >= next_dlq:
                 self.collect_dead_letters()
+                self.observe_dead_letters()
                 # a process supervisor's job (systemd, Kubernetes): a component that crashed
                 # because of the fault (the triggerer exits when PostgreSQL restarts) is started
                 fixed = self.supervise()
@@ -836,19 +1168,25 @@ class Run:
         self.ensure_stack()
         self.purge_previous()
         faults = [f for f in FAULTS if not self.args.only or f in self.args.only]
-        total = self.args.articles or (40 if self.quick else 500)
+        total = self.args.articles or (44 if self.quick else 500)
         per = [total // len(faults) + (1 if i < total % len(faults) else 0) for i in range(len(faults))]
         agencies = self.agencies()
         log(
             f"run {self.run_id}: {total} articles over {len(faults)} faults {per}, "
             f"agencies {agencies[: len(faults)]}, poison ~5%, every event delivered 3x"
         )
+        if "bedrock_throttle" in faults:
+            from dgb_dev.bedrock_fake import FakeBedrockServer
+
+            self.bedrock = FakeBedrockServer(0).start()
+            log(f"bedrock fake on {self.bedrock.url} (DGB_CLASSIFIER={self.args.bedrock_classifier})")
         dup = threading.Thread(target=self.duplicator, daemon=True)
         dup.start()
         phase_cap = 100 if self.quick else 360
         start = 0
         for i, fault in enumerate(faults):
-            if fault == "restart_emulator":
+            self.apply_env(self.fault_env(fault))
+            if fault in ("restart_emulator", "emulator_down"):
                 self.await_poison(60)  # dead-letter copies on the emulator would go with it
             batch = Batch(fault, agencies[i % len(agencies)], [])
             self.publish(batch, per[i], start)
@@ -872,7 +1210,9 @@ class Run:
                 batch.note = (
                     (batch.note + " " if batch.note else "") + "supervisor_restarted=" + ",".join(fixed)
                 )
-            self.monitor_until(time.monotonic() + phase_cap, lambda b=batch: b.done_at is not None)
+            cap = RECOVERY_LIMIT_S + 30 if batch.long else phase_cap
+            self.monitor_until(time.monotonic() + cap, lambda b=batch: b.done_at is not None)
+        self.apply_env({})
         drain = 240 if self.quick else 900
         log(f"all faults injected; waiting up to {drain}s for every batch")
         self.monitor_until(time.monotonic() + drain, lambda: all(b.done_at is not None for b in self.batches))
@@ -883,6 +1223,8 @@ class Run:
 
     def report(self) -> int:
         self.refresh_uids()
+        self.collect_dead_letters()
+        self.observe_dead_letters()
         titles = [t for b in self.batches for t in b.titles]
         pg_rows: dict[str, int] = {}
         for title, n in self.db.query(
@@ -906,7 +1248,8 @@ class Run:
             (uids,),
         ):
             counts.setdefault(uid, {})[topic] = n
-        total_lost = total_dup = 0
+        total_lost = total_dup = total_dlh = 0
+        late = []
         worst = 0.0
         lines = []
         for b in self.batches:
@@ -924,7 +1267,11 @@ class Run:
                     or c.get(topology.TOPIC_EMBEDDED, 0) > max(scraped, 1)
                 ):
                     dup += 1
+            dlh = sum(1 for t in b.titles if b.uids.get(t) in self.dead_lettered)
+            total_dlh += dlh
             rec = b.recovery_s
+            if b.long and (rec is None or rec > RECOVERY_LIMIT_S):
+                late.append(b.fault)
             if rec is None:
                 rec_txt = "timeout"
                 worst = max(worst, time.monotonic() - (b.fault_at or b.published_at))
@@ -934,8 +1281,12 @@ class Run:
             total_lost += lost
             total_dup += dup
             line = (
-                f"fault={b.fault} lost={lost} duplicated={dup} recovery_s={rec_txt} articles={len(b.titles)}"
+                f"fault={b.fault} lost={lost} duplicated={dup} dead_lettered_healthy={dlh}"
+                f" recovery_s={rec_txt} articles={len(b.titles)}"
             )
+            if dlh:
+                seen = sorted({src for t in b.titles for src in self.dead_lettered.get(b.uids.get(t), ())})
+                line += f" dead_lettered_via={','.join(seen)}"
             if b.note:
                 line += f" note={b.note.replace(' ', ';')}"
             lines.append(line)
@@ -948,13 +1299,25 @@ class Run:
         for line in lines:
             print(line, flush=True)
         print(poison_line, flush=True)
-        print(f"faults: lost={total_lost} duplicated={total_dup} worst_recovery_s={worst:.1f}", flush=True)
-        return 0 if total_lost == 0 and total_dup == 0 else 1
+        if late:
+            print(
+                f"late: {','.join(late)} not indexed within {RECOVERY_LIMIT_S:.0f}s of the recovery",
+                flush=True,
+            )
+        print(last_line(total_lost, total_dup, total_dlh, worst), flush=True)
+        return 0 if total_lost == 0 and total_dup == 0 and total_dlh == 0 and not late else 1
 
     # -- cleanup ---------------------------------------------------------------------------
 
     def cleanup(self) -> None:
         self.stop_event.set()
+        self.holding = False
+        if self.bedrock is not None:
+            self.bedrock.throttle(None)
+        try:
+            self.apply_env({})  # the scheduler back on the stack's own settings
+        except Exception as exc:
+            log(f"cleanup: restoring the scheduler's settings: {exc}")
         for name in list(self.stopped):
             try:
                 log(f"cleanup: starting {name} again")
@@ -969,6 +1332,8 @@ class Run:
             log(f"--keep: the run's articles stay (titles contain {self.tag!r})")
         else:
             self.remove_articles()
+        if self.bedrock is not None:
+            self.bedrock.stop()
         self.db.close()
         self.af.close()
 
@@ -1038,16 +1403,25 @@ class Run:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--quick", action="store_true", help="reduced run for CI (~40 articles, 15 s Typesense outage)"
-    )
-    p.add_argument("--articles", type=int, help="articles in total (default 500; --quick 40)")
+    p.add_argument("--quick", action="store_true", help="reduced run for CI (~44 articles, shorter outages)")
+    p.add_argument("--articles", type=int, help="articles in total (default 500; --quick 44)")
     p.add_argument(
         "--only",
         type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
         help=f"only these faults (comma-separated): {', '.join(FAULTS)}",
     )
     p.add_argument("--keep", action="store_true", help="leave the run's articles in place")
+    p.add_argument(
+        "--outage-s",
+        type=float,
+        help=f"length of each long outage (default {OUTAGE_S:.0f}; --quick: the stage retry budget + margin)",
+    )
+    p.add_argument(
+        "--bedrock-classifier",
+        choices=("bedrock", "hybrid"),
+        default="bedrock",
+        help="DGB_CLASSIFIER during bedrock_throttle (hybrid: threshold 1.0, every article routed)",
+    )
     args = p.parse_args(argv)
     if args.only and set(args.only) - set(FAULTS):
         p.error(f"unknown faults {sorted(set(args.only) - set(FAULTS))}")

@@ -11,6 +11,7 @@ import pytest
 from dgb.enrich.base import ArticleText
 from dgb.enrich.bedrock import BedrockClassifier, record_usage
 from dgb.taxonomy import load_taxonomy
+from dgb_dev.bedrock_fake import FakeClient, converse_response
 
 
 @pytest.fixture
@@ -130,29 +131,14 @@ def test_ledger_from_classifier_results(pg, model_id):
     throttle = ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "Converse")
     good = json.dumps({"theme_l1": "03", "theme_l2": "03.02", "theme_l3": "03.02.01", "summary": "Resumo."})
 
-    def response(text, inp, out):
-        return {
-            "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-            "stopReason": "end_turn",
-            "usage": {"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out},
-            "metrics": {"latencyMs": 900},
-        }
+    fake = FakeClient(
+        converse_response(good, input_tokens=9000, output_tokens=70, latency=900),
+        throttle,
+        converse_response(good, input_tokens=9100, output_tokens=75, latency=900),
+        converse_response('{"theme_l1": "99"}', input_tokens=9050, output_tokens=20, latency=900),
+    )
 
-    class Fake:
-        replies = [
-            response(good, 9000, 70),
-            throttle,
-            response(good, 9100, 75),
-            response('{"theme_l1": "99"}', 9050, 20),
-        ]
-
-        def converse(self, **kwargs):
-            reply = self.replies.pop(0)
-            if isinstance(reply, Exception):
-                raise reply
-            return reply
-
-    clf = BedrockClassifier(load_taxonomy(), client=Fake(), model_id=model_id, sleep=lambda s: None)
+    clf = BedrockClassifier(load_taxonomy(), client=fake, model_id=model_id, sleep=lambda s: None)
     article = ArticleText("u1", "Vacinação contra a dengue é ampliada", content="Texto.")
     results = clf.classify_batch([article, article, article])
     assert [r.ok for r in results] == [True, True, False]

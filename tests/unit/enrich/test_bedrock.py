@@ -25,6 +25,7 @@ from dgb.enrich.bedrock import (
     user_message,
 )
 from dgb.taxonomy import load_taxonomy
+from dgb_dev.bedrock_fake import FakeClient, converse_response  # the one Bedrock fake
 
 MODEL = DEFAULT_MODEL_ID
 
@@ -46,43 +47,6 @@ GOOD = {
     "theme_l3": "03.02.01",
     "summary": "O Ministério da Saúde ampliou a vacinação contra a dengue para 600 novos municípios.",
 }
-
-
-def converse_response(
-    text: str,
-    *,
-    input_tokens: int = 9184,
-    output_tokens: int = 87,
-    stop: str = "end_turn",
-    latency: int = 1342,
-) -> dict:
-    """A Converse response as Bedrock returns it (the shape of a recorded Claude 3 Haiku reply)."""
-    return {
-        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-        "stopReason": stop,
-        "usage": {
-            "inputTokens": input_tokens,
-            "outputTokens": output_tokens,
-            "totalTokens": input_tokens + output_tokens,
-        },
-        "metrics": {"latencyMs": latency},
-    }
-
-
-class FakeClient:
-    """A ``bedrock-runtime`` client stand-in: returns (or raises) scripted replies in order and
-    records every request."""
-
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.requests: list[dict] = []
-
-    def converse(self, **kwargs):
-        self.requests.append(kwargs)
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
 
 
 class Sleeps(list):

@@ -1,6 +1,7 @@
 # dgb-pipeline: the local stack without Docker.
 #   make up      create/refresh .venv, start PostgreSQL, Pub/Sub emulator, Typesense, the local
 #                gov.br site, the model service and Airflow 3; bootstrap; unpause the DAGs
+#                (EXECUTOR=celery: CeleryExecutor with a local Redis broker and two Celery workers)
 #   make test    start (or reuse) the servers the tests need, run the whole test suite
 #   make lint    ruff: lint and formatting check (pyproject.toml [tool.ruff]); changes nothing
 #   make down    stop exactly what `make up` started
@@ -17,6 +18,8 @@ REQUIREMENTS := requirements.txt requirements-model.txt requirements-dev.txt
 INPUTS_HASH := $(shell cat $(REQUIREMENTS) constraints.txt pyproject.toml | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.installed-$(INPUTS_HASH)
 PYTEST_ARGS ?=
+# Airflow executor of `make up`: local (LocalExecutor, default) or celery (DGB_EXECUTOR)
+EXECUTOR ?=
 
 .PHONY: venv up down status test lint airflow lock bench clean-state deploy-composer faults
 
@@ -31,7 +34,7 @@ $(STAMP): $(REQUIREMENTS) constraints.txt pyproject.toml
 	@touch $@
 
 up: venv
-	@$(PY) -m dgb_dev.stack up
+	@$(if $(EXECUTOR),DGB_EXECUTOR=$(EXECUTOR) ,)$(PY) -m dgb_dev.stack up
 
 down:
 	@if [ -x $(PY) ]; then $(PY) -m dgb_dev.stack down; \

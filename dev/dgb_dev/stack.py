@@ -8,6 +8,9 @@ Components: PostgreSQL (the machine's Debian cluster via pg_ctlcluster), the Pub
 emulator, Typesense, the local gov.br-like site (mirror), the embedding model service and
 Airflow 3 (api-server, scheduler, triggerer, dag-processor). A watchdog process (:class:`Watchdog`,
 started by `up`, stopped first by `down`) restarts the Airflow components that exit.
+With ``DGB_EXECUTOR=celery`` (``make up EXECUTOR=celery``) Airflow runs on CeleryExecutor: a
+Redis broker (Debian's redis-server on loopback) and ``DGB_CELERY_WORKERS`` (2) Celery workers
+join the stack.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -94,6 +98,7 @@ def ensure_secrets(settings: Settings) -> Settings:
         "DGB_TYPESENSE_API_KEY": lambda: secrets.token_urlsafe(24),
         "AIRFLOW__API_AUTH__JWT_SECRET": lambda: secrets.token_urlsafe(64),
         "AIRFLOW__CORE__FERNET_KEY": _fernet_key,
+        "DGB_REDIS_PASSWORD": lambda: secrets.token_urlsafe(24),  # the Celery broker (EXECUTOR=celery)
     }
     missing = {k: gen() for k, gen in wanted.items() if k not in current}
     if missing:
@@ -592,6 +597,8 @@ def airflow_env(settings: Settings) -> dict[str, str]:
     for key in ("AIRFLOW__API_AUTH__JWT_SECRET", "AIRFLOW__CORE__FERNET_KEY"):
         if key in secret and key not in os.environ:
             env[key] = secret[key]
+    if executor() == "celery":
+        env.update(celery_env(s))
     bin_dir = str(Path(sys.executable).parent)
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
     return env
@@ -660,6 +667,185 @@ def airflow_cli(settings: Settings, args: list[str], check: bool = True, capture
     return res
 
 
+# ---- Celery (DGB_EXECUTOR=celery): the broker and the workers
+
+EXECUTORS = ("local", "celery")
+
+
+def executor() -> str:
+    """The Airflow executor the stack runs on: ``DGB_EXECUTOR`` (``local`` default, ``celery``)."""
+    value = os.environ.get("DGB_EXECUTOR", "").strip().lower() or "local"
+    if value not in EXECUTORS:
+        raise StackError(f"DGB_EXECUTOR must be one of {', '.join(EXECUTORS)}, got {value!r}")
+    return value
+
+
+def redis_port(settings: Settings) -> int:
+    """``DGB_REDIS_PORT``, default 6379 + ``DGB_PORT_BASE``."""
+    from dgb.config import env_number
+
+    return env_number("DGB_REDIS_PORT", 6379 + env_number("DGB_PORT_BASE", 0, integer=True), integer=True)
+
+
+def _redis_password(settings: Settings) -> str:
+    return os.environ.get("DGB_REDIS_PASSWORD") or read_env_file(settings.state_dir / "secrets.env").get(
+        "DGB_REDIS_PASSWORD", ""
+    )
+
+
+def celery_env(settings: Settings) -> dict[str, str]:
+    """Airflow settings for CeleryExecutor: the local Redis broker, results in the Airflow
+    metadata database, the workers' concurrency."""
+    s = settings
+    password = urllib.parse.quote(_redis_password(s), safe="")
+    return {
+        # the provider's CeleryExecutor, loaded through a shim for the pinned Celery (see the module)
+        "AIRFLOW__CORE__EXECUTOR": "dgb_dev.celery_compat.CeleryExecutor",
+        "AIRFLOW__CELERY__BROKER_URL": f"redis://:{password}@127.0.0.1:{redis_port(s)}/0",
+        "AIRFLOW__CELERY__RESULT_BACKEND": (
+            f"db+postgresql://{s.pg_user}:{s.pg_password}@{s.pg_host}:{s.pg_port}/{s.pg_airflow_db}"
+        ),
+        "AIRFLOW__CELERY__WORKER_CONCURRENCY": os.environ.get("DGB_CELERY_CONCURRENCY", "4"),
+    }
+
+
+class Redis(ManagedProcess):
+    """The Celery broker: Debian's redis-server on loopback, password from the local secrets,
+    no persistence (queued task messages are re-sent by the scheduler after a restart)."""
+
+    name = "redis"
+    start_timeout = 30.0
+
+    @property
+    def port(self) -> int:
+        return redis_port(self.s)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.s.state_dir / "redis"
+
+    def _binary(self) -> str:
+        found = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/sbin")
+        if not found:
+            raise StackError(
+                "redis: redis-server is not installed (EXECUTOR=celery needs it): "
+                "apt-get install redis-server"
+            )
+        return found
+
+    def prepare(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        conf = self.data_dir / "redis.conf"  # the password stays out of the process list
+        conf.write_text(
+            f"bind 127.0.0.1\nport {self.port}\nprotected-mode yes\ndaemonize no\n"
+            f'save ""\nappendonly no\ndir {self.data_dir}\nrequirepass {_redis_password(self.s)}\n',
+            encoding="utf-8",
+        )
+        conf.chmod(0o600)
+
+    def argv(self) -> list[str]:
+        return [self._binary(), str(self.data_dir / "redis.conf")]
+
+    def healthy(self) -> bool:
+        try:
+            with socket.create_connection((self.host, self.port), timeout=1.0) as sock:
+                sock.sendall(f"AUTH {_redis_password(self.s)}\r\nPING\r\n".encode())
+                reply = b""
+                while b"PONG" not in reply and len(reply) < 512:
+                    chunk = sock.recv(256)
+                    if not chunk:
+                        break
+                    reply += chunk
+        except OSError:
+            return False
+        return b"+PONG" in reply
+
+    def describe(self) -> str:
+        return f"redis (Celery broker) 127.0.0.1:{self.port}"
+
+
+def celery_worker_count() -> int:
+    from dgb.config import env_number
+
+    return env_number("DGB_CELERY_WORKERS", 2, integer=True, minimum=1)
+
+
+class CeleryWorker(ManagedProcess):
+    """One Airflow Celery worker (``airflow celery worker``); healthy once Celery logged ready."""
+
+    start_timeout = 120.0
+
+    def __init__(self, settings: Settings, index: int):
+        super().__init__(settings)
+        self.index = index
+        self.name = f"celery-worker-{index}"
+
+    @property
+    def port(self) -> int:  # workers listen on no port (logs are read from the shared log folder)
+        return 0
+
+    def env(self) -> dict[str, str]:
+        return {**airflow_env(self.s), **celery_env(self.s)}
+
+    def argv(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "dgb_dev.celery_compat",  # = `airflow celery worker`, on the pinned Celery
+            "celery",
+            "worker",
+            "--celery-hostname",
+            f"worker{self.index}@%h",
+            "--skip-serve-logs",
+            "--pid",
+            str(self.s.state_dir / "run" / f"{self.name}.celery.pid"),
+            "--without-mingle",
+            "--without-gossip",
+        ]
+
+    def healthy(self) -> bool:
+        if not self.proc.alive():
+            return False
+        try:
+            text = self.proc.log_file.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return False
+        return " ready." in text.rsplit("\n--- ", 1)[-1]  # since the last start
+
+    def up(self) -> str:
+        if self.proc.alive():
+            wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
+            return "already running"
+        self.proc.spawn(self.argv(), self.env())
+        wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
+        return f"started (pid {self.proc.pid()})"
+
+    def describe(self) -> str:
+        return f"celery worker {self.index} (CeleryExecutor, broker redis 127.0.0.1:{redis_port(self.s)})"
+
+
+def celery_workers(settings: Settings) -> list[CeleryWorker]:
+    return [CeleryWorker(settings, i) for i in range(1, celery_worker_count() + 1)]
+
+
+def _check_executor_matches(settings: Settings) -> None:
+    """A running scheduler keeps its executor: switching needs `make down` first."""
+    if not AirflowPart(settings, "scheduler").proc.alive():
+        return
+    running = "celery" if any(w.proc.alive() for w in celery_workers(settings)) else "local"
+    if running != executor():
+        raise StackError(
+            f"the running stack uses the {running} executor, {executor()} was asked: run `make down` first"
+        )
+
+
+def up_celery(settings: Settings) -> None:
+    """The broker and the workers (after the Airflow components: workers talk to the api-server)."""
+    for worker in celery_workers(settings):
+        t1 = time.monotonic()
+        log(f"{worker.name}: {worker.up()} in {time.monotonic() - t1:.1f}s")
+
+
 # --------------------------------------------------------------------------- orchestration
 
 SERVICES = ("postgres", "pubsub", "typesense", "mirror", "model")
@@ -669,7 +855,10 @@ AIRFLOW_PARTS = ("api-server", "scheduler", "triggerer", "dag-processor")
 def component(settings: Settings, name: str) -> Component:
     if name.startswith("airflow-"):
         return AirflowPart(settings, name.removeprefix("airflow-"))
+    if name.startswith("celery-worker-"):
+        return CeleryWorker(settings, int(name.removeprefix("celery-worker-")))
     return {
+        "redis": Redis,
         "postgres": Postgres,
         "pubsub": PubSubEmulator,
         "typesense": Typesense,
@@ -928,10 +1117,15 @@ def watchdog_restarts(settings: Settings) -> dict[str, dict]:
 
 def up(with_airflow: bool = True) -> Settings:
     t0 = time.monotonic()
-    settings = ensure(SERVICES)
+    celery = with_airflow and executor() == "celery"
+    if with_airflow:
+        _check_executor_matches(ensure_secrets(Settings.from_env()))
+    settings = ensure(SERVICES + (("redis",) if celery else ()))
     bootstrap(settings)
     if with_airflow:
         up_airflow(settings)
+        if celery:
+            up_celery(settings)
         dags = unpause_pipeline(settings)
         log(f"unpaused {len(dags)} DAGs")
         log(f"watchdog: {start_watchdog(settings)}")
@@ -945,6 +1139,9 @@ def print_summary(settings: Settings, with_airflow: bool) -> None:
     for name in SERVICES:
         if available(name):
             print(f"  {component(settings, name).describe()}")
+    if with_airflow and executor() == "celery":
+        for comp in [Redis(settings), *celery_workers(settings)]:
+            print(f"  {comp.describe()}")
     if with_airflow:
         pw_file = settings.state_dir / "airflow" / "simple_auth_passwords.json"
         print(
@@ -960,7 +1157,9 @@ def print_summary(settings: Settings, with_airflow: bool) -> None:
 def down() -> None:
     settings = Settings.from_env()
     log(f"watchdog: {'stopped' if stop_watchdog(settings) else 'not running'}")
-    order = [f"airflow-{p}" for p in reversed(AIRFLOW_PARTS)] + [
+    workers = [w.name for w in celery_workers(settings)]
+    order = [*workers, *(f"airflow-{p}" for p in reversed(AIRFLOW_PARTS))] + [
+        "redis",
         "model",
         "mirror",
         "typesense",
@@ -975,9 +1174,13 @@ def down() -> None:
 def status() -> int:
     settings = Settings.from_env()
     bad = 0
-    for name in list(SERVICES) + [f"airflow-{p}" for p in AIRFLOW_PARTS]:
+    celery = [w.name for w in celery_workers(settings)]
+    for name in list(SERVICES) + [f"airflow-{p}" for p in AIRFLOW_PARTS] + ["redis"] + celery:
         if not available(name):
             continue
+        optional = name in ["redis", *celery] and executor() != "celery"
+        if optional and not component(settings, name).proc.alive():
+            continue  # the Celery parts are shown when they run or were asked for
         comp = component(settings, name)
         ok = comp.healthy()
         pid = comp.proc.pid() if isinstance(comp, ManagedProcess) else None
@@ -1006,7 +1209,7 @@ def main(argv: list[str] | None = None) -> int:
     p_up = sub.add_parser("up", help="start everything, bootstrap, unpause DAGs")
     p_up.add_argument("--no-airflow", action="store_true")
     p_ensure = sub.add_parser("ensure", help="start (or reuse) only the named services")
-    p_ensure.add_argument("services", nargs="+", choices=SERVICES)
+    p_ensure.add_argument("services", nargs="+", choices=SERVICES + ("redis",))
     p_ensure.add_argument("--bootstrap", action="store_true")
     sub.add_parser("bootstrap", help="migrations, reference data, topology, collection (servers must be up)")
     sub.add_parser("down")

@@ -7,6 +7,11 @@ capped), one request at a time per host with a minimum interval between requests
 same host, robots.txt (RFC 9309: cached, 4xx = allow all, 5xx = disallow all), an honest
 User-Agent, and anti-bot pages turned into errors instead of "no news".
 
+With a ``budget`` (:class:`dgb.hostbudget.HostBudget`, what the DAG tasks use) every request,
+retry and redirect hop also takes a token and an in-flight slot of the host's budget shared by
+every worker, at the fetcher's ``priority`` (``scrape`` before ``integrity``), and reports its
+answer so a 429/503 Retry-After or a streak of 5xx slows the host for every task.
+
 It also accounts for time: ``stats.polite_wait_s`` (sleeping for politeness or backoff) vs
 ``stats.request_s`` (waiting on the network), used by the scrape benchmark.
 """
@@ -119,8 +124,11 @@ class Fetcher:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
+        budget=None,
+        priority: str = "scrape",
     ):
         self.policy = policy or FetchPolicy()
+        self.budget, self.priority = budget, priority  # dgb.hostbudget.HostBudget (owned: closed with us)
         self.url_guard = url_guard
         self.stats = FetchStats()
         self._sleep, self._clock = sleep, clock
@@ -137,6 +145,8 @@ class Fetcher:
 
     def close(self) -> None:
         self._client.close()
+        if self.budget is not None:
+            self.budget.close()
 
     def __enter__(self) -> Fetcher:
         return self
@@ -235,12 +245,22 @@ class Fetcher:
             self.stats.polite_wait_s += delay
         return lock
 
+    def _budget_slot(self, host: str):
+        """Wait for the shared host budget (if any): a granted slot, released after the request."""
+        if self.budget is None:
+            return None
+        slot = self.budget.take(host, self.priority)
+        self.stats.polite_wait_s += slot.waited_s
+        return slot
+
     def _request_with_retries(self, method: str, url: str, headers: dict[str, str]) -> Response:
         host = urlsplit(url).netloc
         attempt = 0
         while True:
             lock = self._wait_turn(host)
+            slot = None
             try:
+                slot = self._budget_slot(host)
                 t0 = self._clock()
                 try:
                     resp = self._one_request(method, url, headers)
@@ -252,7 +272,12 @@ class Fetcher:
                 finally:
                     self.stats.request_s += self._clock() - t0
                     self._host_next[host] = self._clock() + self.policy.min_interval
+                if slot is not None:
+                    retry_after = None if resp is None else parse_retry_after(resp.headers.get("retry-after"))
+                    slot.report(None if resp is None else resp.status, retry_after, error=error is not None)
             finally:
+                if slot is not None:
+                    self.budget.release(slot)
                 lock.release()
             retryable = error is not None or (resp is not None and resp.status in RETRY_STATUSES)
             if not retryable:

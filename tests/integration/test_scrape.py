@@ -14,7 +14,7 @@ from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher
 from dgb.scraper.run import ScrapeParams, scrape_agency
 
-from .support import FAST
+from .support import FAST, article_dict
 
 pytestmark = pytest.mark.stack
 
@@ -107,8 +107,10 @@ def test_edit_updates_row_records_history_and_emits_one_event(pg, site_url):
         cur.execute("UPDATE news SET enriched_at = now(), summary = 'x' WHERE url LIKE '%/pe-de-meia-paga'")
     pg.commit()
     site.edit("mec", "pe-de-meia-paga", title="Pé-de-Meia paga parcela extra a estudantes")
-    with Fetcher(FAST) as f:
-        report = scrape_agency(pg, mec, f)
+    with Fetcher(FAST) as f:  # a regular run does not re-read known pages (integrity checks do)
+        assert scrape_agency(pg, mec, f).updated == []
+    with Fetcher(FAST) as f:  # a backfill over the window re-reads them and stores the edit
+        report = scrape_agency(pg, mec, f, ScrapeParams(start_date=date(2026, 10, 1)))
     assert len(report.updated) == 1 and report.new == []
     with pg.cursor() as cur:
         cur.execute("SELECT field_changed, old_value, new_value FROM news_update_history")
@@ -242,14 +244,36 @@ def test_retry_after_is_honoured_per_host(pg, site_url):
     assert f.stats.retries == 1
 
 
-def test_known_url_fence_stops_early(pg, site_url):
+def test_regular_run_stops_at_known_urls_without_rereading_them(pg, site_url):
     site, server, base = site_url
     with Fetcher(FAST) as f:
         scrape_agency(pg, _agency(base, "mec"), f)
     with Fetcher(FAST) as f:
-        scrape_agency(pg, _agency(base, "mec"), f, ScrapeParams(fence=2))
-        # listing + robots + the 2 known articles re-read before the fence: not all 5
-        assert f.stats.requests == 4
+        again = scrape_agency(pg, _agency(base, "mec"), f)
+        assert f.stats.requests == 2  # robots.txt + the first listing page: no known article re-read
+    assert again.new == [] and again.known_skipped == 2  # the 3rd known URL is the fence
+    # two new articles on top of the listing: exactly those are fetched, then the fence stops
+    site.publish(article_dict("mec", "novo-edital", "MEC abre novo edital", "2026-11-30T09:00:00-03:00"))
+    site.publish(article_dict("mec", "novo-programa", "MEC lança programa", "2026-11-30T10:00:00-03:00"))
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, _agency(base, "mec"), f)
+        assert f.stats.requests == 2 + 2  # robots + listing + the 2 new articles
+    assert len(report.new) == 2 and report.updated == [] and report.known_skipped == 2
+    assert _count(pg, "SELECT count(*) FROM news WHERE agency_key = 'mec'") == 7
+
+
+def test_regular_run_passes_a_known_item_above_a_new_one(pg, site_url):
+    """A known URL above a new one (pinned, or the new one dated late) does not end the run: the
+    fence needs 3 known URLs in a row."""
+    site, server, base = site_url
+    with Fetcher(FAST) as f:
+        scrape_agency(pg, _agency(base, "mec"), f)
+    # dated between the two newest known articles: listed below the newest
+    site.publish(article_dict("mec", "edital-tardio", "MEC publica edital", "2026-11-19T09:00:00-03:00"))
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, _agency(base, "mec"), f)
+        assert f.stats.requests == 3  # robots + listing + the new article
+    assert len(report.new) == 1 and report.known_skipped == 3
 
 
 # ------------------------------------------------------------------ outbox relay
@@ -350,6 +374,7 @@ def test_parser_moving_images_is_not_an_edit(pg, site_url):
             " || content"
         )
     pg.commit()
-    with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f)
+    with Fetcher(FAST) as f:  # a backfill re-reads the known pages and compares them
+        report = scrape_agency(pg, _agency(base, "mec"), f, ScrapeParams(start_date=date(2026, 10, 1)))
+    assert report.unchanged == 5
     assert report.updated == [] and _count(pg, "SELECT count(*) FROM news_update_history") == 0

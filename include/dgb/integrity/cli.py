@@ -33,14 +33,15 @@ def _cmd_url_policy(args) -> int:
 
 
 def make_fetcher(settings=None):
-    """The integrity checker's fetcher: shared politeness, the URL guard on every hop and
-    connections pinned to vetted addresses."""
-    from dgb.fetch import Fetcher, FetchPolicy
+    """The integrity checker's fetcher: the per-host budget shared by every worker at ``integrity``
+    priority (after scrapes), the URL guard on every hop and connections pinned to vetted addresses."""
+    from dgb.hostbudget import task_fetcher
     from dgb.integrity.policy import UrlPolicy, guarded_transport
 
     policy = UrlPolicy.for_settings(settings)
-    fetch_policy = FetchPolicy.from_env()
-    return Fetcher(fetch_policy, url_guard=policy.guard, transport=guarded_transport(policy))
+    return task_fetcher(
+        "integrity", settings=settings, url_guard=policy.guard, transport=guarded_transport(policy)
+    )
 
 
 def _cmd_check(args) -> int:

@@ -14,6 +14,21 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_status)
 
 
+def host_line(h: dict) -> str:
+    """One host's request budget as `dgb status` prints it (issue 14)."""
+    waiting = h["waiting"]
+    if waiting:
+        parts = ", ".join(f"{k} {v}" for k, v in sorted(h["waiting_by_priority"].items()))
+        waiting = f"{waiting} ({parts})"
+    backoff = "-"
+    if h["backoff_s"]:
+        backoff = f"{h['backoff_s']:.0f}s until {h['backoff_until']} ({h['backoff_reason']})"
+    return (
+        f"host {h['host']}  rate {h['rate_per_s']:g}/s (measured {h['measured_rps']:.2f}/s over 60s)  "
+        f"in_flight {h['in_flight']}/{h['max_in_flight']}  waiting {waiting}  backoff {backoff}"
+    )
+
+
 def _cmd_status(args) -> int:
     from dgb import db
     from dgb.config import settings
@@ -52,6 +67,8 @@ def _cmd_status(args) -> int:
     print(
         f"  commit->indexed since {status['since']}: p50 {p50}s  p95 {p95}s  (n={status['latency_sample']})"
     )
+    for h in status.get("hosts") or []:
+        print(f"  {host_line(h)}")
     for b in status.get("removals_paused") or []:
         print(f"  REMOVALS PAUSED {b['scope']} {b['key']} since {b['tripped_at']}: {b['reason']}")
     return 0

@@ -50,6 +50,9 @@ def pipeline_status(
     from dgb.integrity.evidence import tripped_breakers
 
     out["removals_paused"] = tripped_breakers(conn)  # issue 16: agencies/hosts whose removals pause
+    from dgb.hostbudget import snapshot as host_budgets
+
+    out["hosts"] = host_budgets(conn)  # issue 14: each host's request budget, use, waiters, backoff
     return out
 
 

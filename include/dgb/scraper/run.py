@@ -1,11 +1,22 @@
 """One scrape run of one agency: listing pages -> articles -> storage (+ outbox), reported.
 
-Listing pages are walked newest first. A regular run stops after ``fence`` consecutive
-already-known URLs (the known-URL fence; the known ones it passes are re-read so edits are
-caught); a backfill (``start_date`` given) walks back until articles are older than
-``start_date``. Each listing page's articles are stored in one transaction. A failing
-article is skipped and reported (the run is then ``partial``); a failing listing page ends
-the run with that page's error category, keeping what earlier pages stored.
+Listing pages are walked newest first.
+
+* A **regular run** fetches only the articles it does not know: a known URL is never re-read
+  (edits are the integrity checks' job, under the same per-host budget), and the run stops at the
+  ``fence``-th (3rd) consecutive known URL (more than one, so a pinned or re-dated item at the top
+  does not end the run before the new ones below it). With nothing new, a run costs one listing
+  request per agency (plus robots.txt, cached per task). Plone 6 API listings carry whole
+  articles, so their known items are still compared for edits at no request cost. A regular run
+  reads at most ``max_pages`` (3) listing pages: an agency never scraped before gets its latest
+  pages, not its whole history.
+* A **backfill** (``start_date`` given) walks back until articles are older than ``start_date``
+  (up to ``backfill_max_pages``) and re-reads known articles in the window so their edits are
+  stored (``allow_update: false`` leaves them as they are).
+
+Each listing page's articles are stored in one transaction. A failing article is skipped and
+reported (the run is then ``partial``); a failing listing page ends the run with that page's error
+category, keeping what earlier pages stored.
 """
 
 from __future__ import annotations
@@ -80,6 +91,7 @@ class RunReport:
     new: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     unchanged: int = 0
+    known_skipped: int = 0  # known URLs a regular run passed without re-reading them
     article_errors: int = 0
     seconds: float = 0.0
 
@@ -184,11 +196,14 @@ def scrape_agency(
                     break
                 if item.url in known:
                     consecutive_known += 1
-                    if not params.backfill and params.fence and consecutive_known > params.fence:
+                    if not params.backfill and params.fence and consecutive_known >= params.fence:
                         stop = True
                         break
                     if not params.allow_update:
                         report.unchanged += 1
+                        continue
+                    if not params.backfill and item.content is None:
+                        report.known_skipped += 1  # not re-read: the integrity checks own edits
                         continue
                 else:
                     consecutive_known = 0

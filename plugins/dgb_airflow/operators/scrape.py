@@ -12,7 +12,8 @@ from dgb_airflow.hooks.outbox import relay_outbox, relay_soon
 
 class ScrapeAgencyOperator(BaseOperator):
     """Scrape one agency (or several, in turn) into PostgreSQL, events into the outbox, then
-    relay them to Pub/Sub at once (the outbox_relay DAG is the safety net).
+    relay them to Pub/Sub at once (the outbox_relay DAG is the safety net). Requests go through the
+    per-host budget shared by every worker (:mod:`dgb.hostbudget`) at ``scrape`` priority.
 
     Reads DAG params / trigger conf ``start_date``, ``end_date`` (YYYY-MM-DD) and
     ``allow_update``. Fails (so Airflow retries with backoff) only when every agency of the
@@ -42,7 +43,7 @@ class ScrapeAgencyOperator(BaseOperator):
     def execute(self, context: Any) -> list[dict]:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
-        from dgb.fetch import Fetcher, FetchPolicy
+        from dgb.hostbudget import task_fetcher
         from dgb.scraper.dags import agency_by_key
         from dgb.scraper.run import ScrapeParams, scrape_agency
 
@@ -56,7 +57,7 @@ class ScrapeAgencyOperator(BaseOperator):
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         reports = []
         try:
-            with Fetcher(FetchPolicy.from_env()) as fetcher:
+            with task_fetcher("scrape") as fetcher:  # the host budget shared by every worker
                 for key in self.agency_keys:
                     report = scrape_agency(conn, agency_by_key(key), fetcher, params, run_id=run_id)
                     self.log.info("scrape %s: %s", key, report.as_dict())

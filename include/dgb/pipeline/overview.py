@@ -17,9 +17,9 @@ rule holds, its ready timestamp is at or before ``t`` and it was not done by ``t
 all now, or done after ``t``). Only the current timestamps are stored, so an article that went
 through a stage twice (an edit resets its stage timestamps) counts for its latest pass only.
 
-Cost: one read of ``news`` for the backlog (the candidates: rows pending now or done within the
-window, narrow columns only) and one for the latencies; the point grid is applied to the
-candidates only, so the work grows with the window's traffic, not with points x articles.
+Cost: one read of ``news`` for the backlog (grouped by each row's range of points, whatever the
+number of points) and one for the latencies. ``news`` has no index on the stage timestamps, so
+both are (parallel) sequential scans; ``scripts/bench_pipeline_view.py`` times them at 300k rows.
 """
 
 from __future__ import annotations
@@ -66,32 +66,46 @@ def backlog_history(
     if step_minutes <= 0:
         raise ValueError("step_minutes must be > 0")
     steps = max(1, round(hours * 60 / step_minutes))
-    cols, candidates, counts = [], [], []
+    step = timedelta(microseconds=round((now - start) / timedelta(microseconds=1) / steps))
+    origin = now - steps * step  # point k is origin + k * step; the last one is now
+
+    # Each candidate row gives, per stage, the range [kf, kt) of points at which it was pending
+    # (ready at or before the point, not done by it); the rows are grouped by range in ONE scan
+    # and the ranges summed into per-point counts here (a difference array), so the cost is one
+    # read of the candidates whatever the number of points. Exact: numeric microseconds.
+    def k_of(col: str) -> str:
+        return f"ceil(extract(epoch FROM {col} - %(origin)s) * 1000000 / %(step_us)s)"
+
+    ranges, candidates = [], []
     for name, d in DEFINITIONS.items():
         ready_at, done_at = STAGE_TIMES[name]
-        cols.append(f"({d.ready}) AS r_{name}, ({d.done}) AS d_{name}")
-        candidates.append(f"(({d.ready}) AND (NOT ({d.done}) OR {done_at} > %(start)s))")
-        counts.append(
-            f"count(*) FILTER (WHERE c.r_{name} AND c.{ready_at} <= p.t AND"
-            f" (NOT c.d_{name} OR coalesce(c.{done_at}, '-infinity') > p.t))"
+        kf = f"CASE WHEN ({d.ready}) THEN greatest(0, least(%(n)s, {k_of(ready_at)}))::int END"
+        kt = (
+            f"CASE WHEN NOT ({d.done}) THEN %(n)s WHEN {done_at} IS NULL THEN 0"
+            f" ELSE greatest(0, least(%(n)s, {k_of(done_at)}))::int END"
         )
-    sql = f"""
-        WITH c AS MATERIALIZED (
-            SELECT scraped_at, enriched_at, embedded_at, indexed_at, {", ".join(cols)}
-            FROM news WHERE {" OR ".join(candidates)}
-        ), p AS (
-            SELECT %(now)s::timestamptz - k * (%(span)s::interval / %(steps)s) AS t
-            FROM generate_series(%(steps)s, 0, -1) AS k
-        )
-        SELECT p.t, {", ".join(counts)}
-        FROM p LEFT JOIN c ON true GROUP BY p.t ORDER BY p.t"""
-    args = params(model) | {"now": now, "start": start, "span": now - start, "steps": steps}
+        ranges.append(f"('{name}', {kf}, {kt})")
+        candidates.append(f"(({d.ready}) AND (NOT ({d.done}) OR {done_at} > %(origin)s))")
+    sql = (
+        "SELECT s.stage, s.kf, s.kt, count(*) FROM news"
+        f" CROSS JOIN LATERAL (VALUES {', '.join(ranges)}) AS s(stage, kf, kt)"
+        f" WHERE ({' OR '.join(candidates)}) AND s.kf < s.kt GROUP BY 1, 2, 3"
+    )
+    args = params(model) | {"origin": origin, "step_us": step // timedelta(microseconds=1), "n": steps + 1}
     with conn.cursor() as cur:
         cur.execute(sql, args)
         rows = cur.fetchall()
     conn.commit()
-    names = list(DEFINITIONS)
-    return [{"at": r[0].isoformat(), **{n: int(v) for n, v in zip(names, r[1:], strict=True)}} for r in rows]
+    diff = {name: [0] * (steps + 2) for name in DEFINITIONS}
+    for stage, kf, kt, n in rows:
+        diff[stage][kf] += n
+        diff[stage][kt] -= n
+    out, running = [], dict.fromkeys(DEFINITIONS, 0)
+    for k in range(steps + 1):
+        for name in DEFINITIONS:
+            running[name] += diff[name][k]
+        out.append({"at": (origin + k * step).isoformat(), **running})
+    return out
 
 
 def latency_history(conn, now: datetime | None = None, *, hours: float = 6) -> list[dict[str, Any]]:

@@ -110,7 +110,7 @@ def backlog_chart(chart_id: str, points: list[dict], stages: list[str]) -> str:
 
 def latency_chart(chart_id: str, buckets: list[dict]) -> str:
     """Per hour: p95 (light) and p50 (dark) commit -> searchable latency, in minutes."""
-    width, height, left, right, top, bottom = 640, 230, 46, 14, 10, 46
+    width, height, left, right, top, bottom = 640, 230, 60, 14, 10, 46
     plot_w, plot_h = width - left - right, height - top - bottom
     ymax = _nice_max(max([(b["p95_s"] or 0) / 60 for b in buckets] + [0]))
     slot = plot_w / max(1, len(buckets))

@@ -4,7 +4,8 @@ modules of the plugins folder).
 UI (Airflow 3): the integrity page is a FastAPI app mounted by the API server under
 ``/dgb-integrity`` (``fastapi_apps``), shown inside the Airflow UI from a "DGB integrity" entry of
 the Browse menu (``external_views`` with a ``url_route``: the UI frames ``href`` at
-``/plugin/dgb-integrity``; ``href`` is relative to the UI's base URL).
+``/plugin/dgb-integrity``; ``href`` is relative to the UI's base URL). The same app serves the
+pipeline view at ``/dgb-integrity/pipeline``, its own "DGB pipeline" entry (``/plugin/dgb-pipeline``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ class DgbPipelinePlugin(AirflowPlugin):
             "name": "DGB integrity",
             "href": INTEGRITY_PREFIX.lstrip("/") + "/",
             "url_route": "dgb-integrity",
+            "destination": "nav",
+            "category": "browse",
+        },
+        {
+            "name": "DGB pipeline",
+            "href": INTEGRITY_PREFIX.lstrip("/") + "/pipeline",
+            "url_route": "dgb-pipeline",
             "destination": "nav",
             "category": "browse",
         },

@@ -1,5 +1,5 @@
 """The plugin registration (plugins/dgb_airflow_plugins.py): Airflow's plugin manager finds the
-integrity page's FastAPI app and its Browse-menu entry."""
+integrity page's FastAPI app (which also serves the pipeline view) and their Browse-menu entries."""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ def test_the_plugin_mounts_the_integrity_app_and_links_it_from_browse():
     plugin = registration.DgbPipelinePlugin
     [app] = plugin.fastapi_apps
     assert app["url_prefix"] == registration.INTEGRITY_PREFIX == "/dgb-integrity"
-    [view] = plugin.external_views
-    assert (view["href"], view["url_route"], view["category"]) == (
-        "dgb-integrity/",
-        "dgb-integrity",
-        "browse",
-    )
+    assert [(v["href"], v["url_route"], v["category"]) for v in plugin.external_views] == [
+        ("dgb-integrity/", "dgb-integrity", "browse"),
+        ("dgb-integrity/pipeline", "dgb-pipeline", "browse"),  # the pipeline view of the same app
+    ]
     assert TestClient(app["app"]).get("/health").status_code in (200, 401, 403)
 
 

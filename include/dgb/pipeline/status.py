@@ -25,8 +25,20 @@ def pipeline_status(
     since = since or now - timedelta(hours=1)
     out: dict = {}
     with conn.cursor() as cur:
-        cur.execute("SELECT count(*), count(enriched_at), count(embedded_at), count(indexed_at) FROM news")
-        out["articles"], out["enriched"], out["embedded"], out["indexed"] = cur.fetchone()
+        # one scan of news for the counts and every stage's backlog (the embed rule's current-model
+        # test defeats its partial index, so separate queries would read the table twice)
+        stage_sql = ", ".join(
+            f"count(*) FILTER (WHERE {d.pending}), min({d.since}) FILTER (WHERE {d.pending})"
+            for d in DEFINITIONS.values()
+        )
+        cur.execute(
+            f"SELECT count(*), count(enriched_at), count(embedded_at), count(indexed_at), {stage_sql}"
+            " FROM news",
+            params(model),
+        )
+        row = cur.fetchone()
+        out["articles"], out["enriched"], out["embedded"], out["indexed"] = row[:4]
+        stage_rows = {stage: row[4 + 2 * i : 6 + 2 * i] for i, stage in enumerate(DEFINITIONS)}
         cur.execute("SELECT count(*) FROM dead_letters WHERE status = 'open'")
         out["dead_letters"] = cur.fetchone()[0]
         cur.execute(f"SELECT count(*), min(created_at) FROM outbox WHERE {outbox.PENDING}")
@@ -38,9 +50,7 @@ def pipeline_status(
         out["outbox_failed"] = failed
         out["outbox_failed_oldest_age_s"] = _age(now, first_failed)
         backlog = {}
-        for stage, d in DEFINITIONS.items():
-            cur.execute(f"SELECT count(*), min({d.since}) FROM news WHERE {d.pending}", params(model))
-            n, first = cur.fetchone()
+        for stage, (n, first) in stage_rows.items():
             backlog[stage] = {"pending": n, "oldest_age_s": _age(now, first)}
         backlog["outbox"] = {"pending": pending, "oldest_age_s": _age(now, oldest)}
         out["backlog"] = backlog

@@ -15,15 +15,20 @@ of the UI.
 
 from __future__ import annotations
 
-import html
 import logging
 import os
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, JSONResponse
+
+from dgb_airflow.ui.common import CSS, legend, svg_open
+from dgb_airflow.ui.common import esc as _e
+from dgb_airflow.ui.common import hours_text as _hours
+from dgb_airflow.ui.common import pct as _pct
+from dgb_airflow.ui.common import short_time as _short_time
+from dgb_airflow.ui.pipeline import router as pipeline_router
 
 log = logging.getLogger(__name__)
 
@@ -88,14 +93,6 @@ def load_report(connect: Callable[[], Any]) -> dict:
 # -- SVG charts ------------------------------------------------------------------------------------
 
 
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
 def rate_bars(
     chart_id: str, title: str, rows: list[dict], key: str, color: str, detail: Callable[[dict], str]
 ) -> str:
@@ -106,11 +103,7 @@ def rate_bars(
     height = max(1, len(rows)) * (bar_h + gap) + 34
     top = max([r.get(key) or 0 for r in rows] + [0.0001])
     scale_max = min(1.0, max(0.05, top * 1.15))
-    parts = [
-        f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="{_e(title)}" '
-        f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
-        f"<title>{_e(title)}</title>",
-    ]
+    parts = [svg_open(chart_id, title, width, height)]
     for tick in (0, 0.5, 1.0):
         x = label_w + plot_w * tick
         parts.append(
@@ -146,11 +139,7 @@ def tier_bars(chart_id: str, tiers: list[dict]) -> str:
     plot_w = width - label_w - 80
     height = max(1, len(tiers)) * (bar_h + gap) + 40
     top = max([t["checks"] for t in tiers] + [1])
-    parts = [
-        f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="Check outcomes per tier" '
-        f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
-        "<title>Check outcomes per tier</title>",
-    ]
+    parts = [svg_open(chart_id, "Check outcomes per tier", width, height)]
     for i, t in enumerate(tiers):
         y = 4 + i * (bar_h + gap)
         parts.append(
@@ -173,13 +162,7 @@ def tier_bars(chart_id: str, tiers: list[dict]) -> str:
             f'<text x="{x + 6:.1f}" y="{y + bar_h * 0.65:.1f}" font-size="12" fill="#333">'
             f"{t['checks']}</text>"
         )
-    lx = 10.0
-    for outcome, color in OUTCOME_COLORS.items():
-        parts.append(
-            f'<rect x="{lx:.1f}" y="{height - 18}" width="12" height="12" fill="{color}"/>'
-            f'<text x="{lx + 16:.1f}" y="{height - 8}" font-size="11">{outcome}</text>'
-        )
-        lx += 16 + 6.5 * len(outcome) + 14
+    parts.append(legend(list(OUTCOME_COLORS.items()), height - 8))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -188,11 +171,7 @@ def type_bars(chart_id: str, types: dict[str, int]) -> str:
     items = sorted(types.items(), key=lambda kv: -kv[1])
     width, bar_w, gap, height = 360, 56, 24, 190
     top = max([v for _, v in items] + [1])
-    parts = [
-        f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-label="Modification types" '
-        f'viewBox="0 0 {width} {height}" width="100%" xmlns="http://www.w3.org/2000/svg">',
-        "<title>Modification types</title>",
-    ]
+    parts = [svg_open(chart_id, "Modification types", width, height)]
     if not items:
         parts.append('<text x="10" y="20" font-size="13" fill="#666">no modifications recorded</text>')
     for i, (name, n) in enumerate(items):
@@ -210,23 +189,6 @@ def type_bars(chart_id: str, types: dict[str, int]) -> str:
 
 
 # -- page ------------------------------------------------------------------------------------------
-
-CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;\
-margin:0;padding:18px 22px;color:#222;background:#fafafa}
-h1{font-size:20px;margin:0 0 4px} h2{font-size:15px;margin:0 0 8px}
-.sub{color:#666;font-size:12px;margin-bottom:14px}
-.alert{border-color:#c62828 !important;background:#fff5f5 !important;margin-bottom:14px}
-.cards{display:flex;gap:10px;flex-wrap:wrap;margin-bottom:14px}
-.card{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:10px 14px;min-width:120px}
-.card .v{font-size:22px;font-weight:600} .card .k{font-size:12px;color:#666}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:14px}
-.panel{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:12px 14px}
-table{border-collapse:collapse;width:100%;font-size:12px} \
-th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #eee;vertical-align:top}
-th{color:#555;font-weight:600} td.num{text-align:right} .muted{color:#888}
-.diff-old{color:#9b1c1c} .diff-new{color:#1b5e20}
-"""
 
 
 def render_page(report: dict) -> str:
@@ -308,6 +270,7 @@ def render_page(report: dict) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>DGB integrity</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
 <body>
+<nav class="pages"><b>Integrity</b> <a href="pipeline">Pipeline</a></nav>
 <h1>News integrity</h1>
 <div class="sub">Generated {_e(_short_time(report["generated_at"]))} UTC · \
 schedule <b>{_e(report["schedule"]["mode"])}</b>
@@ -331,21 +294,6 @@ schedule <b>{_e(report["schedule"]["mode"])}</b>
 <th>old → new</th></tr></thead>
 <tbody>{history_rows}</tbody></table></div>
 </body></html>"""
-
-
-def _hours(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f} h"
-
-
-def _short_time(value: Any) -> str:
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            return value
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M")
-    return "" if value is None else str(value)
 
 
 def _auth_dependencies(require_auth: bool) -> list:
@@ -403,6 +351,8 @@ def create_app(connect: Callable[[], Any] | None = None, *, require_auth: bool |
         except Exception as exc:
             log.exception("dgb integrity UI: report failed")
             return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=503)
+
+    app.include_router(pipeline_router(connect))  # GET /pipeline, /api/pipeline (issue 14)
 
     @app.get("/health")
     def health() -> dict:

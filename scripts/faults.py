@@ -914,13 +914,14 @@ class Run:
 
     def retries_spent(self, batch: Batch, since: datetime) -> bool:
         """The Airflow retry budget is spent against the outage, whatever each try took (the
-        Typesense client's retries, Bedrock's backoff): a stage task instance failed its last try
-        since the outage began (a failure of the whole task, before any article is handled), or
+        Typesense client's retries, Bedrock's backoff): a stage task instance ended its last try
+        since the outage began (failed: a failure of the whole task before any article is handled;
+        or succeeded with the work left pending, as the stages end a last try in an outage), or
         every article of the batch failed as many tries as a stage task has (``news.attempts``
         counts a stage's transient failures) or was dead-lettered."""
         tries = self.stage_retry_budget()["retries"] + 1
         failed = self.af.query(
-            "SELECT count(*) FROM task_instance WHERE dag_id = ANY(%s) AND state = 'failed'"
+            "SELECT count(*) FROM task_instance WHERE dag_id = ANY(%s) AND state IN ('failed', 'success')"
             " AND try_number >= %s AND end_date >= %s",
             (list(STAGE_DAGS), tries, since),
         )[0][0]

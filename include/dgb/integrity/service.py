@@ -716,28 +716,38 @@ def run_tier(
             summary.checked += 1
             summary.outcomes["error"] += 1
             continue
-        summary.checked += 1
-        summary.outcomes[result.outcome] += 1
-        summary.bytes_fetched += result.bytes_fetched
-        summary.breaker_changes.extend(result.breaker_changes)
-        if result.outcome == "suspect_removed" and result.paused_by:
-            summary.paused.update(result.paused_by)
-        if on_result is not None:
-            try:
-                on_result(result)
-            except Exception:
-                log.debug("on_result callback failed", exc_info=True)
-    try:
-        purge_old_checks(conn)
-    except Exception:
-        conn.rollback()
-        log.warning("integrity: purging old check rows failed", exc_info=True)
+        _tally(summary, result, on_result)
+    _purge_after_run(conn)
     summary.seconds = time.monotonic() - t0
     log.info("integrity tier=%s run: %s", tier, summary.as_dict())
     return summary
 
 
 # -- a budget run (issue 14) ---------------------------------------------------------------------
+
+
+def _tally(summary, result: CheckResult, on_result: Callable[[CheckResult], None] | None) -> None:
+    """Count one check's result in a run summary (tier or budget run) and hand it to ``on_result``."""
+    summary.checked += 1
+    summary.outcomes[result.outcome] += 1
+    summary.bytes_fetched += result.bytes_fetched
+    summary.breaker_changes.extend(result.breaker_changes)
+    if result.outcome == "suspect_removed" and result.paused_by:
+        summary.paused.update(result.paused_by)
+    if on_result is not None:
+        try:
+            on_result(result)
+        except Exception:
+            log.debug("on_result callback failed", exc_info=True)
+
+
+def _purge_after_run(conn) -> None:
+    """Trim old ``integrity_checks`` rows after a run; a failure only logs (the run's work is kept)."""
+    try:
+        purge_old_checks(conn)
+    except Exception:
+        conn.rollback()
+        log.warning("integrity: purging old check rows failed", exc_info=True)
 
 
 def integrity_budget_rps(policy: BudgetPolicy | None = None) -> float:
@@ -863,23 +873,9 @@ def run_budget(
             summary.requests += 1
             summary.outcomes["error"] += 1
             continue
-        summary.checked += 1
         summary.requests += 1 + (result.image is not None)
-        summary.outcomes[result.outcome] += 1
-        summary.bytes_fetched += result.bytes_fetched
-        summary.breaker_changes.extend(result.breaker_changes)
-        if result.outcome == "suspect_removed" and result.paused_by:
-            summary.paused.update(result.paused_by)
-        if on_result is not None:
-            try:
-                on_result(result)
-            except Exception:
-                log.debug("on_result callback failed", exc_info=True)
-    try:
-        purge_old_checks(conn)
-    except Exception:
-        conn.rollback()
-        log.warning("integrity: purging old check rows failed", exc_info=True)
+        _tally(summary, result, on_result)
+    _purge_after_run(conn)
     summary.seconds = time.monotonic() - t0
     log.info("integrity budget run: %s", summary.as_dict())
     return summary

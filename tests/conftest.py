@@ -104,6 +104,18 @@ def pg(pg_server):
 
 
 @pytest.fixture(scope="session")
+def airflow_db(pg_server):
+    """The test metadata database (DGB_TEST_PG_AIRFLOW_DB), migrated once (about 30 s the first time)
+    and rid of triggers another checkout's Fernet key encrypted (the cluster outlives checkouts)."""
+    import subprocess
+
+    res = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    stack.release_foreign_triggers(pg_server)
+    return pg_server
+
+
+@pytest.fixture(scope="session")
 def pubsub_server(settings):
     stack.ensure(["pubsub"], settings)
     os.environ["PUBSUB_EMULATOR_HOST"] = settings.pubsub_emulator_host
@@ -126,7 +138,7 @@ TEST_PROFILE = os.environ.get("DGB_TEST_PROFILE") or (
     if os.environ.get("ASTRONOMER_RUNTIME_VERSION") or str(REPO_ROOT) == "/usr/local/airflow"
     else "local"
 )
-_SERVER_FIXTURES = {"pg_server", "pg", "pubsub_server", "typesense_server"}
+_SERVER_FIXTURES = {"pg_server", "pg", "airflow_db", "pubsub_server", "typesense_server"}
 
 
 def pytest_ignore_collect(collection_path, config):

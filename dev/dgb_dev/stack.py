@@ -902,10 +902,61 @@ def bootstrap(settings: Settings) -> None:
     log(f"bootstrap done in {time.monotonic() - t0:.1f}s")
 
 
+def release_foreign_triggers(settings: Settings) -> int:
+    """Remove the triggers this stack's Fernet key cannot read, before the triggerer starts.
+
+    The metadata database outlives a checkout (the PostgreSQL cluster is the machine's; a new clone
+    generates a new key in its own state dir). Airflow's trigger runner exits on the first trigger
+    whose kwargs it cannot decrypt, so one leftover row would keep the triggerer down for good.
+    Such a trigger can never run again: it is deleted, and a task instance deferred on it is cleared
+    (state none, like `airflow tasks clear`) so the scheduler runs it again and it defers anew under
+    this key. Asset watchers' triggers are recreated by the DAG processor. Returns how many went.
+    """
+    from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+
+    from dgb import db
+
+    key = os.environ.get("AIRFLOW__CORE__FERNET_KEY") or read_env_file(
+        settings.state_dir / "secrets.env"
+    ).get("AIRFLOW__CORE__FERNET_KEY", "")
+    keys = [k.strip() for k in key.split(",") if k.strip()]
+    if not keys:
+        return 0  # kwargs stored unencrypted: nothing this stack could fail to read
+    fernet = MultiFernet([Fernet(k.encode()) for k in keys])
+    with db.connect(settings.pg_dsn(settings.pg_airflow_db)) as conn, db.transaction(conn) as cur:
+        cur.execute("SELECT id, kwargs FROM trigger")
+        foreign = []
+        for trigger_id, kwargs in cur.fetchall():
+            if kwargs.startswith("{"):
+                continue  # Airflow reads plain JSON kwargs as they are
+            try:
+                fernet.decrypt(kwargs.encode())
+            except (InvalidToken, ValueError):
+                foreign.append(trigger_id)
+        if not foreign:
+            return 0
+        cur.execute(
+            "UPDATE task_instance SET state = NULL, trigger_id = NULL, trigger_timeout = NULL,"
+            " next_method = NULL, next_kwargs = NULL WHERE trigger_id = ANY(%s)",
+            (foreign,),
+        )
+        cleared = cur.rowcount
+        cur.execute("SELECT to_regclass('callback') IS NOT NULL")
+        if cur.fetchone()[0]:
+            cur.execute("UPDATE callback SET trigger_id = NULL WHERE trigger_id = ANY(%s)", (foreign,))
+        cur.execute("DELETE FROM trigger WHERE id = ANY(%s)", (foreign,))
+    log(
+        f"airflow: removed {len(foreign)} trigger(s) encrypted with another Fernet key (a metadata "
+        f"database left by another checkout); {cleared} deferred task instance(s) cleared to run again"
+    )
+    return len(foreign)
+
+
 def up_airflow(settings: Settings) -> None:
     t0 = time.monotonic()
     airflow_cli(settings, ["db", "migrate"], capture=True)
     log(f"airflow db migrate: {time.monotonic() - t0:.1f}s")
+    release_foreign_triggers(settings)
     home = settings.state_dir / "airflow"
     home.mkdir(parents=True, exist_ok=True)
     from dgb.dags_meta import POOLS

@@ -56,3 +56,57 @@ def test_start_and_stop_own_instance_leaves_nothing(typesense_server, tmp_path):
     assert not stack._group_alive(pid)
     assert not comp.healthy()
     assert comp.down() is False  # stopping twice is harmless
+
+
+def test_triggers_under_another_fernet_key_are_released_before_the_triggerer_starts(airflow_db):
+    """The cluster outlives a checkout: a trigger encrypted with another clone's key would make
+    Airflow's trigger runner exit at start (CI met it). Only those go; a deferred task waiting on one
+    is cleared to run again; triggers this key reads, or plain-JSON ones, stay."""
+    import os
+    import uuid
+
+    from cryptography.fernet import Fernet
+
+    from dgb import db
+
+    ours = Fernet(os.environ["AIRFLOW__CORE__FERNET_KEY"].split(",")[0].encode())
+    theirs = Fernet(Fernet.generate_key())
+    dag_id, run_id = f"t_{uuid.uuid4().hex[:8]}", "manual__1"
+    with db.connect(airflow_db.pg_dsn(airflow_db.pg_airflow_db)) as conn, db.transaction(conn) as cur:
+        ids = {}
+        for name, kwargs in (
+            ("ours", ours.encrypt(b'{"a": 1}').decode()),
+            ("theirs", theirs.encrypt(b'{"a": 2}').decode()),
+            ("plain", '{"a": 3}'),
+        ):
+            cur.execute(
+                "INSERT INTO trigger (classpath, kwargs, created_date) VALUES (%s, %s, now()) RETURNING id",
+                (f"tests.{name}", kwargs),
+            )
+            ids[name] = cur.fetchone()[0]
+        cur.execute(
+            "INSERT INTO dag_run (dag_id, run_id, run_type, run_after, state)"
+            " VALUES (%s, %s, 'manual', now(), 'running')",
+            (dag_id, run_id),
+        )
+        cur.execute(
+            "INSERT INTO task_instance (id, task_id, dag_id, run_id, try_number, pool, pool_slots, state,"
+            " trigger_id, next_method) VALUES (%s, 'wait', %s, %s, 1, 'default_pool', 1, 'deferred', %s,"
+            " 'execute_complete')",
+            (uuid.uuid4(), dag_id, run_id, ids["theirs"]),
+        )
+
+    try:
+        assert stack.release_foreign_triggers(airflow_db) == 1
+        assert stack.release_foreign_triggers(airflow_db) == 0  # nothing left to release
+        with db.connect(airflow_db.pg_dsn(airflow_db.pg_airflow_db)) as conn, db.transaction(conn) as cur:
+            cur.execute("SELECT id FROM trigger WHERE id = ANY(%s)", (list(ids.values()),))
+            assert {r[0] for r in cur.fetchall()} == {ids["ours"], ids["plain"]}
+            cur.execute(
+                "SELECT state, trigger_id, next_method FROM task_instance WHERE dag_id = %s", (dag_id,)
+            )
+            assert cur.fetchall() == [(None, None, None)]  # kept, cleared: the scheduler runs it again
+    finally:
+        with db.connect(airflow_db.pg_dsn(airflow_db.pg_airflow_db)) as conn, db.transaction(conn) as cur:
+            cur.execute("DELETE FROM dag_run WHERE dag_id = %s", (dag_id,))
+            cur.execute("DELETE FROM trigger WHERE id = ANY(%s)", (list(ids.values()),))

@@ -6,8 +6,6 @@ emulator. The other operator tests call ``execute`` with the part of the context
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -18,20 +16,6 @@ from dgb import db, topology
 pytestmark = [pytest.mark.stack, pytest.mark.airflow, pytest.mark.slow]
 
 DAGS = Path(__file__).resolve().parents[3] / "dags"
-
-
-@pytest.fixture(scope="session")
-def airflow_db(pg_server):
-    """The test metadata database (DGB_TEST_PG_AIRFLOW_DB), migrated once (about 30 s the first time)."""
-    res = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-3000:]
-    # Triggers left by an earlier run hold kwargs encrypted with that checkout's Fernet key; another
-    # checkout (its own generated key) sharing this test database could not read them.
-    from dgb.config import Settings
-
-    s = Settings.from_env()
-    with db.connect(s.pg_dsn(s.pg_airflow_db)) as conn:
-        conn.execute("TRUNCATE trigger CASCADE")
 
 
 @pytest.fixture

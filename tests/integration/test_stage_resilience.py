@@ -393,13 +393,20 @@ def test_typesense_down_dead_letters_nothing_and_the_index_catches_up(
     assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL OR problem IS NOT NULL") == 0
     assert one(pg, "SELECT failures >= 3 FROM stage_breakers WHERE name = 'typesense'") == (True,)
 
+    # still down: the breaker is open and Typesense's /health does not answer: nothing is tried
+    assert Breakers(pg, ["typesense"]).state("typesense") == OPEN
+    report = run_stage(stages.IndexStage(down, alias, pg, 512), pg, [], sweep_limit=100)
+    assert report.breakers_open == ["typesense"] and len(report.deferred) == n and report.chunks == 0
+
     ts = schema.client(s)
     schema.ensure_collection(s, ts)
     try:
-        with db.transaction(pg) as cur:  # the cool-down is over
-            cur.execute("UPDATE stage_breakers SET open_until = now() - interval '1 second'")
+        # back within the cool-down (still open): /health answers, so one probe goes at once
+        # and, as it succeeds, the rest follows in the same run
+        assert Breakers(pg, ["typesense"]).state("typesense") == OPEN
         report = run_stage(stages.IndexStage(ts, alias, pg, 512), pg, [], sweep_limit=100)
-        assert len(report.processed) == n and report.dead_lettered == []
+        assert len(report.processed) == n and report.dead_lettered == [] and report.deferred == []
+        assert Breakers(pg, ["typesense"]).state("typesense") == CLOSED
         assert ts.collections[alias].retrieve()["num_documents"] == n
         assert count(pg, "SELECT count(*) FROM news WHERE indexed_version = version AND attempts = 0") == n
     finally:

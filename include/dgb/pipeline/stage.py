@@ -238,6 +238,13 @@ class Stage(ABC):
         or None. Return None too when nothing was written (row changed meanwhile)."""
         return None
 
+    def healthy(self, dependency: str) -> bool | None:
+        """A cheap health check of ``dependency`` (an HTTP /health, never real work): True or
+        False, or None when this stage has none for it. An open breaker whose dependencies all
+        answer healthy sends its one probe at once instead of waiting out its cooldown, so a
+        stage resumes within a run of the dependency coming back (see :func:`run_stage`)."""
+        return None
+
     def record_chunk(self, cur) -> None:
         """Write what the chunk's :meth:`process` calls cost (the LLM token ledger), inside the
         chunk's transaction, so paid work and its bill commit together. Called again if the
@@ -247,6 +254,21 @@ class Stage(ABC):
     def chunk_committed(self) -> None:
         """The chunk's transaction committed: forget what :meth:`record_chunk` wrote."""
         return None
+
+
+def _all_healthy(stage: Stage, names: list[str]) -> bool:
+    """Every dependency in ``names`` answers its health check (a check that raises, or none at
+    all, counts as not healthy: the breaker then waits out its cooldown)."""
+    for name in names:
+        try:
+            ok = stage.healthy(name)
+        except Exception as exc:
+            log.info("%s: health check of %s failed: %s", stage.name, name, exc)
+            return False
+        if ok is not True:
+            return False
+        log.info("%s: %s answers healthy while its breaker is open: one probe now", stage.name, name)
+    return bool(names)
 
 
 def topic_of(subscription: str) -> str:
@@ -347,6 +369,8 @@ def run_stage(
             _defer(stage, report, todo[pos:], "deadline")
             break
         state = breakers.overall()
+        if state == OPEN and _all_healthy(stage, breakers.open_names()):
+            state = HALF_OPEN  # back before the cooldown ends: probe with one article now
         if state == OPEN:
             report.breakers_open = breakers.open_names()
             _defer(stage, report, todo[pos:], f"breaker_open: {', '.join(report.breakers_open)}")

@@ -35,9 +35,10 @@ class EnrichStage(Stage):
     definition = definitions.ENRICH
     columns = ("title", "subtitle", "editorial_lead", "content", "agency_key", "enriched_at", "removed_at")
 
-    def __init__(self, classifier, conn=None, dependencies: tuple[str, ...] | None = None):
+    def __init__(self, classifier, conn=None, dependencies: tuple[str, ...] | None = None, embedder=None):
         self.classifier = classifier
         self.conn = conn
+        self.embedder = embedder  # the local classifier's (model service), for its health check
         self._theme_ids: dict[str, int] | None = None
         self._usage: list[dict] = []
         self.dependencies = dependencies or CLASSIFIER_DEPENDENCIES.get(
@@ -51,8 +52,14 @@ class EnrichStage(Stage):
         # the local classifier embeds (hybrid mode runs it first)
         embedder = deps.embedder() if s.classifier_backend in ("local", "hybrid") else None
         return cls(
-            get_classifier(s, embedder=embedder), conn, CLASSIFIER_DEPENDENCIES.get(s.classifier_backend)
+            get_classifier(s, embedder=embedder),
+            conn,
+            CLASSIFIER_DEPENDENCIES.get(s.classifier_backend),
+            embedder=embedder,
         )
+
+    def healthy(self, dependency: str) -> bool | None:
+        return _service_health(self.embedder) if dependency == MODEL_SERVICE else None
 
     def process(self, rows: list[dict]) -> dict[str, Any]:
         from dgb.enrich.base import ArticleText, ClassificationFailure
@@ -149,6 +156,9 @@ class EmbedStage(Stage):
     def from_settings(cls, conn, s, deps: Dependencies) -> EmbedStage:
         return cls(deps.embedder(), s.embedding_model)
 
+    def healthy(self, dependency: str) -> bool | None:
+        return _service_health(self.embedder) if dependency == MODEL_SERVICE else None
+
     def process(self, rows: list[dict]) -> dict[str, Any]:
         from dgb.embed.model import prepare_text
 
@@ -198,6 +208,14 @@ class IndexStage(Stage):
     def from_settings(cls, conn, s, deps: Dependencies) -> IndexStage:
         return cls(deps.typesense(), s.typesense_collection, conn, s.embedding_dim)
 
+    def healthy(self, dependency: str) -> bool | None:
+        if dependency != TYPESENSE:
+            return None
+        try:
+            return bool(self.ts.operations.is_healthy())  # GET /health
+        except Exception:
+            return False
+
     def process(self, rows: list[dict]) -> dict[str, Any]:
         from dgb.search.sync import IndexUnavailable, sync
 
@@ -218,6 +236,13 @@ class IndexStage(Stage):
             else:
                 out[uid] = True
         return out
+
+
+def _service_health(embedder) -> bool | None:
+    """The model service's GET /health (``ServiceEmbedder.available``); None for an in-process
+    model (nothing to check)."""
+    check = getattr(embedder, "available", None)
+    return bool(check()) if callable(check) else None
 
 
 # --------------------------------------------------------------------------- registry

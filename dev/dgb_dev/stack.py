@@ -476,7 +476,19 @@ class Mirror(ManagedProcess):
             str(self.port),
         ]
         tick = os.environ.get("DGB_MIRROR_TICK")
-        return argv + (["--tick", tick] if tick else [])
+        if tick:
+            argv += ["--tick", tick]
+        # production scale (scripts/bench_realtime.py): N synthetic articles, see dgb_dev.mirror.synthetic
+        synthetic = os.environ.get("DGB_MIRROR_SYNTHETIC", "").strip()
+        if synthetic and synthetic != "0":
+            argv += ["--synthetic", synthetic]
+            for var, flag in (
+                ("DGB_MIRROR_SYNTHETIC_END", "--synthetic-end"),
+                ("DGB_MIRROR_SYNTHETIC_EXTRA_DAYS", "--synthetic-extra-days"),
+            ):
+                if os.environ.get(var, "").strip():
+                    argv += [flag, os.environ[var].strip()]
+        return argv
 
     def describe(self) -> str:
         return f"mirror (local gov.br site) http://{self.host}:{self.port}/www.gov.br/"

@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dgb.config import Settings
@@ -53,6 +54,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         " times (dgb_dev.mirror.synthetic; e.g. 300000)",
     )
     serve.add_argument(
+        "--synthetic-end",
+        default=None,
+        metavar="ISO",
+        help="the synthetic corpus's end (ISO 8601, default now): its 5 years lead up to this instant",
+    )
+    serve.add_argument(
+        "--synthetic-extra-days",
+        type=float,
+        default=0.0,
+        metavar="D",
+        help="keep publishing synthetic articles at the final rate (~500/day) for D days after the end",
+    )
+    serve.add_argument(
         "--faults", type=Path, default=None, metavar="FILE", help="JSON list of startup faults"
     )
     serve.add_argument(
@@ -90,7 +104,14 @@ def _serve(args: argparse.Namespace) -> int:
     if args.synthetic:
         from dgb_dev.mirror.synthetic import SyntheticCorpus
 
-        synthetic = SyntheticCorpus(args.synthetic)
+        try:
+            end = datetime.fromisoformat(args.synthetic_end) if args.synthetic_end else None
+        except ValueError:
+            print(f"dgb mirror: --synthetic-end {args.synthetic_end!r} is not ISO 8601", file=sys.stderr)
+            return 2
+        if end is not None and end.tzinfo is None:
+            end = end.replace(tzinfo=UTC)
+        synthetic = SyntheticCorpus(args.synthetic, end=end, extra_days=args.synthetic_extra_days)
         logging.info("dgb mirror: synthetic corpus %s", synthetic.summary())
     site = Site(
         args.corpus,

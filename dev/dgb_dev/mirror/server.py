@@ -29,7 +29,8 @@ requests then the fault clears (null/absent = until reset). Kinds and params:
 ==================  ==============================================================================
 
 Control API (loopback clients only, JSON in and out):
-``GET /_control/state``; ``POST /_control/publish`` (article object -> 201 with ``url``);
+``GET /_control/state``; ``GET /_control/requests?since=<epoch s>`` (requests served per second
+and per route kind, :class:`RequestLog`); ``POST /_control/publish`` (article object -> 201 with ``url``);
 ``POST /_control/edit`` ``{"agency", "slug", "title"?, "content"?, "subtitle"?, "image_url"?}``;
 ``POST /_control/remove`` ``{"agency", "slug", "status"?: 404|410}``;
 ``POST /_control/move`` ``{"agency", "slug", "new_slug", "redirect"?: true}`` (old URL: 301, or 404);
@@ -239,6 +240,7 @@ class MirrorHandler(BaseHTTPRequestHandler):
         site = self.server.site
         site.refresh_extra()
         route = site.route(path)
+        self.server.requests.add(route.kind)
         fault = self.server.faults.take(path, method=method, kind=route.kind)
         f = fault["fault"] if fault else None
         base = self._base()
@@ -360,6 +362,12 @@ class MirrorHandler(BaseHTTPRequestHandler):
         site, faults = self.server.site, self.server.faults
         if name == "state" and method in ("GET", "HEAD"):
             return Response.json({**site.state(), "faults": faults.list()})
+        if name == "requests" and method in ("GET", "HEAD"):
+            since = query_params(urlsplit(self.path).query).get("since", "0")
+            try:
+                return Response.json(self.server.requests.snapshot(float(since)))
+            except ValueError:
+                return Response.json({"error": f"since must be epoch seconds, not {since!r}"}, 400)
         if method != "POST":
             return Response.json({"error": f"use POST for /_control/{name}"}, 405)
         try:
@@ -417,6 +425,33 @@ class MirrorHandler(BaseHTTPRequestHandler):
         return Response.json({"error": f"unknown control endpoint {name!r}"}, 404)
 
 
+class RequestLog:
+    """Requests served per second and per route kind (``GET /_control/requests``): what a polite
+    client really sent to the site, for benchmarks that check a request budget from the outside.
+    Keeps the last ``keep_s`` seconds (default 3 h) of per-second counts."""
+
+    def __init__(self, keep_s: int = 3 * 3600) -> None:
+        self.keep_s = keep_s
+        self.started = time.time()
+        self.total: dict[str, int] = {}
+        self._per_second: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, kind: str) -> None:
+        now = int(time.time())
+        with self._lock:
+            self.total[kind] = self.total.get(kind, 0) + 1
+            self._per_second[now] = self._per_second.get(now, 0) + 1
+            if len(self._per_second) > self.keep_s:
+                for sec in [t for t in self._per_second if t < now - self.keep_s]:
+                    del self._per_second[sec]
+
+    def snapshot(self, since: float = 0.0) -> dict:
+        with self._lock:
+            per_second = sorted((t, n) for t, n in self._per_second.items() if t >= since)
+            return {"started": self.started, "total": dict(self.total), "per_second": per_second}
+
+
 class MirrorServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -424,6 +459,7 @@ class MirrorServer(ThreadingHTTPServer):
         super().__init__(address, MirrorHandler)
         self.site = site
         self.faults = faults or Faults()
+        self.requests = RequestLog()
 
     @property
     def base_url(self) -> str:

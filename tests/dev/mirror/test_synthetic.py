@@ -68,3 +68,54 @@ def test_pages_follow_the_edits_at_their_known_times():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_site_counts_what_it_served_per_second_and_kind():
+    c = SyntheticCorpus(2_000, 1.0, end=END, seed=5)
+    site = Site(None, extra_dir=None, synthetic=c, clock=lambda: END)
+    server, base = start_in_thread(site)
+    try:
+        i = len(c) - 1
+        a = site.get(c.agencies[int(c.agency[i])], c.slug(i))
+        with httpx.Client() as http:
+            t0 = http.get(f"{base}/_control/requests").json()["started"]
+            for _ in range(3):
+                assert http.get(site.article_url(base, a)).status_code == 200
+            assert http.get(f"{base}/www.gov.br/robots.txt").status_code in (200, 404)
+            log = http.get(f"{base}/_control/requests", params={"since": int(t0)}).json()
+            assert http.get(f"{base}/_control/requests", params={"since": "x"}).status_code == 400
+        assert sum(n for _, n in log["per_second"]) == 4  # control calls are not counted
+        assert log["total"]["robots"] == 1 and sum(log["total"].values()) == 4
+        assert all(t >= int(t0) for t, _ in log["per_second"])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_stack_passes_the_synthetic_corpus_settings_to_the_site(monkeypatch, tmp_path):
+    from dataclasses import replace
+
+    from dgb.config import Settings
+    from dgb_dev import stack
+    from dgb_dev.mirror.cli import register
+
+    monkeypatch.setenv("DGB_MIRROR_SYNTHETIC", "300000")
+    monkeypatch.setenv("DGB_MIRROR_SYNTHETIC_END", "2026-12-01T12:00:00+00:00")
+    monkeypatch.setenv("DGB_MIRROR_SYNTHETIC_EXTRA_DAYS", "2")
+    argv = stack.Mirror(replace(Settings.from_env(), state_dir=tmp_path)).argv()
+    flags = argv[argv.index("serve") + 1 :]
+    assert flags[flags.index("--synthetic") + 1] == "300000"
+    assert flags[flags.index("--synthetic-end") + 1] == "2026-12-01T12:00:00+00:00"
+    assert flags[flags.index("--synthetic-extra-days") + 1] == "2"
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="cmd"))
+    args = parser.parse_args(["mirror", "serve", *flags])  # the site's own CLI accepts them
+    assert (args.synthetic, args.synthetic_end, args.synthetic_extra_days) == (
+        300000,
+        "2026-12-01T12:00:00+00:00",
+        2.0,
+    )
+    monkeypatch.setenv("DGB_MIRROR_SYNTHETIC", "0")
+    assert "--synthetic" not in stack.Mirror(replace(Settings.from_env(), state_dir=tmp_path)).argv()

@@ -210,18 +210,26 @@ class Fetcher:
         cached = self._robots.get(robots_url)
         now = self._clock()
         if cached is None or now - cached[0] > self.policy.robots_ttl:
-            parser, allow_all = None, False
             self._guard(robots_url)  # robots.txt is fetched like any page: through the guard
-            try:
-                resp = self._request_with_retries("GET", robots_url, {})
-                if resp.status >= 500:
-                    parser, allow_all = None, False  # server error: disallow all (RFC 9309)
-                elif resp.status >= 400:
-                    parser, allow_all = None, True  # no robots.txt: allow all
-                else:
-                    parser = Protego.parse(resp.content.decode("utf-8", errors="replace"))
-            except NetworkError:
-                parser, allow_all = None, False
+            # another task's answer first (the shared budget's database): every task is a new
+            # process, and one robots.txt per task was a third of a scrape cycle's requests
+            shared = self.budget.robots_get(robots_url, self.policy.robots_ttl) if self.budget else None
+            if shared is not None:
+                status, body = shared
+            else:
+                try:
+                    resp = self._request_with_retries("GET", robots_url, {})
+                    status, body = resp.status, resp.content.decode("utf-8", errors="replace")
+                except NetworkError:
+                    status, body = None, ""
+                if self.budget is not None and status is not None:
+                    self.budget.robots_put(robots_url, status, body)
+            if status is None or status >= 500:
+                parser, allow_all = None, False  # unreachable or server error: disallow all (RFC 9309)
+            elif status >= 400:
+                parser, allow_all = None, True  # no robots.txt: allow all
+            else:
+                parser, allow_all = Protego.parse(body), False
             cached = (now, parser, allow_all)
             self._robots[robots_url] = cached
         _, parser, allow_all = cached

@@ -286,6 +286,41 @@ class HostBudget:
                 "could not release slot %s of %s (its lease will expire)", slot.id, slot.host, exc_info=True
             )
 
+    # -- robots.txt shared by every task (migration 0012) -------------------------------------
+
+    ROBOTS_BODY_CAP = 500_000  # characters kept of one robots.txt (RFC 9309 asks for >= 500 KiB)
+
+    def robots_get(self, robots_url: str, max_age_s: float) -> tuple[int, str] | None:
+        """A robots.txt another task fetched less than ``max_age_s`` ago: ``(status, body)``, or
+        None (none, too old, or the database unavailable: the caller fetches it itself)."""
+        try:
+            with self._connection().cursor() as cur:
+                cur.execute(
+                    "SELECT status, body FROM robots_cache WHERE robots_url = %s"
+                    " AND fetched_at > now() - make_interval(secs => %s)",
+                    (robots_url, float(max_age_s)),
+                )
+                row = cur.fetchone()
+        except Exception as exc:  # never let the cache stop a fetch
+            log.debug("robots cache read failed for %s: %s", robots_url, exc)
+            return None
+        return (int(row[0]), row[1]) if row else None
+
+    def robots_put(self, robots_url: str, status: int, body: str) -> None:
+        """Share a definite robots.txt answer (2xx or 4xx) with every task."""
+        if not 200 <= status < 500:
+            return
+        try:
+            with self._connection().cursor() as cur:
+                cur.execute(
+                    "INSERT INTO robots_cache (robots_url, status, body, fetched_at)"
+                    " VALUES (%s, %s, %s, now()) ON CONFLICT (robots_url) DO UPDATE"
+                    " SET status = EXCLUDED.status, body = EXCLUDED.body, fetched_at = EXCLUDED.fetched_at",
+                    (robots_url, status, body[: self.ROBOTS_BODY_CAP] if status < 400 else ""),
+                )
+        except Exception as exc:
+            log.debug("robots cache write failed for %s: %s", robots_url, exc)
+
     def available_rate(self, host: str, priority: str | int = "integrity") -> float:
         """Requests/s ``priority`` can count on for ``host`` now: the host's rate minus what higher
         priorities used over the last minute; 0 during a backoff."""

@@ -287,3 +287,50 @@ def test_a_budget_timeout_is_a_network_error_and_leaves_the_fetcher_usable(pg, p
         holder.release(held)
         assert f.get(f"{srv.base}/x", check_robots=False).status == 200  # not stuck on its host lock
     holder.close()
+
+
+def test_robots_txt_is_fetched_once_for_every_task_and_only_definite_answers_are_shared(pg, pg_server):
+    """Each Airflow task is a new process with its own fetcher: the first one's robots.txt serves
+    the next ones (through the budget's database); a 5xx is never shared (RFC 9309: disallow
+    for now, ask again), and an old entry is fetched again."""
+    import httpx
+
+    hits: list[str] = []
+    answers = {
+        "http://a.example/robots.txt": httpx.Response(200, text="User-agent: *\nDisallow: /privado/\n"),
+        "http://b.example/robots.txt": httpx.Response(503, text="indisponível"),
+    }
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        hits.append(str(request.url))
+        return answers.get(str(request.url), httpx.Response(200, text="<html>ok</html>"))
+
+    def task() -> Fetcher:  # what task_fetcher builds, on a mock site the guard lets through
+        cfg = BudgetConfig(overrides={"a.example": (50.0, 2), "b.example": (50.0, 2)})
+        return Fetcher(
+            FetchPolicy(min_interval=0.0, retries=0),
+            transport=httpx.MockTransport(handler),
+            url_guard=lambda url: None,
+            budget=HostBudget(pg_server.pg_dsn(), cfg),
+        )
+
+    with task() as first:
+        assert first.allowed_by_robots("http://a.example/noticias/x")
+        assert not first.allowed_by_robots("http://a.example/privado/y")
+        assert not first.allowed_by_robots("http://b.example/noticias/x")  # 503: disallow all
+    assert hits.count("http://a.example/robots.txt") == 1 and hits.count("http://b.example/robots.txt") == 1
+    for _ in range(2):  # two more tasks
+        with task() as later:
+            assert later.allowed_by_robots("http://a.example/noticias/z")
+            assert not later.allowed_by_robots("http://a.example/privado/y")  # the shared rules
+            later.allowed_by_robots("http://b.example/noticias/x")
+    assert hits.count("http://a.example/robots.txt") == 1  # fetched once for all three tasks
+    assert hits.count("http://b.example/robots.txt") == 3  # the 503 was asked again each time
+    with pg.cursor() as cur:
+        cur.execute("SELECT robots_url, status FROM robots_cache ORDER BY 1")
+        assert cur.fetchall() == [("http://a.example/robots.txt", 200)]
+        cur.execute("UPDATE robots_cache SET fetched_at = now() - interval '2 days'")  # past the TTL
+    pg.commit()
+    with task() as next_day:
+        assert next_day.allowed_by_robots("http://a.example/noticias/x")
+    assert hits.count("http://a.example/robots.txt") == 2

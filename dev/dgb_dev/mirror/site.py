@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from dgb_dev.mirror import pages
 from dgb_dev.mirror.content import (
@@ -485,7 +485,9 @@ class Site:
         return Route("missing")
 
     def _route_govbr(self, ag: MirrorAgency, rest: list[str]) -> Route:
-        listing = ag.path.split("/")
+        # the request path arrives decoded (the server unquotes it); a catalogue path may hold
+        # escapes (MRE's ".../alertas%20e%20noticias/noticias"): compare decoded with decoded
+        listing = unquote(ag.path).split("/")
         if not rest or rest == ["pt-br"]:
             return Route("home", ag)
         if rest[0] == "privado":
@@ -566,6 +568,8 @@ class Site:
             with self._lock:
                 self._rebuild()
                 known = uid in self._images
+            if not known and self.synthetic is not None and route.agency is not None:
+                known = uid in self.synthetic.image_uids(route.agency.key)
             if not known:
                 return Response(404, b"Not Found", "text/plain; charset=utf-8")
         elif "@@images" in segs and route.agency and not route.agency.is_ebc:

@@ -24,6 +24,7 @@ The edit model (all draws from one seeded generator, so a corpus is reproducible
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -167,7 +168,7 @@ class SyntheticCorpus:
             f"Texto da notícia sintética {i}, publicada pelo órgão {agency}. "
             "O conteúdo acompanha o modelo de edições documentado em dgb_dev.mirror.synthetic."
         ) + (f" Atualização número {text} do texto." if text else "")
-        image_url = f"/{agency}/imagens/sintetica-{i}-v{image}.jpg" if self.has_image[i] else None
+        image_url = self.image_url(i, image) if self.has_image[i] else None
         return Article(
             agency=agency,
             slug=self.slug(i),
@@ -179,6 +180,27 @@ class SyntheticCorpus:
             image_url=image_url,
             source="synthetic",
         )
+
+    def image_url(self, i: int, version: int) -> str:
+        agency = self.agencies[int(self.agency[i])]
+        return f"/{agency}/imagens/sintetica-{i}-v{version}.jpg"
+
+    def image_uids(self, agency: str) -> frozenset[str]:
+        """The site's image ids (``resolveuid/<id>``) of every version of every image of
+        ``agency``'s synthetic articles (an image edit gives a new one; old ones keep answering,
+        as Plone keeps them), computed once per agency."""
+        cache = self.__dict__.setdefault("_image_uids", {})
+        if agency not in cache:
+            k = self.agencies.index(agency) if agency in self.agencies else -1
+            uids = set()
+            for i in np.flatnonzero((self.agency == k) & self.has_image) if k >= 0 else ():
+                lo, hi = int(self.edit_start[i]), int(self.edit_start[i + 1])
+                versions = 1 + int((self.edit_kind[lo:hi] == 2).sum())
+                for v in range(versions):
+                    key = f"{agency}/{self.slug(int(i))}/{self.image_url(int(i), v)}"
+                    uids.add(hashlib.md5(key.encode()).hexdigest())
+            cache[agency] = frozenset(uids)
+        return cache[agency]
 
     def newest(self, agency: str, at: datetime, limit: int = 300) -> list:
         """The agency's newest ``limit`` articles published by ``at`` (for its listing)."""

@@ -119,3 +119,31 @@ def test_stack_passes_the_synthetic_corpus_settings_to_the_site(monkeypatch, tmp
     )
     monkeypatch.setenv("DGB_MIRROR_SYNTHETIC", "0")
     assert "--synthetic" not in stack.Mirror(replace(Settings.from_env(), state_dir=tmp_path)).argv()
+
+
+def test_escaped_listing_paths_and_synthetic_images_are_served():
+    """MRE's catalogue path holds %20 (".../alertas%20e%20noticias/noticias"): its listing and
+    articles answer under the escaped URL; a synthetic article's image (resolveuid) answers, each
+    version of it, and an unknown id is still a 404 (the integrity checks' broken image)."""
+    from types import SimpleNamespace
+
+    url = "https://www.gov.br/mre/pt-br/assuntos/portal-consular/alertas%20e%20noticias/noticias"
+    c = SyntheticCorpus(500, 1.0, end=END, seed=5, agencies=["mre"])
+    registry = {"mre": SimpleNamespace(url=url, name="MRE")}
+    site = Site(None, extra_dir=None, registry=registry, synthetic=c, clock=lambda: END)
+    server, base = start_in_thread(site)
+    try:
+        i = next(j for j in range(len(c) - 1, 0, -1) if c.has_image[j])
+        a = site.get("mre", c.slug(i))
+        page = site.article_url(base, a)
+        assert "alertas%20e%20noticias" in page
+        with httpx.Client() as http:
+            assert http.get(site.listing_url(base, site.agency_for("mre"))).status_code == 200
+            assert http.get(page).status_code == 200
+            image = site.image_src(base, a)
+            assert "resolveuid" in image and http.get(image).status_code == 200
+            gone = image.replace(a.image_uid, "0" * 32)
+            assert http.get(gone).status_code == 404
+    finally:
+        server.shutdown()
+        server.server_close()

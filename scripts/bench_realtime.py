@@ -1,0 +1,632 @@
+"""Real-time run of the whole stack at production scale (issue 14): every scrape DAG and the
+integrity checks, for an hour of wall-clock time, against the local site serving 300k articles.
+
+What it does:
+
+1. Stops this checkout's Airflow, watchdog and local site (they run with the dev settings) and
+   brings the stack up on scratch names: database ``dgb_realtime``, Pub/Sub project
+   ``dgb-realtime``, Typesense collection ``realtime_news``; every agency of the catalogue scraped
+   (``DGB_SCRAPE_AGENCIES=all``) from the local site, which serves ``--articles`` synthetic
+   articles (:mod:`dgb_dev.mirror.synthetic`) whose five years end at the start of the run and
+   which keeps publishing at the final rate (~500 a day) and editing at the documented times.
+2. Preloads the database with every article published before the start, as the scraper would
+   have stored it (each page rendered by the site's own code and parsed by the scraper's parser,
+   so an integrity check finds it unchanged until its next edit), already enriched, embedded and
+   indexed (the last 3 days really indexed in Typesense, so the reconcile sweep finds nothing to
+   repair), each last checked a plausible while ago for its age.
+3. Starts Airflow (LocalExecutor) and lets it run for ``--minutes``, sampling the site's request
+   log and the CPU time and memory of every Airflow process.
+4. Prints the request rate the site really received (max over any 10 s, mean, by kind), each
+   agency's scrape lag (new articles: scraped_at - published_at), edit detection delays by age
+   band, and the scheduler's CPU and memory; the last line is a summary. The full figures are
+   written to ``.state/bench/realtime-<time>.json``. At the end the Airflow processes and the site
+   are stopped (``make up`` brings the dev stack back) and the scratch database is dropped
+   (``--keep`` leaves it).
+
+    .venv/bin/python scripts/bench_realtime.py [--articles 300000] [--minutes 60]
+
+Never run it beside a test suite or another benchmark (2 cores: the figures would be the
+other job's). Loopback only, like everything here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import os
+import statistics
+import sys
+import time
+import urllib.request
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for sub in ("include", "plugins", "dev"):
+    sys.path.insert(0, str(ROOT / sub))
+
+SCRATCH = {
+    "DGB_PG_DB": "dgb_realtime",
+    "DGB_GCP_PROJECT": "dgb-realtime",
+    "DGB_TYPESENSE_COLLECTION": "realtime_news",
+    "DGB_SCRAPE_AGENCIES": "all",
+    "DGB_SOURCE_MODE": "mirror",
+}
+INDEXED_DAYS = 3.0  # the reconcile sweep compares the last 48 h with Typesense: index a margin more
+BANDS = ((0, 3 * 3600, "<3h"), (3 * 3600, 2 * 86400, "3h-2d"), (2 * 86400, 30 * 86400, "2-30d"))
+BANDS += ((30 * 86400, math.inf, ">30d"),)
+
+
+def log(msg: str) -> None:
+    print(f"[realtime {datetime.now(UTC):%H:%M:%S}] {msg}", flush=True)
+
+
+# --------------------------------------------------------------------------- preload
+
+
+def _corpus(n: int, end: datetime, extra_days: float):
+    from dgb_dev.mirror.synthetic import SyntheticCorpus
+
+    return SyntheticCorpus(n, end=end, extra_days=extra_days)
+
+
+_WORKER: dict = {}
+
+
+def _init_worker(n: int, end_iso: str, extra_days: float, base: str) -> None:
+    from dgb import agencies as catalogue
+    from dgb.config import Settings
+    from dgb_dev.mirror.site import Site
+
+    corpus = _corpus(n, datetime.fromisoformat(end_iso), extra_days)
+    kinds = {k: a.site_kind for k, a in catalogue.agencies_for_settings(Settings.from_env()).items()}
+    _WORKER.update(corpus=corpus, site=Site(synthetic=corpus), base=base, kinds=kinds)
+
+
+def _stored_rows(indices: list[int]) -> list[tuple]:
+    """The rows the scraper would store for these synthetic articles, as the site shows them at
+    the start: the page (or, for a Plone 6 agency, its REST answer) rendered by the site and
+    parsed by the scraper's own parser, exactly what an integrity check will compare with."""
+    import httpx
+
+    from dgb.fetch import Response
+    from dgb.integrity.checks import parse_page, plone6_api_url
+
+    corpus, site, base, kinds = _WORKER["corpus"], _WORKER["site"], _WORKER["base"], _WORKER["kinds"]
+    at = corpus.end
+    out = []
+    for i in indices:
+        a = corpus.article(i, at)
+        url = site.article_url(base, a)
+        kind = kinds.get(a.agency, "html")
+        fetch = (plone6_api_url(url, a.agency) if kind == "plone6_api" else None) or url
+        if kind == "plone6_api" and fetch == url:
+            kind = "html"
+        path, _, query = fetch[len(base) :].partition("?")
+        page = site.render(site.route(path), base, query)
+        resp = Response(
+            fetch, page.status, httpx.Headers({"content-type": page.content_type}), page.body, 0.0
+        )
+        art = parse_page(kind, resp, url, a.agency, a.published_at)
+        out.append((i, a.agency, art))
+    return out
+
+
+def preload(s, corpus, n: int, end: datetime, base: str, workers: int) -> dict[str, int]:
+    """Every article published before ``end`` into ``news`` (COPY), done in every stage."""
+    from dgb import db
+    from dgb.search import schema
+    from dgb.search.sync import sync
+
+    cut = int((corpus.published < end.timestamp()).sum())
+    indices = list(range(cut))
+    chunks = [indices[k : k + 2000] for k in range(0, cut, 2000)]
+    t0 = time.monotonic()
+    conn = db.connect(s.pg_dsn())
+    with db.transaction(conn) as cur:
+        cur.execute("SELECT key, id, name FROM agencies")
+        agency = {k: (i, name) for k, i, name in cur.fetchall()}
+        cur.execute("SELECT id FROM themes ORDER BY id LIMIT 1")
+        theme = cur.fetchone()[0]
+    uid_of: dict[int, str] = {}
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(
+        workers, initializer=_init_worker, initargs=(n, end.isoformat(), corpus.extra_days, base)
+    ) as pool:
+        done = 0
+        for rows in pool.imap_unordered(_stored_rows, chunks):
+            with (
+                conn.cursor() as cur,
+                cur.copy(
+                    "COPY news (unique_id, agency_id, agency_key, agency_name, title, subtitle, content,"
+                    " image_url, editorial_lead, category, tags, updated_datetime, content_hash, url,"
+                    " published_at, extracted_at, scraped_at, trace_id, enriched_at, classifier,"
+                    " theme_l1_id, most_specific_theme_id, summary, embedded_at, embedding_model,"
+                    " version, updated_at) FROM STDIN"
+                ) as copy,
+            ):
+                for i, key, art in rows:
+                    if corpus.agencies[int(corpus.agency[i])] != key:  # the site's corpus, not another
+                        raise RuntimeError(f"preload: article {i} belongs to another agency than {key}")
+                    published = art.published_at
+                    scraped = published + timedelta(minutes=2)
+                    ag_id, ag_name = agency.get(key, (None, key))
+                    copy.write_row(
+                        (
+                            art.unique_id,
+                            ag_id,
+                            key,
+                            ag_name,
+                            art.title,
+                            art.subtitle,
+                            art.content,
+                            art.image_url,
+                            art.editorial_lead,
+                            art.category,
+                            list(art.tags or []),
+                            art.updated_at,
+                            art.content_hash,
+                            art.url,
+                            published,
+                            scraped,
+                            scraped,
+                            str(uuid.uuid4()),
+                            scraped + timedelta(minutes=1),
+                            "local",
+                            theme,
+                            theme,
+                            "Resumo pré-carregado.",
+                            scraped + timedelta(minutes=2),
+                            s.embedding_model,
+                            1,
+                            scraped + timedelta(minutes=2),
+                        )
+                    )
+                    uid_of[i] = art.unique_id
+            conn.commit()
+            done += len(rows)
+            if done % 50000 < len(rows):
+                log(f"preload: {done}/{cut} articles stored ({time.monotonic() - t0:.0f}s)")
+    log(f"preload: {cut} articles stored in {time.monotonic() - t0:.0f}s")
+    # the last days really in Typesense (without vectors), the rest marked as indexed
+    recent = [uid_of[i] for i in range(cut) if corpus.published[i] >= end.timestamp() - INDEXED_DAYS * 86400]
+    ts = schema.client(s)
+    result = sync(ts, s.typesense_collection, conn, recent, None)
+    with db.transaction(conn) as cur:
+        cur.execute(
+            "UPDATE news SET indexed_version = version, indexed_at = updated_at + interval '1 minute'"
+            " WHERE indexed_version IS NULL"
+        )
+        # last checked a plausible while ago for its age (a steady state, not a fresh adoption):
+        # uniformly within the last tenth of its age, at most 20 days ago
+        cur.execute(
+            "UPDATE integrity_state s SET tier = NULL, checks = 1, content_status = 'unchanged',"
+            " image_status = CASE WHEN n.image_url IS NULL THEN 'no_image' ELSE 'ok' END,"
+            " last_checked_at = %(end)s"
+            " - random() * least(%(end)s - n.published_at, interval '200 days') / 10,"
+            " next_due_at = '-infinity'"
+            " FROM news n WHERE n.id = s.news_id",
+            {"end": end},
+        )
+        cur.execute("UPDATE integrity_state SET image_checked_at = last_checked_at WHERE image_status = 'ok'")
+    conn.close()
+    log(
+        f"preload: {len(recent)} recent articles indexed in Typesense ({len(result.failed)} failed);"
+        f" {time.monotonic() - t0:.0f}s in all"
+    )
+    return {"articles": cut, "indexed_in_typesense": len(recent)}
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+class Sampler:
+    """CPU seconds and RSS of each Airflow component's process tree, over the run."""
+
+    def __init__(self, s) -> None:
+        import psutil
+
+        from dgb_dev import stack
+
+        self.psutil = psutil
+        self.names = [f"airflow-{p}" for p in stack.AIRFLOW_PARTS] + ["model", "mirror", "postgres"]
+        self.pids = {}
+        for name in self.names:
+            pid = stack.component(s, name).proc.pid() if name != "postgres" else _postgres_pid()
+            if pid:
+                self.pids[name] = pid
+        self.cpu0 = {n: self._tree(p)[0] for n, p in self.pids.items()}
+        self.main0 = {n: self._main(p)[0] for n, p in self.pids.items()}
+        self.t0 = time.monotonic()
+        self.rss: dict[str, list[float]] = {n: [] for n in self.pids}
+        self.main_rss: dict[str, list[float]] = {n: [] for n in self.pids}
+        self.machine = psutil.cpu_times()
+
+    def _procs(self, pid: int):
+        try:
+            root = self.psutil.Process(pid)
+            return [root, *root.children(recursive=True)]
+        except self.psutil.Error:
+            return []
+
+    def _tree(self, pid: int) -> tuple[float, float]:
+        cpu = rss = 0.0
+        for p in self._procs(pid):
+            try:
+                t = p.cpu_times()
+                cpu += t.user + t.system + t.children_user + t.children_system
+                rss += p.memory_info().rss
+            except self.psutil.Error:
+                continue
+        return cpu, rss / 2**20
+
+    def _main(self, pid: int) -> tuple[float, float]:
+        try:
+            p = self.psutil.Process(pid)
+            t = p.cpu_times()
+            return t.user + t.system, p.memory_info().rss / 2**20
+        except self.psutil.Error:
+            return 0.0, 0.0
+
+    def sample(self) -> None:
+        for n, pid in self.pids.items():
+            self.rss[n].append(self._tree(pid)[1])
+            self.main_rss[n].append(self._main(pid)[1])
+
+    def result(self) -> dict:
+        wall = time.monotonic() - self.t0
+        out = {}
+        for n, pid in self.pids.items():
+            cpu = self._tree(pid)[0] - self.cpu0[n]
+            main = self._main(pid)[0] - self.main0[n]
+            out[n] = {
+                "cpu_pct_tree": round(100 * cpu / wall, 1),
+                "cpu_pct_process": round(100 * main / wall, 1),
+                "rss_mb_process_max": round(max(self.main_rss[n] or [0]), 0),
+                "rss_mb_tree_max": round(max(self.rss[n] or [0]), 0),
+                "rss_mb_tree_mean": round(statistics.fmean(self.rss[n]) if self.rss[n] else 0, 0),
+            }
+        now = self.psutil.cpu_times()
+        busy = sum(getattr(now, f) - getattr(self.machine, f) for f in ("user", "system", "nice"))
+        total = busy + (now.idle - self.machine.idle) + (now.iowait - self.machine.iowait)
+        out["machine"] = {"cpu_pct": round(100 * busy / total, 1) if total else 0.0, "cores": os.cpu_count()}
+        return out
+
+
+def _postgres_pid() -> int | None:
+    import psutil
+
+    for p in psutil.process_iter(["name", "cmdline", "ppid"]):
+        cmd = " ".join(p.info.get("cmdline") or [])
+        if "postgres" in (p.info.get("name") or "") and "-D" in cmd and "15/main" in cmd:
+            return p.pid
+    return None
+
+
+def mirror_requests(base: str, since: float) -> dict:
+    with urllib.request.urlopen(f"{base}/_control/requests?since={since:.0f}", timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+# --------------------------------------------------------------------------- results
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, math.ceil(q / 100 * len(v)) - 1))]
+
+
+def request_figures(log_: dict, start: float, end: float) -> dict:
+    counts = {int(t): n for t, n in log_["per_second"] if start <= t < end}
+    secs = range(int(start), int(end))
+    series = [counts.get(t, 0) for t in secs]
+    windows = [sum(series[k : k + 10]) / 10 for k in range(max(1, len(series) - 9))]
+    return {
+        "requests": sum(series),
+        "mean_rps": round(sum(series) / max(1, len(series)), 3),
+        "max_rps_10s": round(max(windows) if windows else 0.0, 2),
+        "max_rps_1s": max(series) if series else 0,
+        "by_kind": log_["total"],
+    }
+
+
+def scrape_lags(
+    s, corpus, start: datetime, stop: datetime, cycle_min: float, scraped_keys: set[str]
+) -> tuple[dict, list[float], int, int]:
+    """Per agency: the articles published during the run (until one cycle before its end, so each
+    had a full cycle to be found), and scraped_at - published_at of each (not scraped: censored at
+    the end of the run and counted). The synthetic corpus also publishes for the catalogue's
+    inactive agencies, which have no scrape DAG: those are counted apart (``inactive``)."""
+    from dgb import db
+
+    lo, hi = start.timestamp(), stop.timestamp() - cycle_min * 60
+    idx = [i for i in range(len(corpus)) if lo <= corpus.published[i] < hi]
+    with db.connect(s.pg_dsn()) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT agency_key, url, published_at, scraped_at FROM news WHERE published_at >= %s",
+            (start - timedelta(minutes=1),),
+        )
+        stored = {url.rsplit("/", 1)[-1]: (key, pub, sc) for key, url, pub, sc in cur.fetchall()}
+    per: dict[str, dict] = {}
+    lags: list[float] = []
+    missed = inactive = 0
+    for i in idx:
+        key = corpus.agencies[int(corpus.agency[i])]
+        if key not in scraped_keys:
+            inactive += 1
+            continue
+        slug = corpus.slug(i)
+        pub = datetime.fromtimestamp(float(corpus.published[i]), UTC)
+        row = stored.get(slug)
+        if row is None:
+            lag = (stop - pub).total_seconds()
+            missed += 1
+        else:
+            lag = (row[2] - pub).total_seconds()
+        lag_min = lag / 60
+        lags.append(lag_min)
+        a = per.setdefault(key, {"new": 0, "lags_min": [], "missed": 0})
+        a["new"] += 1
+        a["lags_min"].append(round(lag_min, 2))
+        a["missed"] += row is None
+    return per, lags, missed, inactive
+
+
+def dag_cadence(s, start: datetime) -> dict[str, dict]:
+    """Per scrape DAG: runs started since ``start``, and the longest gap between run starts."""
+    from dgb import db
+
+    with db.connect(s.pg_dsn(s.pg_airflow_db)) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT dag_id, start_date, state FROM dag_run WHERE dag_id LIKE 'scrape\\_%%'"
+            " AND start_date >= %s ORDER BY dag_id, start_date",
+            (start,),
+        )
+        rows = cur.fetchall()
+    out: dict[str, dict] = {}
+    for dag_id, started, state in rows:
+        d = out.setdefault(dag_id, {"runs": 0, "failed": 0, "starts": []})
+        d["runs"] += 1
+        d["failed"] += state == "failed"
+        d["starts"].append(started)
+    for d in out.values():
+        gaps = [(b - a).total_seconds() / 60 for a, b in zip(d["starts"], d["starts"][1:])]
+        d["max_gap_min"] = round(max(gaps), 1) if gaps else None
+        del d["starts"]
+    return out
+
+
+def edit_delays(s, corpus, start: datetime, stop: datetime) -> dict[str, dict]:
+    """Edits made during the run, by the article's age at the edit: how many the integrity checks
+    detected (a history row after the edit) and the delay p50/p95 of those."""
+    from dgb import db
+
+    lo, hi = start.timestamp(), stop.timestamp()
+    sel = (corpus.edit_time >= lo) & (corpus.edit_time < hi)
+    arts = corpus.edit_article[sel]
+    times = corpus.edit_time[sel]
+    with db.connect(s.pg_dsn()) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT n.url, h.detected_at FROM news_update_history h JOIN news n ON n.id = h.news_id"
+            " WHERE h.source = 'integrity' AND h.detected_at >= %s",
+            (start,),
+        )
+        seen: dict[str, list[float]] = {}
+        for url, at in cur.fetchall():
+            seen.setdefault(url.rsplit("/", 1)[-1], []).append(at.timestamp())
+    out: dict[str, dict] = {name: {"edits": 0, "detected": 0, "delays_min": []} for *_, name in BANDS}
+    for i, te in zip(arts, times):
+        age = te - corpus.published[int(i)]
+        name = next(n for a, b, n in BANDS if a <= age < b)
+        band = out[name]
+        band["edits"] += 1
+        after = [t for t in seen.get(corpus.slug(int(i)), []) if t >= te]
+        if after:
+            band["detected"] += 1
+            band["delays_min"].append((min(after) - te) / 60)
+    for band in out.values():
+        d = band.pop("delays_min")
+        band["p50_min"] = round(pct(d, 50), 1) if d else None
+        band["p95_min"] = round(pct(d, 95), 1) if d else None
+    return out
+
+
+def run_checks(s, corpus, start: datetime) -> dict:
+    """What the integrity checks did during the run (outcomes, by kind), and how many articles
+    published before the run were stored again by a scrape (should be none: known URLs stop it)."""
+    from dgb import db
+
+    with db.connect(s.pg_dsn()) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT outcome, count(*) FROM integrity_checks WHERE checked_at >= %s GROUP BY 1", (start,)
+        )
+        outcomes = dict(cur.fetchall())
+        # synthetic ones only: the site also serves the dev corpus (~100 real articles), which the
+        # scratch database does not hold, so the first scrape of those agencies stores them once
+        cur.execute(
+            "SELECT count(*) FILTER (WHERE url LIKE '%%/sintetica-%%'),"
+            " count(*) FILTER (WHERE url NOT LIKE '%%/sintetica-%%')"
+            " FROM news WHERE scraped_at >= %s AND published_at < %s",
+            (start, corpus.end),  # the preload holds everything published before the corpus's end
+        )
+        rescraped, corpus_articles = cur.fetchone()
+        cur.execute(
+            "SELECT field_changed, count(*) FROM news_update_history WHERE detected_at >= %s GROUP BY 1",
+            (start,),
+        )
+        changed = dict(cur.fetchall())
+    return {
+        "outcomes": outcomes,
+        "old_articles_stored_again": rescraped,
+        "dev_corpus_articles_stored": corpus_articles,
+        "fields_changed": changed,
+    }
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--articles", type=int, default=300_000)
+    ap.add_argument("--minutes", type=float, default=60.0)
+    ap.add_argument("--keep", action="store_true", help="keep the scratch database at the end")
+    ap.add_argument("--workers", type=int, default=2, help="processes parsing the preload (default 2)")
+    args = ap.parse_args(argv)
+
+    os.environ.update(SCRATCH)
+    start = datetime.now(UTC).replace(microsecond=0)
+    os.environ["DGB_MIRROR_SYNTHETIC"] = str(args.articles)
+    os.environ["DGB_MIRROR_SYNTHETIC_END"] = start.isoformat()
+    os.environ["DGB_MIRROR_SYNTHETIC_EXTRA_DAYS"] = "2"
+
+    from dgb.config import Settings
+    from dgb.scraper.dags import CYCLE_MINUTES, selected_agencies
+    from dgb_dev import stack
+
+    s = stack.ensure_secrets(Settings.from_env())
+    log("stopping this checkout's Airflow, watchdog and local site (dev settings)")
+    stack.stop_watchdog(s)
+    for name in [f"airflow-{p}" for p in reversed(stack.AIRFLOW_PARTS)] + ["mirror"]:
+        stack.component(s, name).down()
+    s = stack.ensure(["postgres", "pubsub", "typesense"], s)
+    pg = stack.Postgres(s)
+    pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
+    stack.ensure_database(pg, s.pg_db)
+    stack.bootstrap(s)
+    corpus = _corpus(args.articles, start, 2.0)
+    log(f"synthetic corpus: {corpus.summary()}")
+    base = s.mirror_url.rstrip("/")
+    info = preload(s, corpus, args.articles, start, base, args.workers)
+    s = stack.ensure(["mirror", "model"], s)
+    t_air = time.monotonic()
+    stack.up_airflow(s)
+    dags = stack.unpause_pipeline(s)
+    log(f"watchdog: {stack.start_watchdog(s)}")
+    scrape_dags = [d for d in dags if d.startswith("scrape_")]
+    log(f"Airflow up in {time.monotonic() - t_air:.0f}s: {len(dags)} DAGs, {len(scrape_dags)} scrape DAGs")
+    # the run is measured from here: every component up, the catalogue's DAGs unpaused
+    run_start = datetime.now(UTC)
+    epoch0 = time.time()
+    sampler = Sampler(s)
+    deadline = time.monotonic() + args.minutes * 60
+    next_log = 0.0
+    try:
+        while time.monotonic() < deadline:
+            sampler.sample()
+            if time.monotonic() >= next_log:
+                r = request_figures(mirror_requests(base, epoch0), epoch0, time.time())
+                left = (deadline - time.monotonic()) / 60
+                log(
+                    f"{left:.0f} min left: {r['requests']} requests to the site,"
+                    f" max {r['max_rps_10s']}/s over 10 s"
+                )
+                next_log = time.monotonic() + 300
+            time.sleep(10)
+        run_stop = datetime.now(UTC)
+        reqs = request_figures(mirror_requests(base, epoch0), epoch0, time.time())
+        cpu = sampler.result()
+        keys = {a.key for a in selected_agencies(s)}
+        per, lags, missed, inactive = scrape_lags(s, corpus, run_start, run_stop, CYCLE_MINUTES, keys)
+        cadence = dag_cadence(s, run_start)
+        edits = edit_delays(s, corpus, run_start, run_stop)
+        checks = run_checks(s, corpus, run_start)
+    finally:
+        log("stopping Airflow, watchdog and the site of the run (`make up` brings the dev stack back)")
+        stack.stop_watchdog(s)
+        for name in [f"airflow-{p}" for p in reversed(stack.AIRFLOW_PARTS)] + ["mirror"]:
+            stack.component(s, name).down()
+
+    print()
+    print(
+        f"run: {args.minutes:.0f} min from {run_start:%H:%M:%S}Z, {info['articles']} articles preloaded,"
+        f" {len(scrape_dags)} scrape DAGs, {len(dags)} DAGs"
+    )
+    print(
+        f"requests to the site: {reqs['requests']} (mean {reqs['mean_rps']:.2f}/s,"
+        f" max {reqs['max_rps_10s']:.2f}/s"
+        f" over any 10 s, max {reqs['max_rps_1s']} in one second); by kind: "
+        + ", ".join(f"{k}={v}" for k, v in sorted(reqs["by_kind"].items()))
+    )
+    print(
+        f"new articles during the run (published until one {CYCLE_MINUTES}-min cycle before its end):"
+        f" {len(lags)}, missed {missed} (and {inactive} of inactive agencies, never scraped);"
+        f" scrape lag p50 {pct(lags, 50):.1f} min, p95 {pct(lags, 95):.1f} min,"
+        f" max {max(lags) if lags else float('nan'):.1f} min"
+    )
+    print("scrape lag per agency (new articles: max lag min; scrape runs, longest gap between runs min):")
+    keys = sorted({*per, *(d.removeprefix("scrape_") for d in [*cadence, *scrape_dags])})
+    cells = []
+    for key in keys:
+        a = per.get(key)
+        c = cadence.get(f"scrape_{key}", {})
+        lag = f"{a['new']}:{max(a['lags_min']):.1f}" if a else "0:-"
+        cells.append(f"{key}={lag} r{c.get('runs', 0)} g{c.get('max_gap_min') or '-'}")
+    for k in range(0, len(cells), 4):
+        print("  " + "  ".join(f"{c:<38}" for c in cells[k : k + 4]).rstrip())
+    print("edits made during the run, detected by integrity (by the article's age at the edit):")
+    for name, band in edits.items():
+        print(
+            f"  {name:>6}: {band['detected']}/{band['edits']} detected,"
+            f" delay p50 {band['p50_min']} min, p95 {band['p95_min']} min"
+        )
+    print(
+        "integrity checks during the run: "
+        + ", ".join(f"{k}={v}" for k, v in sorted(checks["outcomes"].items()))
+        + f"; fields changed: {checks['fields_changed'] or 'none'};"
+        f" synthetic articles published before the run stored again by a scrape:"
+        f" {checks['old_articles_stored_again']} (dev corpus: {checks['dev_corpus_articles_stored']})"
+    )
+    print("CPU (% of one core over the run) and memory (MB) of each component:")
+    for name, c in cpu.items():
+        if name == "machine":
+            continue
+        print(
+            f"  {name:<22} process {c['cpu_pct_process']:5.1f}% {c['rss_mb_process_max']:5.0f} MB;"
+            f" with children {c['cpu_pct_tree']:5.1f}% max {c['rss_mb_tree_max']:5.0f} MB"
+        )
+    print(f"  machine: {cpu['machine']['cpu_pct']:.1f}% of {cpu['machine']['cores']} cores busy")
+    out = ROOT / ".state" / "bench" / f"realtime-{run_start:%Y%m%dT%H%M%S}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "args": vars(args),
+                "run_start": run_start.isoformat(),
+                "run_stop": run_stop.isoformat(),
+                "preload": info,
+                "requests": reqs,
+                "scrape_lag_per_agency": per,
+                "scrape_dags": cadence,
+                "edits": edits,
+                "integrity_checks": checks,
+                "cpu_memory": cpu,
+            },
+            indent=1,
+            default=str,
+        )
+    )
+    print(f"full figures: {out}")
+    if not args.keep:
+        pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
+    sched = cpu.get("airflow-scheduler", {})
+    within = sum(1 for v in lags if v <= CYCLE_MINUTES) / len(lags) * 100 if lags else float("nan")
+    worst = max(lags) if lags else float("nan")
+    print(
+        f"realtime: minutes={args.minutes:.0f} articles={info['articles']}"
+        f" max_rps_10s={reqs['max_rps_10s']:.2f} mean_rps={reqs['mean_rps']:.2f}"
+        f" new_articles={len(lags)} scraped_within_cycle_pct={within:.0f}"
+        f" p95_scrape_lag_min={pct(lags, 95):.1f} max_scrape_lag_min={worst:.1f}"
+        f" scheduler_cpu_pct={sched.get('cpu_pct_process', float('nan')):.1f}"
+        f" scheduler_rss_mb={sched.get('rss_mb_process_max', float('nan')):.0f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

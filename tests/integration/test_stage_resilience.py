@@ -225,6 +225,7 @@ def test_circuit_breaker_opens_defers_then_half_open_probe(
     _enrich_all(pg, classifier)
     monkeypatch.setenv("DGB_BREAKER_THRESHOLD", "2")
     monkeypatch.setenv("DGB_BREAKER_COOLDOWN_S", "600")
+    monkeypatch.setenv("DGB_BREAKER_MAX_COOLDOWN_S", "600")
     n = len(scraped)
     assert n >= 4
     down = stages.EmbedStage(down_embedder, embedder.name)

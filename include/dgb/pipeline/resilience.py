@@ -28,9 +28,14 @@ circuit breaker per dependency.
 ``typesense``, ``postgresql``), stored in ``stage_breakers`` so every stage run and Airflow try
 shares it. Closed: calls go through; after ``DGB_BREAKER_THRESHOLD`` (default 3) consecutive
 transient failures it opens for ``DGB_BREAKER_COOLDOWN_S`` (default 30 s, doubling on each
-re-opening up to ``DGB_BREAKER_MAX_COOLDOWN_S``, default 300 s): stage runs do not call the
+re-opening up to ``DGB_BREAKER_MAX_COOLDOWN_S``, default 60 s): stage runs do not call the
 dependency and leave the work pending (deferred). When the cool-down has passed it is half-open:
-one probe (a chunk of one article) either closes it (a success) or re-opens it.
+one probe (a chunk of one article) either closes it (a success) or re-opens it. The cap is a
+minute because a probe costs one article's call, Bedrock's quotas are counted per minute (so a
+throttling episode cannot end sooner than a window), and every minute the breaker stays open
+after the dependency is back is a minute of delay for the whole backlog: with a 300 s cap, a
+5-minute outage kept enrichment waiting up to 4 more minutes after Bedrock answered again.
+Dependencies with a health check (the model service, Typesense) probe as soon as it answers.
 """
 
 from __future__ import annotations
@@ -204,7 +209,7 @@ class Breakers:
         self.max_cooldown_s = (
             max_cooldown_s
             if max_cooldown_s is not None
-            else env_number("DGB_BREAKER_MAX_COOLDOWN_S", 300.0, minimum=0)
+            else env_number("DGB_BREAKER_MAX_COOLDOWN_S", 60.0, minimum=0)
         )
         self.states: dict[str, BreakerState] = {n: BreakerState(n) for n in self.names}
         self.load()

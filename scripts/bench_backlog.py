@@ -2,10 +2,12 @@
 
 Stores N new articles in one burst with the production store (rows + dgb.news.scraped events in
 the outbox, as a big scrape would), relays them to Pub/Sub, and times the running Airflow stack
-until every one is indexed with theme and embedding. In the same run it times the model work
-alone for the same articles: the local classifier (its sentence encoding dominates) and the
-embedding of title + summary, in-process, no Airflow, database or Typesense. Prints both and
-their ratio (target <= 1.5). The articles are marked removed at the end (hidden from search).
+until every one is indexed with theme and embedding. In the same run, first, once no stage DAG
+run is queued or running, it times the model work alone for the same articles: the local
+classifier (its sentence encoding dominates) and the embedding of title + summary, in-process,
+no Airflow, database or Typesense. Prints both and their ratio (target <= 1.5), each stage's
+first and last commit (seconds from the burst), and the CPU seconds each stack component used
+during the pipeline part. The articles are marked removed at the end (hidden from search).
 
     .venv/bin/python scripts/bench_backlog.py [--n 2000]
 """
@@ -21,14 +23,41 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "include"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / sub) for sub in ("include", "dev")]
 
-from dgb import db, outbox
-from dgb.config import settings
-from dgb.scraper.models import Article
-from dgb.scraper.store import save_articles
+from dgb import db, outbox  # noqa: E402
+from dgb.config import settings  # noqa: E402
+from dgb.scraper.models import Article  # noqa: E402
+from dgb.scraper.store import save_articles  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
+
+
+def wait_quiet(s, timeout: float = 180.0) -> bool:
+    """Wait (bounded) until no stage DAG run is queued or running in Airflow; whether it is."""
+    try:
+        af = db.connect(s.pg_dsn(s.pg_airflow_db))
+    except Exception as exc:
+        print(f"airflow metadata database: {exc}; not waiting for a quiet stack", file=sys.stderr)
+        return False
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            with af.cursor() as cur:
+                cur.execute(
+                    "SELECT count(*) FROM dag_run WHERE state IN ('queued', 'running') AND dag_id = ANY(%s)",
+                    (["enrich_news", "embed_news", "index_news"],),
+                )
+                busy = cur.fetchone()[0]
+            af.commit()
+            if not busy:
+                return True
+            if time.monotonic() > deadline:
+                print(f"{busy} stage run(s) still queued or running", file=sys.stderr)
+                return False
+            time.sleep(2.0)
+    finally:
+        af.close()
 
 
 def main() -> int:
@@ -58,7 +87,30 @@ def main() -> int:
                 content=t["content"],
             )
         )
+    # the model work alone, same articles, same run, first, on a quiet stack (queued stage runs
+    # left by earlier work would otherwise share the cores with it)
+    quiet = wait_quiet(s)
+    from dgb.embed.model import load_model, prepare_text
+    from dgb.enrich.base import ArticleText, get_classifier
+
+    model = load_model(s.embedding_model, s.embedding_dim)
+    classifier = get_classifier(s, embedder=model, backend="local")
+    classifier.classify_batch([ArticleText(None, "aquecimento", content="aquecimento do modelo")])
+    items = [ArticleText(None, a.title, a.subtitle, a.editorial_lead, a.content) for a in articles]
+    t1 = time.monotonic()
+    results = []
+    for start in range(0, len(items), 64):
+        results += classifier.classify_batch(items[start : start + 64])
+    classify_s = time.monotonic() - t1
+    texts = [prepare_text(a.title, getattr(r, "summary", None), a.content) for a, r in zip(articles, results)]
+    model.encode(texts, batch_size=32)
+    model_s = time.monotonic() - t1
+    del model, classifier
+
+    from dgb_dev.procstats import Sampler
+
     conn = db.connect(s.pg_dsn())
+    sampler = Sampler(s, extra=("model", "typesense", "pubsub", "postgres"))
     by_agency: dict[str, list[Article]] = {}
     for a in articles:
         by_agency.setdefault(a.agency, []).append(a)
@@ -79,24 +131,19 @@ def main() -> int:
         conn.commit()
         if done == len(ids):
             break
+        sampler.sample()
         time.sleep(2.0)
     pipeline_s = time.monotonic() - t0
-
-    # the model work alone, same articles, same run
-    from dgb.embed.model import load_model, prepare_text
-    from dgb.enrich.base import ArticleText, get_classifier
-
-    model = load_model(s.embedding_model, s.embedding_dim)
-    classifier = get_classifier(s, embedder=model, backend="local")
-    classifier.classify_batch([ArticleText(None, "aquecimento", content="aquecimento do modelo")])
-    items = [ArticleText(None, a.title, a.subtitle, a.editorial_lead, a.content) for a in articles]
-    t1 = time.monotonic()
-    results = []
-    for start in range(0, len(items), 64):
-        results += classifier.classify_batch(items[start : start + 64])
-    texts = [prepare_text(a.title, getattr(r, "summary", None), a.content) for a, r in zip(articles, results)]
-    model.encode(texts, batch_size=32)
-    model_s = time.monotonic() - t1
+    cpu = sampler.result()
+    with conn.cursor() as cur:  # where the wall time went: each stage's first and last commit
+        cur.execute(
+            "SELECT min(scraped_at), max(scraped_at), min(enriched_at), max(enriched_at),"
+            " min(embedded_at), max(embedded_at), min(indexed_at), max(indexed_at)"
+            " FROM news WHERE unique_id = ANY(%s)",
+            (ids,),
+        )
+        marks = cur.fetchone()
+    conn.commit()
 
     with db.transaction(conn) as cur:  # hide the synthetic articles from search from now on
         cur.execute(
@@ -106,6 +153,22 @@ def main() -> int:
         )
     conn.close()
     print(f"articles={len(ids)} indexed_with_theme_and_embedding={done}")
+    if marks and marks[0] is not None:
+        base = marks[0]
+        spans = []
+        for name, first, last in zip(("stored", "enriched", "embedded", "indexed"), marks[::2], marks[1::2]):
+            if first is not None:
+                spans.append(
+                    f"{name}={(first - base).total_seconds():.1f}..{(last - base).total_seconds():.1f}s"
+                )
+        print("stage_commits " + " ".join(spans))
+    print(
+        "cpu_s "
+        + " ".join(f"{n}={c['cpu_s_tree']:.0f}" for n, c in cpu.items() if "cpu_s_tree" in c)
+        + f" machine_busy_pct={cpu['machine']['cpu_pct']:.0f}"
+    )
+    print(f"model_alone_on_quiet_stack={'yes' if quiet else 'no'}")
+    print(f"model_alone_classify_s={classify_s:.1f} model_alone_embed_s={model_s - classify_s:.1f}")
     print(f"pipeline_wall_s={pipeline_s:.1f} model_alone_s={model_s:.1f} ratio={pipeline_s / model_s:.2f}")
     return 0 if done == len(ids) else 1
 

@@ -36,7 +36,6 @@ import json
 import math
 import multiprocessing
 import os
-import statistics
 import sys
 import time
 import urllib.request
@@ -47,6 +46,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 for sub in ("include", "plugins", "dev"):
     sys.path.insert(0, str(ROOT / sub))
+
+from dgb_dev.procstats import Sampler  # noqa: E402
 
 SCRATCH = {
     "DGB_PG_DB": "dgb_realtime",
@@ -221,89 +222,6 @@ def preload(s, corpus, n: int, end: datetime, base: str, workers: int) -> dict[s
 
 
 # --------------------------------------------------------------------------- sampling
-
-
-class Sampler:
-    """CPU seconds and RSS of each Airflow component's process tree, over the run."""
-
-    def __init__(self, s) -> None:
-        import psutil
-
-        from dgb_dev import stack
-
-        self.psutil = psutil
-        self.names = [f"airflow-{p}" for p in stack.AIRFLOW_PARTS] + ["model", "mirror", "postgres"]
-        self.pids = {}
-        for name in self.names:
-            pid = stack.component(s, name).proc.pid() if name != "postgres" else _postgres_pid()
-            if pid:
-                self.pids[name] = pid
-        self.cpu0 = {n: self._tree(p)[0] for n, p in self.pids.items()}
-        self.main0 = {n: self._main(p)[0] for n, p in self.pids.items()}
-        self.t0 = time.monotonic()
-        self.rss: dict[str, list[float]] = {n: [] for n in self.pids}
-        self.main_rss: dict[str, list[float]] = {n: [] for n in self.pids}
-        self.machine = psutil.cpu_times()
-
-    def _procs(self, pid: int):
-        try:
-            root = self.psutil.Process(pid)
-            return [root, *root.children(recursive=True)]
-        except self.psutil.Error:
-            return []
-
-    def _tree(self, pid: int) -> tuple[float, float]:
-        cpu = rss = 0.0
-        for p in self._procs(pid):
-            try:
-                t = p.cpu_times()
-                cpu += t.user + t.system + t.children_user + t.children_system
-                rss += p.memory_info().rss
-            except self.psutil.Error:
-                continue
-        return cpu, rss / 2**20
-
-    def _main(self, pid: int) -> tuple[float, float]:
-        try:
-            p = self.psutil.Process(pid)
-            t = p.cpu_times()
-            return t.user + t.system, p.memory_info().rss / 2**20
-        except self.psutil.Error:
-            return 0.0, 0.0
-
-    def sample(self) -> None:
-        for n, pid in self.pids.items():
-            self.rss[n].append(self._tree(pid)[1])
-            self.main_rss[n].append(self._main(pid)[1])
-
-    def result(self) -> dict:
-        wall = time.monotonic() - self.t0
-        out = {}
-        for n, pid in self.pids.items():
-            cpu = self._tree(pid)[0] - self.cpu0[n]
-            main = self._main(pid)[0] - self.main0[n]
-            out[n] = {
-                "cpu_pct_tree": round(100 * cpu / wall, 1),
-                "cpu_pct_process": round(100 * main / wall, 1),
-                "rss_mb_process_max": round(max(self.main_rss[n] or [0]), 0),
-                "rss_mb_tree_max": round(max(self.rss[n] or [0]), 0),
-                "rss_mb_tree_mean": round(statistics.fmean(self.rss[n]) if self.rss[n] else 0, 0),
-            }
-        now = self.psutil.cpu_times()
-        busy = sum(getattr(now, f) - getattr(self.machine, f) for f in ("user", "system", "nice"))
-        total = busy + (now.idle - self.machine.idle) + (now.iowait - self.machine.iowait)
-        out["machine"] = {"cpu_pct": round(100 * busy / total, 1) if total else 0.0, "cores": os.cpu_count()}
-        return out
-
-
-def _postgres_pid() -> int | None:
-    import psutil
-
-    for p in psutil.process_iter(["name", "cmdline", "ppid"]):
-        cmd = " ".join(p.info.get("cmdline") or [])
-        if "postgres" in (p.info.get("name") or "") and "-D" in cmd and "15/main" in cmd:
-            return p.pid
-    return None
 
 
 def mirror_requests(base: str, since: float) -> dict:

@@ -507,6 +507,16 @@ class ModelService(ManagedProcess):
     def healthy(self) -> bool:
         return http_ok(f"http://{self.host}:{self.port}/health")
 
+    def env(self) -> dict[str, str]:
+        """Unless ``DGB_MODEL_THREADS`` is set: one BLAS thread fewer than the machine has cores.
+        The service shares them with Airflow, PostgreSQL and the tasks; a BLAS pool as wide as
+        the machine then spins against them (``scripts/bench_backlog.py --n 2000`` on 2 cores:
+        the service used 122 CPU seconds with 2 threads, 39 with 1, for the same work)."""
+        env = super().env()
+        if not env.get("DGB_MODEL_THREADS", "").strip():
+            env["DGB_MODEL_THREADS"] = str(max(1, (os.cpu_count() or 1) - 1))
+        return env
+
     def argv(self) -> list[str]:
         return [
             sys.executable,

@@ -110,3 +110,17 @@ def test_triggers_under_another_fernet_key_are_released_before_the_triggerer_sta
         with db.connect(airflow_db.pg_dsn(airflow_db.pg_airflow_db)) as conn, db.transaction(conn) as cur:
             cur.execute("DELETE FROM dag_run WHERE dag_id = %s", (dag_id,))
             cur.execute("DELETE FROM trigger WHERE id = ANY(%s)", (list(ids.values()),))
+
+
+@pytest.mark.parametrize(
+    ("cores", "setting", "threads"), [(2, None, "1"), (8, None, "7"), (1, None, "1"), (2, "2", "2")]
+)
+def test_model_service_leaves_a_core_to_airflow_unless_told(monkeypatch, cores, setting, threads):
+    from dgb.config import settings
+
+    monkeypatch.setattr(stack.os, "cpu_count", lambda: cores)
+    if setting is None:
+        monkeypatch.delenv("DGB_MODEL_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("DGB_MODEL_THREADS", setting)
+    assert stack.ModelService(settings()).env()["DGB_MODEL_THREADS"] == threads

@@ -27,7 +27,9 @@ DAGs (retries x the largest retry delay Airflow can pick, ~20 s a try, 30 s for 
 the stage: 140 s with today's 3 retries of 10 s), and for Typesense, the model service and Bedrock
 also until a stage task failed its last try, or every article of the batch failed as many tries as
 a stage task has (``news.attempts``) or was dead-lettered, since a try can take far longer than
-20 s (the Typesense client's own retries); at most 5 min. ``--outage-s`` sets a fixed length for both modes.
+20 s (the Typesense client's own retries), or the dependency's circuit breaker holds the work (open
+at its longest cool-down, and a stage run started after that ended deferring it: every later run
+does the same until the dependency is back); at most 5 min. ``--outage-s`` sets a fixed length for both modes.
 
 * ``typesense_down``   Typesense stopped
 * ``model_down``       the model service stopped (the local classifier's and the embed stage's
@@ -102,6 +104,7 @@ sys.path[:0] = [str(REPO / "include"), str(REPO / "dev")]
 
 from dgb import events, outbox, topology  # noqa: E402
 from dgb.config import Settings  # noqa: E402
+from dgb.pipeline import resilience  # noqa: E402
 from dgb.reconcile import repair, stuck  # noqa: E402
 from dgb_dev import stack  # noqa: E402
 
@@ -920,6 +923,8 @@ class Run:
         every article of the batch failed as many tries as a stage task has (``news.attempts``
         counts a stage's transient failures) or was dead-lettered."""
         tries = self.stage_retry_budget()["retries"] + 1
+        if self.breaker_holds(batch, since):
+            return True
         failed = self.af.query(
             "SELECT count(*) FROM task_instance WHERE dag_id = ANY(%s) AND state IN ('failed', 'success')"
             " AND try_number >= %s AND end_date >= %s",
@@ -936,6 +941,38 @@ class Run:
             (uids, tries),
         )[0][0]
         return n >= len(uids)
+
+    def breaker_holds(self, batch: Batch, since: datetime) -> bool:
+        """The stage stopped spending its tries on the outage: the dependency's circuit breaker
+        is open at its longest cool-down (it re-opened up to ``DGB_BREAKER_MAX_COOLDOWN_S``), and
+        a run of the stage DAG that started after that ended successfully (it deferred the batch
+        rather than fail or dead-letter it). From then on every run does the same until the
+        dependency answers again, so a longer outage would test nothing more; this is what ends
+        ``--quick``'s outage when the breakers, not the Airflow retries, hold the work."""
+        dep, dag_ids = {
+            "typesense_down": (resilience.TYPESENSE, ["index_news"]),
+            "model_down": (resilience.MODEL_SERVICE, ["enrich_news", "embed_news"]),
+            "bedrock_throttle": (resilience.BEDROCK, ["enrich_news"]),
+        }.get(batch.fault, (None, None))
+        if dep is None:
+            return False
+        b = resilience.Breakers(self.db.get(), [dep])
+        self.db.get().commit()
+        state = b.states[dep]
+        at_cap = b.cooldown_s * 2 ** max(0, state.opens - 1) >= b.max_cooldown_s
+        if b.state(dep) == resilience.CLOSED or not at_cap or state.open_until is None:
+            return False
+        opened = state.open_until - timedelta(seconds=b.max_cooldown_s)  # its latest opening
+        if opened < since:
+            return False
+        n = self.af.query(
+            "SELECT count(*) FROM task_instance WHERE dag_id = ANY(%s) AND state = 'success'"
+            " AND start_date >= %s",
+            (dag_ids, opened),
+        )[0][0]
+        if n:
+            batch.note += f" held_by_breaker={dep}"
+        return bool(n)
 
     def hold(self, batch: Batch, seconds: float) -> None:
         """Keep the dependency down for ``seconds`` (--quick, faults of SPENDS_RETRIES: and then

@@ -159,14 +159,17 @@ def hop_breakdown(conn, s, unique_ids: list[str]) -> dict[str, list[float]]:
     with af.cursor() as cur:
         # asset event of each message -> the first DAG run it queued -> that run's task start
         cur.execute(
-            "SELECT e.extra::jsonb -> 'payload' ->> 'message_id', a.name, e.timestamp, r.dag_id, r.queued_at,"
-            "       ti.start_date"
+            "SELECT m.mid, a.name, e.timestamp, r.dag_id, r.queued_at, ti.start_date"
             "  FROM asset_event e JOIN asset a ON a.id = e.asset_id"
+            # an event holds a pulled batch (payload.messages); older ones held one message
+            "  CROSS JOIN LATERAL (SELECT x ->> 'message_id' AS mid FROM"
+            "        jsonb_array_elements(coalesce(e.extra::jsonb -> 'payload' -> 'messages', '[]')) x"
+            "        UNION ALL SELECT e.extra::jsonb -> 'payload' ->> 'message_id') m"
             "  LEFT JOIN LATERAL (SELECT r.dag_id, r.run_id, r.queued_at FROM dagrun_asset_event l"
             "        JOIN dag_run r ON r.id = l.dag_run_id WHERE l.event_id = e.id"
             "        ORDER BY r.queued_at LIMIT 1) r ON true"
             "  LEFT JOIN task_instance ti ON ti.dag_id = r.dag_id AND ti.run_id = r.run_id"
-            " WHERE e.extra::jsonb -> 'payload' ->> 'message_id' = ANY(%s)",
+            " WHERE m.mid = ANY(%s)",
             (message_ids,),
         )
         chain = {(row[0], row[1]): row[2:] for row in cur.fetchall()}

@@ -18,7 +18,13 @@ def triggering_messages(context: Any) -> list:
             asset = getattr(ev, "asset", None) or key
             subscription = getattr(asset, "name", None) or str(key)
             payload = (ev.extra or {}).get("payload")
-            if isinstance(payload, dict) and "message_id" in payload:
+            if not isinstance(payload, dict):
+                continue
+            if isinstance(payload.get("messages"), list):  # a pulled batch (the trigger's events)
+                for message in payload["messages"]:
+                    if isinstance(message, dict):
+                        messages.append(InMessage.from_payload(subscription, message))
+            elif "message_id" in payload:  # one message: events stored before batches
                 messages.append(InMessage.from_payload(subscription, payload))
     return messages
 

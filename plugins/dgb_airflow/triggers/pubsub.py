@@ -5,7 +5,10 @@ event derived from it, so a triggerer crash in between loses the message. This t
 on the broker only once the asset event is persisted:
 
 * the producer (one per subscription per triggerer) long-polls the subscription and yields one
-  raw event per message; each pulled batch is leased at once to a short deadline
+  raw event per pulled batch (``{"messages": [...]}``, at most ``max_event_bytes`` of message
+  data each: a bigger pull is split), so Airflow stores one asset event per batch, not per
+  message (each stored asset event costs the triggerer several SQL statements: a 2,000-article
+  backlog sends ~8,000 messages); each pulled batch is leased at once to a short deadline
   (``ack_deadline_s``, 60 s) that is extended in the background while its events await
   persistence, so after a crash Pub/Sub redelivers within that lease rather than after the
   subscription's own deadline (up to 600 s); a lease is extended for at most ``max_lease_s``
@@ -15,13 +18,14 @@ on the broker only once the asset event is persisted:
   yielded: it is dead-lettered at once with the reason ``message_too_large``, its body and
   attributes left out (only short identifying attributes are kept), so a hostile message is
   never copied into an asset event, the ``dead_letters`` table or the outbox;
-* each trigger's filter turns a raw event into a ``TriggerEvent`` (-> an asset event), or
-  rejects it when the message can never be processed: :func:`dgb.events.parse_message` refuses it
-  for the subscription's topic (bad JSON, missing attributes or fields, unsupported
-  ``event_version``);
+* each trigger's filter turns a raw event into a ``TriggerEvent`` (-> an asset event) with the
+  batch's valid messages, leaving out those that can never be processed
+  (:func:`dgb.events.parse_message` refuses them for the subscription's topic: bad JSON, missing
+  attributes or fields, unsupported ``event_version``); a batch with no valid message is rejected;
 * ``advance`` receives events once every subscriber moved past them and their asset events are
-  stored: clean ones are acked; rejected ones are published to the subscription's dead-letter
-  topic (with the reason) and then acked; failed ones are left to be redelivered after a
+  stored: the valid messages of clean ones are acked; the invalid ones, and every message of a
+  rejected batch, are published to the subscription's dead-letter topic (with the reason) and
+  then acked; the messages of failed ones are left to be redelivered after a
   backoff (their ack deadline is set to it: never a hot nack loop) and dead-lettered after
   ``max_failures``. Dead-letter publishes of one batch run concurrently, each bounded by
   ``dead_letter_timeout_s``; a failed one is not acked but released with a backoff, so Pub/Sub
@@ -85,6 +89,8 @@ class PubSubStreamConfig:
     :param max_message_bytes: largest message accepted (data plus attribute keys and values,
         UTF-8); a bigger one is dead-lettered as ``message_too_large`` without its content.
     :param dead_letter_timeout_s: seconds one dead-letter publish may take.
+    :param max_event_bytes: most message bytes (as :func:`message_size` counts them) in one raw
+        event, so one asset event: a pull over it is split into several events.
     """
 
     project_id: str
@@ -99,6 +105,7 @@ class PubSubStreamConfig:
     max_lease_s: int = 900
     max_message_bytes: int = 65536
     dead_letter_timeout_s: float = 5.0
+    max_event_bytes: int = 1_048_576
 
     def __post_init__(self) -> None:
         if not self.project_id or not self.subscription:
@@ -115,6 +122,11 @@ class PubSubStreamConfig:
             raise ValueError(f"max_lease_s ({self.max_lease_s}) must be at least ack_deadline_s")
         if self.max_message_bytes < 1024:
             raise ValueError(f"max_message_bytes must be at least 1024, got {self.max_message_bytes}")
+        if self.max_event_bytes < self.max_message_bytes:
+            raise ValueError(
+                f"max_event_bytes ({self.max_event_bytes}) must be at least max_message_bytes"
+                f" ({self.max_message_bytes})"
+            )
 
     @classmethod
     def field_names(cls) -> frozenset[str]:
@@ -164,11 +176,33 @@ MAX_TRACKED_FAILURES = 10_000  # message ids whose failed deliveries are remembe
 
 
 def raw_event(msg) -> dict:
-    """A received Pub/Sub message as a JSON-serialisable raw event: the asset event payload whose
-    contract is :class:`dgb.events.AssetPayload` (the stages read it back through that model)."""
+    """A received Pub/Sub message as a JSON-serialisable dict: the contract of
+    :class:`dgb.events.AssetPayload` (the stages read it back through that model)."""
     from dgb import events
 
     return events.AssetPayload.from_received(msg).model_dump()
+
+
+def raw_batch(msgs) -> dict:
+    """Received messages as one raw event: ``{"messages": [raw_event(m), ...]}``."""
+    return {"messages": [raw_event(m) for m in msgs]}
+
+
+def event_groups(accepted: list[tuple[Any, int]], max_bytes: int) -> list[list[Any]]:
+    """``(msg, size)`` in pull order, grouped so that no group's sizes add up to more than
+    ``max_bytes`` (a single message never does: it is below the message size cap)."""
+    groups: list[list[Any]] = []
+    group: list[Any] = []
+    total = 0
+    for msg, size in accepted:
+        if group and total + size > max_bytes:
+            groups.append(group)
+            group, total = [], 0
+        group.append(msg)
+        total += size
+    if group:
+        groups.append(group)
+    return groups
 
 
 def redelivery_delay(count: int) -> int:
@@ -255,7 +289,8 @@ class PubSubStreamProducer(SharedStreamProducer):
             now = time.monotonic()
             for msg, _size in accepted:
                 self.outstanding[msg.ack_id] = Lease(msg.message.message_id, now)
-                yield raw_event(msg), (msg.ack_id, msg)
+            for group in event_groups(accepted, cfg.max_event_bytes):
+                yield raw_batch(group), [(msg.ack_id, msg) for msg in group]
 
     async def _extend_deadlines(self) -> None:
         cfg = self.config
@@ -399,42 +434,51 @@ class PubSubStreamProducer(SharedStreamProducer):
             )
         finally:
             for item in batch:  # advanced: never extended again, whatever happened above
-                self.outstanding.pop(item.broker_payload[0], None)
+                for ack_id, _msg in item.broker_payload:
+                    self.outstanding.pop(ack_id, None)
 
     async def _advance(self, batch: Sequence[AdvanceItem]) -> None:
         cfg = self.config
         to_ack: list[str] = []
         letters: list[tuple[Any, str, int | None]] = []
         for item in batch:
-            ack_id, msg = item.broker_payload
             outcome = item.outcome
-            message_id = msg.message.message_id
-            if outcome.rejected:
-                attributes = dict(msg.message.attributes)
-                reason = reject_reason(cfg.topic, msg.message.data, attributes) or "rejected"
-                letters.append((msg, reason, None))
-                continue
-            if outcome.is_clean:
-                to_ack.append(ack_id)
-                self.failures.pop(message_id, None)
-                continue
-            # failed (ack timeout / persist never confirmed) or nobody was listening
-            count = self._count_failure(message_id)
-            if count >= cfg.max_failures:
-                letters.append((msg, f"delivery_failed_{count}_times", None))
-                continue
-            delay = redelivery_delay(count)
-            log.warning(
-                "message %s not persisted (outcome %s); redelivery in %ss (failure %d/%d)",
-                message_id,
-                outcome,
-                delay,
-                count,
-                cfg.max_failures,
-            )
-            await self._release(ack_id, delay)
+            for ack_id, msg in item.broker_payload:
+                message_id = msg.message.message_id
+                if outcome.rejected or outcome.is_clean:
+                    # a clean batch's event left its invalid messages out: they are dead-lettered
+                    # like every message of a rejected batch (each with its own reason)
+                    reason = reject_reason(cfg.topic, msg.message.data, dict(msg.message.attributes))
+                    if reason or outcome.rejected:
+                        letters.append((msg, reason or "rejected", None))
+                    else:
+                        to_ack.append(ack_id)
+                        self.failures.pop(message_id, None)
+                    continue
+                await self._failed(ack_id, msg, outcome, letters)
         await self._ack(to_ack)
         await self._settle_dead_letters(letters)
+
+    async def _failed(self, ack_id: str, msg, outcome, letters: list) -> None:
+        """A message whose event was not persisted: released for redelivery after a backoff, or
+        dead-lettered (added to ``letters``) once it failed ``max_failures`` times."""
+        cfg = self.config
+        message_id = msg.message.message_id
+        # failed (ack timeout / persist never confirmed) or nobody was listening
+        count = self._count_failure(message_id)
+        if count >= cfg.max_failures:
+            letters.append((msg, f"delivery_failed_{count}_times", None))
+            return
+        delay = redelivery_delay(count)
+        log.warning(
+            "message %s not persisted (outcome %s); redelivery in %ss (failure %d/%d)",
+            message_id,
+            outcome,
+            delay,
+            count,
+            cfg.max_failures,
+        )
+        await self._release(ack_id, delay)
 
     async def aclose(self) -> None:
         if self._extender:
@@ -443,7 +487,8 @@ class PubSubStreamProducer(SharedStreamProducer):
 
 
 class PubSubAckTrigger(BaseEventTrigger):
-    """Fires one asset event per Pub/Sub message, acking only after the event is stored.
+    """Fires one asset event per pulled batch of Pub/Sub messages (its valid ones), acking them
+    only after the event is stored.
 
     Takes the fields of :class:`PubSubStreamConfig` as keywords (``project_id`` and
     ``subscription`` required; see there for each one) and stores them flat in ``serialize``.
@@ -469,14 +514,22 @@ class PubSubAckTrigger(BaseEventTrigger):
     async def filter_shared_stream(self, shared_stream: AsyncIterator[Any]) -> AsyncIterator[TriggerEvent]:
         topic = self.config.topic
         async for raw in shared_stream:
-            problem = reject_reason(topic, base64.b64decode(raw["data"]), raw["attributes"])
-            if problem:
-                log.warning(
-                    "rejecting message %s on %s: %s", raw["message_id"], self.config.subscription, problem
-                )
+            valid = []
+            for message in raw["messages"]:
+                problem = reject_reason(topic, base64.b64decode(message["data"]), message["attributes"])
+                if problem:
+                    log.warning(
+                        "rejecting message %s on %s: %s",
+                        message["message_id"],
+                        self.config.subscription,
+                        problem,
+                    )
+                else:
+                    valid.append(message)
+            if not valid:
                 reject_shared_stream_event()
                 continue
-            yield TriggerEvent(raw)
+            yield TriggerEvent({"messages": valid})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Not supported: the ack-mode trigger runs only as the triggerer's shared stream."""

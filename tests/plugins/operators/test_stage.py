@@ -21,7 +21,7 @@ from dgb.config import REPO_ROOT
 from dgb.fetch import Fetcher
 from dgb.scraper.run import scrape_agency
 from dgb_airflow.operators.stage import StageOperator
-from dgb_airflow.triggers.pubsub import raw_event
+from dgb_airflow.triggers.pubsub import raw_batch, raw_event
 
 from ...integration.support import FAST, stop_process_group
 from ...integration.test_scrape import ARTICLES, _agency
@@ -85,13 +85,17 @@ def stack_env(monkeypatch, model_service, typesense_server):
 
 
 def _asset_events(project: str, subscription: str, want: int) -> dict:
-    """Messages of ``subscription`` as Airflow hands them to the run: one asset event per message,
-    its payload the trigger's raw event (the shape ``context["triggering_asset_events"]`` has)."""
+    """Messages of ``subscription`` as Airflow hands them to the run (the shape
+    ``context["triggering_asset_events"]`` has): the first in an asset event of its own as events
+    stored before pulled batches held one message, the others in one batch as the trigger sends
+    them now; the run reads both."""
+    received = pull_all(project, subscription, want)
+    assert len(received) == want >= 2
+    asset = SimpleNamespace(name=subscription)
     events = [
-        SimpleNamespace(asset=SimpleNamespace(name=subscription), extra={"payload": raw_event(m)})
-        for m in pull_all(project, subscription, want)
+        SimpleNamespace(asset=asset, extra={"payload": raw_event(received[0])}),
+        SimpleNamespace(asset=asset, extra={"payload": raw_batch(received[1:])}),
     ]
-    assert len(events) == want
     return {subscription: events}
 
 

@@ -19,6 +19,7 @@ from dgb_airflow.triggers.pubsub import (
     PubSubAckTrigger,
     PubSubStreamConfig,
     PubSubStreamProducer,
+    event_groups,
     reject_reason,
 )
 
@@ -112,10 +113,11 @@ def test_reject_reason_is_parse_messages_reason():
 def test_filter_yields_valid_messages_and_rejects_the_rest():
     trigger = PubSubAckTrigger(project_id="p", subscription=SUB.name)
     good, bad = _event("a_1"), _event("a_2")
-    raws = [
-        {"message_id": "1", "data": base64.b64encode(good.data()).decode(), "attributes": good.attributes},
-        {"message_id": "2", "data": base64.b64encode(b"{broken").decode(), "attributes": bad.attributes},
-    ]
+    one = {"message_id": "1", "data": base64.b64encode(good.data()).decode(), "attributes": good.attributes}
+    two = {"message_id": "2", "data": base64.b64encode(b"{broken").decode(), "attributes": bad.attributes}
+    three = {**one, "message_id": "3"}
+    # a mixed batch keeps its valid messages; a batch with none is rejected (no event)
+    raws = [{"messages": [one, two, three]}, {"messages": [two]}]
 
     async def stream():
         for raw in raws:
@@ -125,8 +127,28 @@ def test_filter_yields_valid_messages_and_rejects_the_rest():
         return [ev async for ev in trigger.filter_shared_stream(stream())]
 
     fired = asyncio.run(collect())
-    assert [ev.payload["message_id"] for ev in fired] == ["1"]
-    assert fired[0].payload == raws[0]  # the raw event is the asset event's payload
+    assert len(fired) == 1
+    assert fired[0].payload == {"messages": [one, three]}  # the asset event's payload
+
+
+def test_a_pull_is_split_into_events_by_bytes():
+    assert event_groups([("a", 400), ("b", 400), ("c", 400), ("d", 900)], 1000) == [["a", "b"], ["c"], ["d"]]
+    assert event_groups([("a", 10)], 10) == [["a"]] and event_groups([], 10) == []
+    with pytest.raises(ValueError, match="max_event_bytes"):
+        PubSubStreamConfig("p", SUB.name, max_message_bytes=4096, max_event_bytes=2048)
+
+
+def _messages(events_: list) -> list:
+    """(raw message, (ack_id, msg)) of every message in ``events_`` (stream items)."""
+    return [(raw, pair) for batch, pairs in events_ for raw, pair in zip(batch["messages"], pairs)]
+
+
+async def _take_messages(stream, n: int) -> list:
+    """Stream items until they hold ``n`` messages (a pull may bring several in one event)."""
+    got: list = []
+    while sum(len(raw["messages"]) for raw, _ in got) < n:
+        got.append(await asyncio.wait_for(stream.__anext__(), timeout=30))
+    return got
 
 
 # ------------------------------------------------------------------ the producer on the emulator
@@ -152,6 +174,7 @@ def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project
         dead_letter_topic=SUB.dead_letter_topic,
         max_failures=2,
         poll_timeout_s=2,
+        max_messages=1,  # one message per event: each gets its own outcome below
     )
     producer = PubSubAckTrigger.create_shared_stream_producer(trigger.serialize()[1])
 
@@ -161,7 +184,7 @@ def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project
         assert len(producer.outstanding) == 3
         by_kind: dict[str, list] = {}
         for raw, payload in got:
-            kind = "bad" if base64.b64decode(raw["data"]) == b"{broken" else "good"
+            kind = "bad" if base64.b64decode(raw["messages"][0]["data"]) == b"{broken" else "good"
             by_kind.setdefault(kind, []).append(payload)
         clean, failed = by_kind["good"]
         await producer.advance(
@@ -171,11 +194,12 @@ def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project
                 AdvanceItem(failed, AdvanceOutcome(acked=0, failed=1)),
             ]
         )
-        assert producer.outstanding == {} and producer.failures == {failed[1].message.message_id: 1}
+        failed_id = failed[0][1].message.message_id
+        assert producer.outstanding == {} and producer.failures == {failed_id: 1}
         # the failed one was not acked: it comes back after its backoff (10 s), not at once
         started = time.monotonic()
         again = await asyncio.wait_for(stream.__anext__(), timeout=40)
-        assert again[0]["message_id"] == failed[1].message.message_id
+        assert again[0]["messages"][0]["message_id"] == failed_id
         assert time.monotonic() - started >= 8
         # a second failure reaches max_failures=2: dead-lettered, then acked
         await producer.advance([AdvanceItem(again[1], AdvanceOutcome(acked=0, failed=1))])
@@ -250,7 +274,7 @@ def test_a_failed_dead_letter_publish_releases_the_message_for_redelivery(projec
     async def scenario():
         stream = producer.open_stream()
         _raw, payload = await stream.__anext__()
-        message_id = payload[1].message.message_id
+        message_id = payload[0][1].message.message_id
         await producer.advance([AdvanceItem(payload, AdvanceOutcome(acked=0, failed=0, rejected=1))])
         assert producer.outstanding == {} and producer.failures == {message_id: 1}
         # the dead-letter topic appears (an operator fixed it) and gets a subscription to read it
@@ -262,7 +286,7 @@ def test_a_failed_dead_letter_publish_releases_the_message_for_redelivery(projec
             request={"name": subscriber.subscription_path(project, missing), "topic": topic},
         )
         again = await asyncio.wait_for(stream.__anext__(), timeout=60)  # redelivered after the backoff
-        assert again[0]["message_id"] == message_id
+        assert again[0]["messages"][0]["message_id"] == message_id
         await producer.advance([AdvanceItem(again[1], AdvanceOutcome(acked=0, failed=0, rejected=1))])
         assert producer.outstanding == {} and producer.failures == {}
         await stream.aclose()
@@ -285,13 +309,13 @@ def test_leases_are_extended_only_up_to_max_lease(project):
     async def scenario():
         stream = producer.open_stream()
         _raw, payload = await stream.__anext__()
-        ack_id = payload[0]
+        ack_id = payload[0][0]
         assert producer.release_expired_leases(now=time.monotonic()) == []  # young: kept
         assert producer.release_expired_leases(now=time.monotonic() + 11) == [ack_id]
         assert producer.outstanding == {}
         # not extended any more: the message comes back once its 10 s lease lapses
         again = await asyncio.wait_for(stream.__anext__(), timeout=60)
-        assert again[0]["message_id"] == payload[1].message.message_id
+        assert again[0]["messages"][0]["message_id"] == payload[0][1].message.message_id
         await producer.advance([AdvanceItem(again[1], AdvanceOutcome(acked=1, failed=0))])
         await stream.aclose()
         await producer.aclose()
@@ -311,8 +335,8 @@ def test_a_pull_never_leases_more_than_max_outstanding(project):
 
     async def scenario():
         stream = producer.open_stream()
-        got = [await stream.__anext__() for _ in range(3)]
-        assert len(producer.outstanding) == 3
+        got = await _take_messages(stream, 3)
+        assert len(producer.outstanding) == 3 and len(_messages(got)) == 3
         others = await asyncio.to_thread(pull_all, project, SUB.name, 7, 3)  # acks what it gets
         assert len(others) == 4
         await producer.advance([AdvanceItem(p, AdvanceOutcome(acked=1, failed=0)) for _raw, p in got])
@@ -340,7 +364,8 @@ def test_a_message_over_the_size_cap_is_dead_lettered_without_its_content(projec
     async def scenario():
         stream = producer.open_stream()
         raw, payload = await stream.__anext__()
-        assert json.loads(base64.b64decode(raw["data"]))["unique_id"] == "a_9"
+        [message] = raw["messages"]  # the big one never reaches an event
+        assert json.loads(base64.b64decode(message["data"]))["unique_id"] == "a_9"
         await producer.advance([AdvanceItem(payload, AdvanceOutcome(acked=1, failed=0))])
         assert producer.outstanding == {}
         await stream.aclose()
@@ -366,7 +391,7 @@ def test_dead_letters_of_one_batch_are_published_together(project):
 
     async def scenario():
         stream = producer.open_stream()
-        got = [await stream.__anext__() for _ in range(12)]
+        got = await _take_messages(stream, 12)
         await producer.advance(
             [AdvanceItem(p, AdvanceOutcome(acked=0, failed=0, rejected=1)) for _raw, p in got]
         )
@@ -379,6 +404,44 @@ def test_dead_letters_of_one_batch_are_published_together(project):
     assert len({m.message.attributes["dgb_source_message_id"] for m in dead}) == 12
     assert {m.message.attributes["dgb_dead_letter_reason"] for m in dead} == {"malformed_json"}
     assert pull_all(project, SUB.name, 1, timeout=3) == []
+
+
+def test_one_event_per_pull_and_its_invalid_messages_dead_lettered_when_it_is_clean(project):
+    """A pull of several messages is one raw event (one asset event in Airflow, not one per
+    message); when that event is stored (clean), its valid messages are acked and the invalid
+    ones, which the filter left out of the event, are dead-lettered with their own reason."""
+    good = [_event(f"f_{i}") for i in range(3)]
+    for ev in good[:2]:
+        _publish(project, ev.data(), ev.attributes)
+    _publish(project, b"{broken", _event("f_x").attributes)
+    _publish(project, good[2].data(), good[2].attributes)
+    cfg = PubSubStreamConfig(project, SUB.name, dead_letter_topic=SUB.dead_letter_topic, poll_timeout_s=2)
+    trigger = PubSubAckTrigger(**cfg.to_kwargs())
+    producer = PubSubStreamProducer(cfg)
+
+    async def scenario():
+        stream = producer.open_stream()
+        got = await _take_messages(stream, 4)
+        assert len(_messages(got)) == 4 and len(got) < 4  # fewer events than messages
+
+        async def replay():
+            for raw, _payload in got:
+                yield raw
+
+        fired = [ev.payload async for ev in trigger.filter_shared_stream(replay())]
+        await producer.advance([AdvanceItem(p, AdvanceOutcome(acked=1, failed=0)) for _raw, p in got])
+        assert producer.outstanding == {} and producer.failures == {}
+        await stream.aclose()
+        await producer.aclose()
+        return got, fired
+
+    got, fired = asyncio.run(scenario())
+    in_events = [json.loads(base64.b64decode(m["data"]))["unique_id"] for p in fired for m in p["messages"]]
+    assert sorted(in_events) == ["f_0", "f_1", "f_2"]
+    [dead] = pull_all(project, SUB.dead_letter_subscription, 1)
+    assert dead.message.attributes["dgb_dead_letter_reason"] == "malformed_json"
+    assert dead.message.data == b"{broken"
+    assert pull_all(project, SUB.name, 1, timeout=3) == []  # all four acked on the source
 
 
 def test_bad_ack_ids_are_isolated_within_a_bounded_number_of_calls(project):
@@ -449,7 +512,8 @@ def test_through_airflows_shared_stream_manager_acks_persisted_and_dead_letters_
         return dead
 
     dead = asyncio.run(scenario())
-    assert sorted(json.loads(base64.b64decode(p["data"]))["unique_id"] for p in fired) == ["a_0", "a_1"]
+    messages = [m for p in fired for m in p["messages"]]
+    assert sorted(json.loads(base64.b64decode(m["data"]))["unique_id"] for m in messages) == ["a_0", "a_1"]
     assert [m.message.attributes["dgb_dead_letter_reason"] for m in dead] == ["malformed_json"]
     time.sleep(12)  # past the lease: anything not acked would be back
     assert pull_all(project, SUB.name, 3, timeout=3) == []
@@ -482,9 +546,9 @@ def test_an_event_never_confirmed_persisted_is_not_acked_but_redelivered(project
         await manager.unsubscribe(1, key)
 
     asyncio.run(scenario())
-    assert len(fired) == 1 and fired[0]["attributes"]["unique_id"] == "e_1"
+    assert len(fired) == 1 and [m["attributes"]["unique_id"] for m in fired[0]["messages"]] == ["e_1"]
     again: list = []
     deadline = time.monotonic() + 60
     while not again and time.monotonic() < deadline:  # not acked: Pub/Sub delivers it again
         again = pull_all(project, SUB.name, 1, timeout=5)
-    assert [m.message.message_id for m in again] == [fired[0]["message_id"]]
+    assert [m.message.message_id for m in again] == [fired[0]["messages"][0]["message_id"]]

@@ -581,6 +581,13 @@ def airflow_env(settings: Settings) -> dict[str, str]:
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": os.environ.get(
                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT", "60"
             ),
+            # a task that was running when its scheduler died (kill -9 takes the LocalExecutor's
+            # workers with it) belongs to the dead scheduler's job, which heartbeat-timeout
+            # detection never looks at: it is reset by the orphaned-task check, every 300 s by
+            # default, and meanwhile holds its DAG's only active run (max_active_runs=1)
+            "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": os.environ.get(
+                "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL", "30"
+            ),
             # event-driven stages: an idle scheduler looks for new asset-triggered runs 4x a second
             "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": os.environ.get(
                 "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME", "0.25"

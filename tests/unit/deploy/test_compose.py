@@ -65,6 +65,7 @@ def test_secrets_are_required_never_empty():
 def test_heartbeat_timeout_and_restarts():
     env = SERVICES["airflow-scheduler"]["environment"]
     assert env["AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT"].endswith(":-60}")
+    assert env["AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL"].endswith(":-30}")
     for name in (*LONG_RUNNING, "airflow-worker"):
         assert SERVICES[name]["restart"] == "unless-stopped", name
     assert SERVICES["airflow-init"]["restart"] == "no"

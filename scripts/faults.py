@@ -959,10 +959,10 @@ class Run:
         b = resilience.Breakers(self.db.get(), [dep])
         self.db.get().commit()
         state = b.states[dep]
-        at_cap = b.cooldown_s * 2 ** max(0, state.opens - 1) >= b.max_cooldown_s
+        at_cap = b.cooldown(state.opens) >= b.max_cooldown_s
         if b.state(dep) == resilience.CLOSED or not at_cap or state.open_until is None:
             return False
-        opened = state.open_until - timedelta(seconds=b.max_cooldown_s)  # its latest opening
+        opened = state.open_until - timedelta(seconds=b.cooldown(state.opens))  # its latest opening
         if opened < since:
             return False
         n = self.af.query(

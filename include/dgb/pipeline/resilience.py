@@ -214,6 +214,10 @@ class Breakers:
         self.states: dict[str, BreakerState] = {n: BreakerState(n) for n in self.names}
         self.load()
 
+    def cooldown(self, opens: int) -> float:
+        """Seconds the ``opens``-th opening of a breaker lasts (doubling, up to the maximum)."""
+        return min(self.max_cooldown_s, self.cooldown_s * (2 ** min(max(opens - 1, 0), 10)))
+
     def load(self) -> None:
         if not self.names:
             return
@@ -254,8 +258,8 @@ class Breakers:
         failures = s.failures + max(1, count)
         opens, open_until = s.opens, s.open_until
         if failures >= self.threshold:
-            cool = min(self.max_cooldown_s, self.cooldown_s * (2 ** min(s.opens, 10)))
-            opens, open_until = s.opens + 1, datetime.now(UTC) + timedelta(seconds=cool)
+            opens = s.opens + 1
+            open_until = datetime.now(UTC) + timedelta(seconds=self.cooldown(opens))
         with transaction(self.conn) as cur:
             cur.execute(
                 "INSERT INTO stage_breakers (name, failures, opens, open_until, last_error)"

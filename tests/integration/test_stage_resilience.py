@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 import pytest
 
@@ -14,7 +15,7 @@ from dgb import db, topology
 from dgb.cli import main
 from dgb.pipeline import stages
 from dgb.pipeline.resilience import CLOSED, HALF_OPEN, MODEL_SERVICE, OPEN, Breakers
-from dgb.pipeline.stage import StageRetry, run_stage
+from dgb.pipeline.stage import StageRetry, keep_sweeping, run_stage
 from dgb.pipeline.status import pipeline_status
 from dgb.reconcile import redrive
 
@@ -141,6 +142,61 @@ def test_deadline_leaves_the_rest_pending_for_the_next_run(pg, scraped, classifi
     assert count(pg, "SELECT count(*) FROM dead_letters") == 0
     again = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100, chunk_size=2)
     assert len(again.processed) == len(scraped)
+
+
+def test_keep_sweeping_takes_work_that_arrives_and_ends_once_idle(pg, pg_server, scraped, classifier):  # noqa: F811
+    """A run that lingers takes the work committed after its own (here: two articles whose
+    theme an edit cleared), then ends once ``idle_s`` passes with nothing new."""
+    first, later = scraped[:-2], scraped[-2:]
+    enrich = stages.EnrichStage(classifier, pg)
+    other = db.connect(pg_server.pg_dsn())
+    with db.transaction(other) as cur:  # the last two are not pending yet when the run starts
+        cur.execute("UPDATE news SET removed_at = now() WHERE unique_id = ANY(%s)", (later,))
+    report = run_stage(enrich, pg, [], sweep_limit=100)
+    assert sorted(report.processed) == sorted(first) and report.sweeps == 0
+    naps: list[float] = []
+
+    def nap(seconds: float) -> None:
+        naps.append(seconds)
+        time.sleep(seconds)
+        if len(naps) == 2:  # they arrive while the run is lingering
+            with db.transaction(other) as cur:
+                cur.execute("UPDATE news SET removed_at = NULL WHERE unique_id = ANY(%s)", (later,))
+
+    try:
+        out = keep_sweeping(enrich, pg, report, idle_s=0.3, max_s=30, poll_s=0.05, sweep_limit=100, sleep=nap)
+    finally:
+        other.close()
+    assert sorted(out.processed) == sorted(scraped) and out.retry == [] and out.dead_lettered == []
+    assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NULL") == 0
+    # it went on after the arrival (idle again from then on) and stopped well before max_s
+    assert 3 <= out.sweeps == len(naps) < 200 and out.summary()["sweeps"] == out.sweeps
+
+
+def test_keep_sweeping_stops_at_its_cap_and_not_after_an_outage(pg, scraped, classifier):  # noqa: F811
+    enrich = stages.EnrichStage(classifier, pg)
+    busy = run_stage(enrich, pg, [], sweep_limit=100)
+    flips = iter(scraped * 1000)
+
+    def edit(seconds: float) -> None:  # one article made pending before every sweep: never idle
+        with db.transaction(pg) as cur:
+            cur.execute("UPDATE news SET enriched_at = NULL WHERE unique_id = %s", (next(flips),))
+
+    t0 = time.monotonic()
+    out = keep_sweeping(enrich, pg, busy, idle_s=0.2, max_s=1.0, poll_s=0.0, sweep_limit=100, sleep=edit)
+    assert out.sweeps >= 2 and 1.0 <= time.monotonic() - t0 < 10
+
+    from dgb.pipeline.stage import StageReport
+
+    for stopped, knobs in (
+        (StageReport("enrich", retry=[("x", "timeout")]), {}),
+        (StageReport("enrich", breakers_open=[MODEL_SERVICE]), {}),
+        (StageReport("enrich", deadline_hit=True), {}),
+        (StageReport("enrich"), {"sweep_limit": 0}),  # nothing to sweep
+        (StageReport("enrich"), {"idle_s": 0}),  # lingering switched off
+    ):
+        args = {"idle_s": 5, "max_s": 5, "sweep_limit": 100, **knobs}
+        assert keep_sweeping(enrich, pg, stopped, sleep=edit, **args).sweeps == 0
 
 
 def test_bisection_isolates_the_bad_article(pg, scraped, classifier):  # noqa: F811

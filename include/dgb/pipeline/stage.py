@@ -156,6 +156,18 @@ class StageReport:
     breakers_open: list[str] = field(default_factory=list)
     deadline_hit: bool = False
     seconds: float = 0.0
+    sweeps: int = 0  # further sweeps after the run's own work (see keep_sweeping)
+
+    def absorb(self, other: StageReport) -> None:
+        """Add ``other``'s outcome (a later sweep of the same run) to this report."""
+        self.messages += other.messages
+        self.swept += other.swept
+        for name in ("processed", "skipped", "dead_lettered", "retry", "deferred", "parked"):
+            getattr(self, name).extend(getattr(other, name))
+        self.chunks += other.chunks
+        self.bisections += other.bisections
+        self.breakers_open = list(other.breakers_open) or self.breakers_open
+        self.deadline_hit = self.deadline_hit or other.deadline_hit
 
     def summary(self) -> dict:
         return {
@@ -172,6 +184,7 @@ class StageReport:
             "bisections": self.bisections,
             "breakers_open": list(self.breakers_open),
             "deadline_hit": self.deadline_hit,
+            "sweeps": self.sweeps,
             "seconds": round(self.seconds, 3),
         }
 
@@ -290,6 +303,7 @@ def run_stage(
     deadline_s: float | None = None,
     on_chunk: Callable[[], None] | None = None,
     max_failures: int | None = None,
+    quiet: bool = False,
 ) -> StageReport:
     """Run ``stage`` over ``messages``, the manual ``unique_ids`` and up to ``sweep_limit`` swept
     pending articles, in chunks of ``chunk_size`` (``DGB_STAGE_CHUNK_SIZE``, default 25), each
@@ -301,7 +315,8 @@ def run_stage(
     :class:`StageRetry` at the end (unless ``final_attempt``: then the run ends normally, the work
     still pending, and the 1-minute sweep takes it up); they never dead-letter. Permanent ones
     are dead-lettered per article and hold it out of the sweep; ``max_failures``
-    (``DGB_STAGE_MAX_FAILURES``, default 3) permanent failures park it."""
+    (``DGB_STAGE_MAX_FAILURES``, default 3) permanent failures park it. ``quiet``: no log line
+    when there was nothing to do (the further sweeps of :func:`keep_sweeping`)."""
     t0 = time.monotonic()
     chunk_size = chunk_size or env_number("DGB_STAGE_CHUNK_SIZE", 25, integer=True, minimum=1)
     max_failures = max_failures or env_number("DGB_STAGE_MAX_FAILURES", 3, integer=True, minimum=1)
@@ -419,7 +434,8 @@ def run_stage(
 
     report.retry = [(w.unique_id, f.detail or f.reason) for w, f in retry]
     report.seconds = time.monotonic() - t0
-    log.info(json.dumps({"stage": stage.name, "event": "stage_run", **report.summary()}))
+    if not (quiet and not (work or dead)):  # a further sweep that found nothing: not logged
+        log.info(json.dumps({"stage": stage.name, "event": "stage_run", **report.summary()}))
     if retry and not final_attempt:
         raise StageRetry(
             f"{stage.name}: {len(retry)} article(s) failed transiently, e.g. "
@@ -434,6 +450,68 @@ def run_stage(
             len(report.deferred),
             report.breakers_open or "none",
         )
+    return report
+
+
+def keep_sweeping(
+    stage: Stage,
+    conn,
+    report: StageReport,
+    *,
+    idle_s: float,
+    max_s: float,
+    poll_s: float = 0.5,
+    sweep_limit: int = 200,
+    chunk_size: int | None = None,
+    deadline_s: float | None = None,
+    on_chunk: Callable[[], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> StageReport:
+    """After a run's own work (``report``), go on sweeping what becomes pending every ``poll_s``
+    seconds, and end once ``idle_s`` seconds pass with nothing to do, or after ``max_s`` seconds,
+    or at the run's ``deadline_s`` (counted from the run's start). Each sweep is a
+    :func:`run_stage` over the pending work, its outcome added to ``report``.
+
+    A backlog arrives as a stream of events, one or a few chunks each: without this, every event
+    costs a DAG run (scheduling, a task process, the stage built again) for seconds of work, and
+    the next stage's runs queue behind each other. A run that stays a few seconds takes the next
+    chunks itself as the previous stage commits them; the runs its events queued meanwhile find
+    the work done and end at once. Nothing is lost if it stops early: the work is in PostgreSQL.
+
+    It does not start, or it stops, when a sweep meets an outage (transient failures left
+    pending, an open breaker) or the deadline: the run's normal retry and the 1-minute sweep own
+    that work. Sweeps never raise :class:`StageRetry` (the run's own work is committed). With
+    ``sweep_limit`` 0 there is nothing to sweep: it returns at once."""
+    if idle_s <= 0 or max_s <= 0 or sweep_limit <= 0:
+        return report
+    if report.retry or report.breakers_open or report.deadline_hit:
+        return report
+    t0 = time.monotonic()
+    idle_since = t0
+    while True:
+        now = time.monotonic()
+        remaining = None if deadline_s is None else deadline_s - report.seconds - (now - t0)
+        if now - idle_since >= idle_s or now - t0 >= max_s or (remaining is not None and remaining <= poll_s):
+            break
+        sleep(poll_s)
+        more = run_stage(
+            stage,
+            conn,
+            [],
+            sweep_limit=sweep_limit,
+            final_attempt=True,
+            chunk_size=chunk_size,
+            deadline_s=None if remaining is None else remaining - poll_s,
+            on_chunk=on_chunk,
+            quiet=True,
+        )
+        report.absorb(more)
+        report.sweeps += 1
+        if more.retry or more.breakers_open or more.deadline_hit:
+            break
+        if more.processed or more.dead_lettered or more.parked:
+            idle_since = time.monotonic()
+    report.seconds += time.monotonic() - t0
     return report
 
 

@@ -70,6 +70,12 @@ class StageOperator(BaseOperator):
     :param chunk_size: articles per committed chunk (default ``DGB_STAGE_CHUNK_SIZE``, 25).
     :param deadline_s: seconds after which no new chunk starts (default ``DGB_STAGE_DEADLINE_S``,
         600: well inside the stage DAGs' 30 min run timeout).
+    :param linger_s: once its own work is done, the run goes on sweeping what becomes pending
+        (every 0.5 s) until this many seconds pass with nothing to do (default
+        ``DGB_STAGE_LINGER_S``, 3; 0: end at once), so a backlog flowing in from the previous
+        stage is taken chunk after chunk by one run instead of one DAG run per event
+        (:func:`dgb.pipeline.stage.keep_sweeping`; not after an outage or the deadline).
+    :param linger_max_s: the longest a run goes on sweeping (default ``DGB_STAGE_LINGER_MAX_S``, 60).
     """
 
     ui_color = "#f3e8fd"
@@ -85,6 +91,8 @@ class StageOperator(BaseOperator):
         sweep_limit: int = 1000,
         chunk_size: int | None = None,
         deadline_s: float | None = None,
+        linger_s: float | None = None,
+        linger_max_s: float | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -96,6 +104,8 @@ class StageOperator(BaseOperator):
         self.sweep_limit = sweep_limit
         self.chunk_size = chunk_size
         self.deadline_s = deadline_s
+        self.linger_s = linger_s
+        self.linger_max_s = linger_max_s
 
     def _build(self, conn):
         return build_stage(
@@ -106,7 +116,7 @@ class StageOperator(BaseOperator):
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
         from dgb.config import env_number
-        from dgb.pipeline.stage import run_stage, unavailable_at_start
+        from dgb.pipeline.stage import keep_sweeping, run_stage, unavailable_at_start
         from dgb_airflow.hooks.outbox import preload_publisher, relay_soon
 
         preload_publisher()  # ready by the time the results are committed and relayed
@@ -120,12 +130,19 @@ class StageOperator(BaseOperator):
         deadline_s = self.deadline_s
         if deadline_s is None:
             deadline_s = env_number("DGB_STAGE_DEADLINE_S", 600.0, above=0)
+        linger_s = self.linger_s
+        if linger_s is None:
+            linger_s = env_number("DGB_STAGE_LINGER_S", 3.0, minimum=0)
+        linger_max_s = self.linger_max_s
+        if linger_max_s is None:
+            linger_max_s = env_number("DGB_STAGE_LINGER_MAX_S", 60.0, minimum=0)
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         try:
             try:
                 stage = self._build(conn)
             except Exception as exc:  # e.g. the model service is down: an outage, not an error
                 return unavailable_at_start(conn, self.stage, exc, final_attempt=final_attempt).summary()
+            relay = lambda: relay_soon(conn, self.gcp_conn_id, self.log)  # noqa: E731
             report = run_stage(
                 stage,
                 conn,
@@ -135,7 +152,18 @@ class StageOperator(BaseOperator):
                 unique_ids=unique_ids,
                 chunk_size=self.chunk_size,
                 deadline_s=deadline_s,
-                on_chunk=lambda: relay_soon(conn, self.gcp_conn_id, self.log),
+                on_chunk=relay,
+            )
+            report = keep_sweeping(
+                stage,
+                conn,
+                report,
+                idle_s=linger_s,
+                max_s=linger_max_s,
+                sweep_limit=self.sweep_limit,
+                chunk_size=self.chunk_size,
+                deadline_s=deadline_s,
+                on_chunk=relay,
             )
             self.log.info("stage %s: %s", self.stage, report.summary())
             relay_soon(conn, self.gcp_conn_id, self.log)

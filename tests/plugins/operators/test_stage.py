@@ -175,11 +175,16 @@ def test_model_service_down_on_every_try_dead_letters_nothing(pg, mirror, projec
         op.execute(task_context(try_number=1))
     out = op.execute(task_context(try_number=3))  # the last try
     assert out["processed"] == 0 and out["dead_lettered"] == 0
+    assert out["sweeps"] == 0  # an outage: the run does not linger
     assert _count(pg, "SELECT count(*) FROM dead_letters") == 0
     assert _count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL OR problem IS NOT NULL") == 0
 
     monkeypatch.setenv("AIRFLOW_CONN_DGB_MODEL_SERVICE", up)
     monkeypatch.setenv("DGB_BREAKER_COOLDOWN_S", "0")  # the probe may go at once
+    monkeypatch.setenv("DGB_STAGE_LINGER_S", "1")
+    t0 = time.monotonic()
     out = op.execute(task_context(try_number=1))
     assert out["processed"] == len(new) and out["dead_lettered"] == 0
+    # once its work was done it went on sweeping (nothing new came) for about DGB_STAGE_LINGER_S
+    assert out["sweeps"] >= 1 and time.monotonic() - t0 >= 1
     assert _count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL AND attempts = 0") == len(new)

@@ -91,6 +91,12 @@ class PubSubStreamConfig:
     :param dead_letter_timeout_s: seconds one dead-letter publish may take.
     :param max_event_bytes: most message bytes (as :func:`message_size` counts them) in one raw
         event, so one asset event: a pull over it is split into several events.
+    :param gather_s: in a burst (the last pull brought messages), seconds to wait before the
+        next pull, so that one event carries what arrived meanwhile (0: pull again at once). The
+        first message after a quiet spell is pulled and yielded at once; within a burst a stage
+        run already running takes new work from PostgreSQL itself (it goes on sweeping after
+        its own work), so the events only start runs: fewer, fuller events cost the triggerer
+        and the scheduler less (a 2,000-article backlog: ~80 events per subscription at 0).
     """
 
     project_id: str
@@ -106,6 +112,7 @@ class PubSubStreamConfig:
     max_message_bytes: int = 65536
     dead_letter_timeout_s: float = 5.0
     max_event_bytes: int = 1_048_576
+    gather_s: float = 1.5
 
     def __post_init__(self) -> None:
         if not self.project_id or not self.subscription:
@@ -118,6 +125,8 @@ class PubSubStreamConfig:
             raise ValueError(f"ack_deadline_s must be 10..600 (Pub/Sub's range), got {self.ack_deadline_s}")
         if self.poll_timeout_s <= 0 or self.dead_letter_timeout_s <= 0:
             raise ValueError("poll_timeout_s and dead_letter_timeout_s must be positive")
+        if not 0 <= self.gather_s <= 60:
+            raise ValueError(f"gather_s must be 0..60 seconds, got {self.gather_s}")
         if self.max_lease_s < self.ack_deadline_s:
             raise ValueError(f"max_lease_s ({self.max_lease_s}) must be at least ack_deadline_s")
         if self.max_message_bytes < 1024:
@@ -248,7 +257,11 @@ class PubSubStreamProducer(SharedStreamProducer):
         await self.hook.get_clients()
         self._extender = asyncio.create_task(self._extend_deadlines())
         backoff = 1.0
+        burst = False  # the last pull brought messages
         while True:
+            if burst and cfg.gather_s:
+                await asyncio.sleep(cfg.gather_s)  # let the burst fill the next pull
+                burst = False
             room = cfg.max_outstanding - len(self.outstanding)
             if room <= 0:
                 await asyncio.sleep(0.5)
@@ -275,6 +288,7 @@ class PubSubStreamProducer(SharedStreamProducer):
                 continue
             if not received:
                 continue
+            burst = True
             # lease the batch to our own short deadline at once: after a crash Pub/Sub
             # redelivers within ack_deadline_s, not the subscription's (up to 600 s)
             await self.hook.modify_ack_deadline(

@@ -67,6 +67,7 @@ def test_serialize_round_trips_one_flat_config():
         {"ack_deadline_s": 601},
         {"max_failures": 0},
         {"poll_timeout_s": 0},
+        {"gather_s": -1},
         {"subscription": ""},
     ],
 )
@@ -216,6 +217,42 @@ def test_producer_acks_clean_dead_letters_rejects_and_backs_off_failures(project
     assert {m.message.attributes["dgb_source_subscription"] for m in dlq} == {SUB.name}
     assert b"{broken" in {m.message.data for m in dlq}
     assert pull_all(project, SUB.name, 1, timeout=3) == []  # nothing left on the source
+
+
+def test_in_a_burst_the_next_pull_waits_to_gather_what_arrives(project):
+    """The first message after a quiet spell is yielded at once; the messages that follow within
+    ``gather_s`` come in one event, not one each."""
+    import threading
+
+    first = _event("b_0")
+    _publish(project, first.data(), first.attributes)
+    producer = PubSubStreamProducer(PubSubStreamConfig(project, SUB.name, poll_timeout_s=2, gather_s=1.5))
+
+    def trickle() -> None:  # one message every 0.1 s, as a stage's commits come
+        for i in range(1, 6):
+            ev = _event(f"b_{i}")
+            _publish(project, ev.data(), ev.attributes)
+            time.sleep(0.1)
+
+    async def scenario():
+        stream = producer.open_stream()
+        started = time.monotonic()
+        raw, payload = await stream.__anext__()
+        assert [m["message_id"] for m in raw["messages"]] == [payload[0][1].message.message_id]
+        assert time.monotonic() - started < 1.5  # not held back
+        publisher = threading.Thread(target=trickle)
+        publisher.start()
+        raw2, payload2 = await stream.__anext__()
+        publisher.join()
+        assert len(raw2["messages"]) == 5  # gathered into one event
+        await producer.advance(
+            [AdvanceItem(p, AdvanceOutcome(acked=len(p), failed=0)) for p in (payload, payload2)]
+        )
+        await stream.aclose()
+        await producer.aclose()
+
+    asyncio.run(scenario())
+    assert pull_all(project, SUB.name, 1, timeout=3) == []  # all acked
 
 
 def test_pulled_messages_are_leased_to_the_short_deadline_and_kept_leased(project):

@@ -10,6 +10,7 @@ here add what to load, how to process and how to persist.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +19,8 @@ from typing import Any
 from dgb.pipeline import definitions
 from dgb.pipeline.resilience import BEDROCK, MODEL_SERVICE, TYPESENSE, UNKNOWN
 from dgb.pipeline.stage import Failure, Stage
+
+log = logging.getLogger("dgb.pipeline")
 
 # classifier backend -> the dependencies it calls (the local classifier embeds via the model service)
 CLASSIFIER_DEPENDENCIES = {
@@ -206,7 +209,26 @@ class IndexStage(Stage):
 
     @classmethod
     def from_settings(cls, conn, s, deps: Dependencies) -> IndexStage:
-        return cls(deps.typesense(), s.typesense_collection, conn, s.embedding_dim)
+        stage = cls(deps.typesense(), s.typesense_collection, conn, s.embedding_dim)
+        stage.restore_lost_documents()
+        return stage
+
+    def restore_lost_documents(self) -> int:
+        """Once per run, before any sweep: articles marked indexed whose document Typesense no
+        longer has are made pending again (:func:`dgb.reconcile.drift.restore_lost_documents`),
+        so the run re-indexes them. Best effort: a Typesense that does not answer is the
+        breaker's business, not a reason not to start."""
+        from dgb.reconcile.drift import restore_lost_documents
+
+        try:
+            marked = restore_lost_documents(self.conn, self.ts, self.alias)
+        except Exception as exc:
+            self.conn.rollback()
+            log.info("index: could not compare Typesense with PostgreSQL: %s", exc)
+            return 0
+        if marked:
+            log.warning("index: %d indexed article(s) had no document in Typesense: made pending", marked)
+        return marked
 
     def healthy(self, dependency: str) -> bool | None:
         if dependency != TYPESENSE:

@@ -121,3 +121,35 @@ def typesense_drift(
     if not window_s:
         drift.extra.extend(sorted(uid for uid in docs if uid not in rows))
     return drift
+
+
+def restore_lost_documents(conn, ts, alias: str, *, min_age_s: float = 60.0) -> int:
+    """When Typesense holds fewer documents than PostgreSQL has marked indexed (a Typesense
+    that came back from a restart or a crash without some of its data, a collection dropped by
+    hand), mark the articles whose document is missing pending for the index stage again
+    (``indexed_version = NULL``); how many. Cheap when nothing is lost: the collection's
+    document count against one count in PostgreSQL; only a shortfall runs the full
+    :func:`typesense_drift` (articles changed less than ``min_age_s`` ago are in flight and
+    left alone). A Typesense that lost data is otherwise repaired only by reconciliation."""
+    documents = int(ts.collections[alias].retrieve().get("num_documents") or 0)
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM news WHERE indexed_version IS NOT NULL AND removed_at IS NULL"
+            " AND enriched_at IS NOT NULL"
+        )
+        indexed = cur.fetchone()[0]
+    conn.commit()
+    if documents >= indexed:
+        return 0
+    drift = typesense_drift(conn, ts, alias, min_age_s=min_age_s)
+    if not drift.missing:
+        return 0
+    with conn.cursor() as cur:
+        cur.execute(
+            "UPDATE news SET indexed_version = NULL WHERE unique_id = ANY(%s)"
+            " AND indexed_version IS NOT NULL",
+            (drift.missing,),
+        )
+        marked = cur.rowcount
+    conn.commit()
+    return marked

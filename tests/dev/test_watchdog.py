@@ -118,3 +118,55 @@ def test_two_starters_never_run_two_copies(component):
     pid = component.proc.pid()
     assert component.proc.spawn(component.argv(), component.env()) == pid
     assert component.proc.pid() == pid and stack._group_alive(pid)
+
+
+class LowPriorityServer(LoopbackServer):
+    """The stand-in at a lower CPU priority, as the stack runs Airflow's processes."""
+
+    def nice(self) -> int:
+        return 7
+
+
+def _priority(pid: int) -> tuple[int, str | None]:
+    """(the process's nice, its autogroup line, or None where the kernel has no autogroups)."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as fh:
+            group = fh.read().strip()
+    except OSError:
+        group = None
+    return os.getpriority(os.PRIO_PROCESS, pid), group
+
+
+def test_a_component_starts_and_restarts_at_its_lower_cpu_priority(tmp_path):
+    """Airflow's processes run below the model service's priority (DGB_AIRFLOW_NICE): the
+    process and its session's autogroup (which is what the scheduler weighs first) get the nice,
+    at the first start and after a watchdog restart."""
+    s = replace(Settings.from_env(), state_dir=tmp_path)
+    comp = LowPriorityServer(s)
+    assert not stack.port_open("127.0.0.1", PORT), f"port {PORT} is taken: free it for this test"
+    comp.up()
+    try:
+        nice, group = _priority(comp.proc.pid())
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        assert nice == max(base, 7)
+        assert group is None or group.endswith(" nice 7")
+        _kill(comp)
+        dog = stack.Watchdog(s, [comp], initial=0, poll=0.1)
+        assert dog.check_once(now=0.0) == [comp.name]
+        stack.wait_until(comp.healthy, 30, "the restart")
+        again, group = _priority(comp.proc.pid())
+        assert again == nice and (group is None or group.endswith(" nice 7"))
+    finally:
+        comp.down()
+
+
+def test_airflow_parts_take_their_nice_from_the_environment(monkeypatch):
+    s = Settings.from_env()
+    monkeypatch.delenv("DGB_AIRFLOW_NICE", raising=False)
+    assert stack.AirflowPart(s, "scheduler").nice() == 10
+    assert stack.CeleryWorker(s, 1).nice() == 10
+    monkeypatch.setenv("DGB_AIRFLOW_NICE", "0")
+    assert stack.AirflowPart(s, "triggerer").nice() == 0
+    monkeypatch.setenv("DGB_AIRFLOW_NICE", "25")
+    with pytest.raises(ValueError, match="DGB_AIRFLOW_NICE"):
+        stack.AirflowPart(s, "scheduler").nice()

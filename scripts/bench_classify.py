@@ -136,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     # -- level 1: prototypes alone, and the head cross-validated -------------------------------
     proto_pred = np.array([codes[j] for j in feats.proto.argmax(1)])
     oof = training.out_of_fold_logits(feats.X, feats.proto, articles, codes, folds=args.folds)
+    oof_plain = training.out_of_fold_logits(
+        feats.X, feats.proto, articles, codes, folds=args.folds, lexical_part=False
+    )
+    plain_pred = np.array([codes[j] for j in oof_plain.argmax(1)])
     scale = training.fit_scale(oof[real], list(labels[real]), codes)
     probs = training.softmax(scale * oof)
     level2 = training.out_of_fold_level2(feats.X, articles, taxonomy, folds=args.folds)
@@ -146,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         m = source == s
         print(
             f"l1_agreement[{s}] cv_head={_share(m, correct)} "
+            f"without_lexical={_share(m, plain_pred == labels)} "
             f"prototypes_only={_share(m, proto_pred == labels)}"
         )
 

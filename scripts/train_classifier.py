@@ -10,8 +10,9 @@ logistic regression is lbfgs from zeros, the folds are dealt by title in file or
 2. out-of-fold logits with folds grouped by title (:mod:`dgb.enrich.training`), used to fit the
    calibration temperature on the real articles and to choose the hybrid-mode threshold
    (<= 30% routed to Bedrock on real.jsonl);
-3. fit the head on everything (level 1; and level 2 on production's level-2 labels of real.jsonl
-   that map to our tree) and save it with that calibration and the figures in its metadata.
+3. fit the head on everything (level 1 with its lexical part, a logistic regression over TF-IDF
+   word counts; and level 2 on production's level-2 labels of real.jsonl that map to our tree)
+   and save it with that calibration and the figures in its metadata.
 
 The cross-validated agreement printed here is the honest figure; the benchmark
 (``scripts/bench_classify.py``) recomputes it. Retrain after the taxonomy or the model changes.
@@ -29,7 +30,7 @@ import numpy as np
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
 from dgb.enrich import training
-from dgb.enrich.local import HEAD_FILE, LocalClassifier
+from dgb.enrich.local import HEAD_FILE, LocalClassifier, lexical_text
 from dgb.taxonomy import load_taxonomy
 
 
@@ -90,8 +91,20 @@ def main(argv: list[str] | None = None) -> int:
     targets = training.level2_targets(articles, clf.taxonomy)
     level2 = training.fit_level2(feats.X, targets)
     meta["level2_trained_on"] = sum(1 for t in targets if t)
+    lexical = training.fit_lexical(
+        [lexical_text(a.item) for a in articles], labels, np.array([a.weight for a in articles]), codes
+    )
+    meta["lexical_terms"] = len(lexical.terms) if lexical else 0
+    meta["lexical_c"] = training.LEX_C
     head = training.make_head(
-        fitted, codes, int(embedder.dim), scale=scale, embedder=embedder.name, meta=meta, level2=level2
+        fitted,
+        codes,
+        int(embedder.dim),
+        scale=scale,
+        embedder=embedder.name,
+        meta=meta,
+        level2=level2,
+        lexical=lexical,
     )
     head.save(args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")

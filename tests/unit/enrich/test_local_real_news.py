@@ -28,7 +28,10 @@ from dgb.enrich.hybrid import HybridClassifier
 from dgb.enrich.local import (
     HEAD_FILE,
     Head,
+    Lexical,
     LocalClassifier,
+    lexical_terms,
+    lexical_text,
     paragraphs,
     split_sentences,
 )
@@ -166,10 +169,62 @@ def test_head_round_trip_and_shape_check(tmp_path):
     assert np.array_equal(back.W, head.W) and np.array_equal(back.Wa, head.Wa)
     assert back.l2_codes == head.l2_codes and np.array_equal(back.W2, head.W2)
     assert len(head.l2_codes) > 20 and head.W2.shape == (len(head.l2_codes), head.W.shape[1])
+    assert back.lexical.terms == head.lexical.terms and len(head.lexical.terms) > 1000
+    assert np.array_equal(back.lexical.W, head.lexical.W) and np.array_equal(
+        back.lexical.idf, head.lexical.idf
+    )
     bad = Head(head.codes, head.W[:, :10], head.b, 1.0, 0.05, 1.0, "m", head.dim, {}, (), None)
     bad.save(tmp_path / "bad.npz")
     with pytest.raises(ValueError, match="do not match"):
         Head.load(tmp_path / "bad.npz")
+    lex = head.lexical
+    short = Lexical(lex.terms, lex.idf, lex.W[:, :-1], lex.b)
+    Head(**{**head.__dict__, "lexical": short}).save(tmp_path / "bad-lexical.npz")
+    with pytest.raises(ValueError, match="lexical shapes"):
+        Head.load(tmp_path / "bad-lexical.npz")
+
+
+def test_lexical_terms_fold_accents_and_case_and_drop_one_letter_words():
+    assert lexical_terms("Saúde e EDUCAÇÃO: 2026, a Ação") == ["saude", "educacao", "2026", "acao"]
+    item = ArticleText(None, "Título", "Sub", "Linha fina", "x" * 5000)
+    text = lexical_text(item)
+    assert text.startswith("Título Título Sub Linha fina ") and len(text) < 3100
+
+
+def test_lexical_part_computes_the_tf_idf_it_was_trained_on():
+    """The numpy TF-IDF at classification time equals scikit-learn's at training time."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    rows = real_news()
+    texts = [lexical_text(as_item(r)) for r in rows] * 2
+    labels = ["03", "04"] * len(rows)
+    lex = training.fit_lexical(texts, labels, np.ones(len(texts)), ["03", "04", "05"])
+    ref = TfidfVectorizer(analyzer=lexical_terms, sublinear_tf=True, min_df=training.LEX_MIN_DF)
+    expected = ref.fit_transform(texts).toarray()
+    assert list(ref.get_feature_names_out()) == list(lex.terms)
+    np.testing.assert_allclose(lex.vectors(texts), expected, atol=1e-5)
+    assert lex.W.shape == (3, len(lex.terms)) and not lex.W[2].any()  # no rows of 05: zero weights
+    assert lex.b[2] < lex.b[:2].min()
+    logp = lex.logprobs(texts[:3])
+    np.testing.assert_allclose(np.exp(logp).sum(1), 1.0, rtol=1e-5)
+
+
+def test_shipped_head_reads_the_words_too(classifier):
+    """With the article's words the shipped head's level-1 logits move (the lexical part), and
+    without them they are the embedding part's alone."""
+    items = [as_item(r) for r in real_news()]
+    feats = classifier.features(items)
+    head, cols = classifier.head, classifier._head_cols
+    agencies = [i.agency for i in items]
+    plain = head.logits(feats.X, feats.proto[:, cols], agencies)
+    worded = head.logits(feats.X, feats.proto[:, cols], agencies, [lexical_text(i) for i in items])
+    np.testing.assert_allclose(
+        worded - plain,
+        head.lex_weight * head.lexical.logprobs([lexical_text(i) for i in items]),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    assert np.abs(worded - plain).max() > 0.5
 
 
 def test_head_is_not_used_with_another_model(taxonomy):

@@ -155,13 +155,19 @@ def agency_vocabulary(agencies: Sequence[str | None], groups: np.ndarray) -> tup
     return tuple(sorted(a for a, g in seen.items() if len(g) >= AGENCY_MIN_ARTICLES))
 
 
-def _per_class(model) -> tuple[np.ndarray, np.ndarray]:
-    """(coef, intercept) with one row per class of a fitted LogisticRegression: with two classes
-    scikit-learn keeps one row (class 1 against class 0), the same softmax as rows -z/2 and +z/2."""
+def _rows_per_code(model, codes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b) of a fitted LogisticRegression with one row per code of ``codes``: a code it never
+    saw gets W = 0 and the lowest bias minus 5. With two classes scikit-learn keeps one row
+    (class 1 against class 0): the same softmax as rows -z/2 and +z/2."""
     coef, intercept = np.asarray(model.coef_), np.asarray(model.intercept_)
     if len(model.classes_) == 2 and coef.shape[0] == 1:
-        return np.vstack([-coef / 2, coef / 2]), np.array([-intercept[0] / 2, intercept[0] / 2])
-    return coef, intercept
+        coef, intercept = np.vstack([-coef / 2, coef / 2]), np.array([-intercept[0] / 2, intercept[0] / 2])
+    W = np.zeros((len(codes), coef.shape[1]), dtype=np.float64)
+    b = np.full(len(codes), float(intercept.min()) - 5.0)
+    for row, code in enumerate(model.classes_):
+        W[list(codes).index(code)] = coef[row]
+        b[list(codes).index(code)] = intercept[row]
+    return W, b
 
 
 def fit_head(
@@ -197,12 +203,7 @@ def fit_head(
         sample_weight = sample_weight * np.array([(mean / totals[c]) ** CLASS_BALANCE for c in y[keep]])
     model = LogisticRegression(C=C, max_iter=3000)
     model.fit(design[keep], y[keep], sample_weight=sample_weight)
-    coef, intercept = _per_class(model)
-    full = np.zeros((len(codes), design.shape[1]), dtype=np.float64)
-    b = np.full(len(codes), float(intercept.min()) - 5.0)
-    for row, code in enumerate(model.classes_):
-        full[list(codes).index(code)] = coef[row]
-        b[list(codes).index(code)] = intercept[row]
+    full, b = _rows_per_code(model, codes)
     W, Wa = full[:, : X.shape[1]], full[:, X.shape[1] :] * AGENCY_WEIGHT
     return W.astype(np.float32), b.astype(np.float32), vocab, Wa.astype(np.float32)
 
@@ -229,12 +230,7 @@ def fit_lexical(
     A = vec.fit_transform([texts[i] for i in keep])
     model = LogisticRegression(C=C, max_iter=3000)
     model.fit(A, y[keep], sample_weight=weights[keep].astype(np.float64))
-    coef, intercept = _per_class(model)
-    W = np.zeros((len(codes), A.shape[1]), dtype=np.float64)
-    b = np.full(len(codes), float(intercept.min()) - 5.0)
-    for row, code in enumerate(model.classes_):
-        W[list(codes).index(code)] = coef[row]
-        b[list(codes).index(code)] = intercept[row]
+    W, b = _rows_per_code(model, codes)
     terms = tuple(str(t) for t in vec.get_feature_names_out())
     return Lexical(terms, vec.idf_.astype(np.float32), W.astype(np.float32), b.astype(np.float32))
 

@@ -60,6 +60,7 @@ import logging
 import os
 import re
 import threading
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -475,8 +476,6 @@ _LEX_TOKEN = re.compile(r"\b\w\w+\b")
 def lexical_terms(text: str) -> list[str]:
     """The words the lexical part counts: accents removed (NFKD, combining marks dropped),
     lower case, runs of 2+ word characters."""
-    import unicodedata
-
     folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return _LEX_TOKEN.findall(folded.lower())
 

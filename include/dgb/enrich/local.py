@@ -63,6 +63,7 @@ import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -461,6 +462,12 @@ def _views(layouts: list[_Layout], vectors: np.ndarray) -> tuple[np.ndarray, np.
     return np.stack(xs).astype(np.float32), _normalise(np.stack(arts).astype(np.float32))
 
 
+def log_softmax(z: np.ndarray) -> np.ndarray:
+    """Row-wise log-softmax of a 2-d array."""
+    z = z - z.max(axis=1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+
 def _softmax(z: np.ndarray) -> np.ndarray:
     z = z - z.max(axis=-1, keepdims=True)
     e = np.exp(z)
@@ -503,13 +510,14 @@ class Lexical:
     W: np.ndarray
     b: np.ndarray
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_index", {t: i for i, t in enumerate(self.terms)})
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {t: i for i, t in enumerate(self.terms)}
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """(n, len(terms)) TF-IDF rows, as scikit-learn's TfidfVectorizer(sublinear_tf=True) with
         :func:`lexical_terms` as its analyzer computes them."""
-        index = self._index  # type: ignore[attr-defined]
+        index = self._index
         out = np.zeros((len(texts), len(self.terms)), dtype=np.float32)
         for n, text in enumerate(texts):
             counts: dict[int, int] = {}
@@ -525,9 +533,7 @@ class Lexical:
         return out
 
     def logprobs(self, texts: Sequence[str]) -> np.ndarray:
-        z = self.vectors(texts) @ self.W.T + self.b
-        z = z - z.max(axis=1, keepdims=True)
-        return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return log_softmax(self.vectors(texts) @ self.W.T + self.b)
 
 
 # ----------------------------------------------------------------------------- the trained head
@@ -572,9 +578,7 @@ class Head:
         """(n, len(l2_codes)) log-probabilities of the level-2 part (None when it has none)."""
         if not self.l2_codes or self.W2 is None:
             return None
-        z = X @ self.W2.T + self.b2
-        z = z - z.max(axis=1, keepdims=True)
-        return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return log_softmax(X @ self.W2.T + self.b2)
 
     def logits(
         self,

@@ -32,7 +32,15 @@ import numpy as np
 
 from dgb.config import REPO_ROOT
 from dgb.enrich.contract import ArticleText
-from dgb.enrich.local import L2_UNSEEN_LOGPROB, Head, Lexical, agency_key, lexical_terms, lexical_text
+from dgb.enrich.local import (
+    L2_UNSEEN_LOGPROB,
+    Head,
+    Lexical,
+    agency_key,
+    lexical_terms,
+    lexical_text,
+    log_softmax,
+)
 
 DEV_DATA = REPO_ROOT.parent / "shared" / "data" / "classifier-dev"
 CORPUS = REPO_ROOT / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
@@ -369,11 +377,6 @@ def out_of_fold_logits(
     return out
 
 
-def _log_softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-
-
 def fit_scale(logits: np.ndarray, labels: Sequence[str | None], codes: Sequence[str]) -> float:
     """The factor ``s`` minimising the negative log-likelihood of softmax(s * logits) over the
     rows whose label is a code (golden-section search on log s; deterministic)."""
@@ -384,7 +387,7 @@ def fit_scale(logits: np.ndarray, labels: Sequence[str | None], codes: Sequence[
     target = np.array([list(codes).index(labels[i]) for i in rows])
 
     def nll(log_s: float) -> float:
-        return float(-_log_softmax(np.exp(log_s) * z)[np.arange(len(rows)), target].mean())
+        return float(-log_softmax(np.exp(log_s) * z)[np.arange(len(rows)), target].mean())
 
     lo, hi = np.log(1e-3), np.log(1e2)
     ratio = (np.sqrt(5) - 1) / 2
@@ -403,7 +406,7 @@ def fit_scale(logits: np.ndarray, labels: Sequence[str | None], codes: Sequence[
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
-    return np.exp(_log_softmax(np.asarray(z, dtype=np.float64)))
+    return np.exp(log_softmax(np.asarray(z, dtype=np.float64)))
 
 
 def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:

@@ -132,6 +132,40 @@ def test_filter_yields_valid_messages_and_rejects_the_rest():
     assert fired[0].payload == {"messages": [one, three]}  # the asset event's payload
 
 
+def test_a_batch_event_logs_short_and_reaches_the_supervisor_as_a_plain_trigger_event():
+    from airflow.jobs.triggerer_job_runner import TriggerEventEntry, messages
+    from airflow.triggers.base import TriggerEvent
+
+    trigger = PubSubAckTrigger(project_id="p", subscription=SUB.name)
+    batch = []
+    for i in range(100):
+        ev = _event(f"a_{i}")
+        batch.append(
+            {
+                "message_id": str(i + 1),
+                "data": base64.b64encode(ev.data()).decode(),
+                "attributes": ev.attributes,
+            }
+        )
+
+    async def stream():
+        yield {"messages": batch}
+
+    async def collect():
+        return [ev async for ev in trigger.filter_shared_stream(stream())]
+
+    (fired,) = asyncio.run(collect())
+    # the triggerer's runner logs repr(event): short, whatever the batch holds
+    assert repr(fired) == "TriggerEvent<100 message(s), ids 1..100>"
+    assert len(json.dumps(fired.payload)) > 20_000
+    # the runner -> supervisor message carries the whole payload and comes back a TriggerEvent
+    wire = messages.TriggerStateChanges(events=[TriggerEventEntry(trigger_id=7, event=fired, persist_seq=1)])
+    back = messages.TriggerStateChanges.model_validate_json(wire.model_dump_json())
+    (entry,) = back.events
+    assert type(entry.event) is TriggerEvent
+    assert entry.event.payload == {"messages": batch}
+
+
 def test_a_pull_is_split_into_events_by_bytes():
     assert event_groups([("a", 400), ("b", 400), ("c", 400), ("d", 900)], 1000) == [["a", "b"], ["c"], ["d"]]
     assert event_groups([("a", 10)], 10) == [["a"]] and event_groups([], 10) == []

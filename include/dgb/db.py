@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -70,6 +72,49 @@ def connect(dsn: str, **kwargs):
     """A psycopg (3) connection, autocommit off: the same driver the Airflow postgres provider's
     PostgresHook returns, so domain functions take either."""
     return psycopg.connect(dsn, **kwargs)
+
+
+class RealArray:
+    """A vector to write as a PostgreSQL ``real[]`` parameter, sent in binary: the values as
+    big-endian float4, no text formatting on either side. psycopg's own list adaptation formats
+    each element through Python (~6 ms for a 512-d embedding: a 2,000-article backlog spent ~12 CPU
+    s there). Usable on a connection once :func:`adapt_real_arrays` has registered its dumper."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values) -> None:
+        import numpy as np
+
+        values = np.asarray(values, dtype=">f4")
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(f"RealArray takes a non-empty 1-d vector, got shape {values.shape}")
+        self.values = values
+
+
+_FLOAT4_OID, _FLOAT4_ARRAY_OID = 700, 1021
+
+
+class _RealArrayDumper(Dumper):
+    format = Format.BINARY
+    oid = _FLOAT4_ARRAY_OID
+
+    def dump(self, obj: RealArray) -> bytes:
+        import struct
+
+        import numpy as np
+
+        n = obj.values.size
+        # array header: 1 dimension, no NULLs, element type float4; the dimension: n values from
+        # index 1; then each value as its length (4) and its 4 bytes
+        cells = np.empty(n, dtype=[("length", ">i4"), ("value", ">f4")])
+        cells["length"] = 4
+        cells["value"] = obj.values
+        return struct.pack(">iiIii", 1, 0, _FLOAT4_OID, n, 1) + cells.tobytes()
+
+
+def adapt_real_arrays(conn) -> None:
+    """Let ``conn`` take :class:`RealArray` parameters (idempotent)."""
+    conn.adapters.register_dumper(RealArray, _RealArrayDumper)
 
 
 @contextmanager

@@ -132,3 +132,34 @@ def test_bad_migration_rolls_back_whole_file(fresh_db, tmp_path):
         cur.execute("SELECT version FROM schema_migrations")
         assert [r[0] for r in cur.fetchall()] == ["0001"]
     conn.close()
+
+
+def test_a_real_array_parameter_stores_the_float32_values_exactly(fresh_db):
+    """db.RealArray (the embed stage's binary vector parameter) lands as real[] with the same
+    float32 bits, NaN included, under the dimension check; bad shapes are refused before SQL."""
+    import numpy as np
+
+    db.migrate_dsn(fresh_db)
+    conn = db.connect(fresh_db)
+    db.adapt_real_arrays(conn)
+    vec = np.random.default_rng(7).standard_normal(512).astype(np.float32)
+    vec[5] = np.nan
+    insert = (
+        "INSERT INTO news (unique_id, agency_key, title, url, published_at, content_embedding, embedding_dim)"
+        " VALUES (%s, 'mec', 't', %s, now(), %s, %s)"
+    )
+    with db.transaction(conn) as cur:
+        cur.execute(insert, ("a_1", "https://x/1", db.RealArray(vec), 512))
+        cur.execute(
+            "SELECT content_embedding, array_lower(content_embedding, 1), pg_typeof(content_embedding)::text"
+            " FROM news WHERE unique_id = 'a_1'"
+        )
+        stored, lower, kind = cur.fetchone()
+    assert (lower, kind) == (1, "real[]")
+    assert np.array_equal(np.asarray(stored, dtype=np.float32), vec, equal_nan=True)
+    with pytest.raises(psycopg.errors.CheckViolation), db.transaction(conn) as cur:
+        cur.execute(insert, ("a_2", "https://x/2", db.RealArray(vec[:10]), 512))
+    for bad in (np.zeros((2, 2)), []):
+        with pytest.raises(ValueError, match="non-empty 1-d"):
+            db.RealArray(bad)
+    conn.close()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from dgb import db
 from dgb.pipeline import definitions
 from dgb.pipeline.resilience import BEDROCK, MODEL_SERVICE, TYPESENSE, UNKNOWN
 from dgb.pipeline.stage import Failure, Stage
@@ -154,6 +155,7 @@ class EmbedStage(Stage):
         self.model_name = model_name
         self.model = model_name  # the current-model rule: vectors of another model are pending
         self.dependencies = (MODEL_SERVICE,)
+        self._adapted = None  # the connection whose RealArray dumper is registered
 
     @classmethod
     def from_settings(cls, conn, s, deps: Dependencies) -> EmbedStage:
@@ -172,13 +174,16 @@ class EmbedStage(Stage):
         return {r["unique_id"]: vectors[i] for i, r in enumerate(rows)}
 
     def persist(self, cur, row: dict, vector) -> dict | None:
+        if cur.connection is not self._adapted:
+            db.adapt_real_arrays(cur.connection)
+            self._adapted = cur.connection
         now = datetime.now(UTC)
         cur.execute(
             "UPDATE news SET content_embedding = %s, embedding_model = %s, embedding_dim = %s,"
             " embedding_generated_at = %s, embedded_at = %s, version = version + 1, updated_at = now(),"
             " last_error = NULL, last_error_stage = NULL WHERE unique_id = %s AND version = %s",
             (
-                [float(x) for x in vector],
+                db.RealArray(vector),
                 self.model_name,
                 len(vector),
                 now,

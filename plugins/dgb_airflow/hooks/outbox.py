@@ -33,6 +33,7 @@ class OutboxRelayHook(BaseHook):
     def __init__(self, gcp_conn_id: str = default_conn_name) -> None:
         super().__init__()
         self.gcp_conn_id = gcp_conn_id
+        self._publisher: tuple[Any, str] | None = None
 
     def relay(self, conn: Any, batch_size: int = 500, *, timeout: float = 30.0, max_batches: int = 20):
         """Publish the due outbox rows; returns the :class:`dgb.outbox.RelayResult`.
@@ -50,7 +51,9 @@ class OutboxRelayHook(BaseHook):
         )
 
     def publisher(self) -> tuple[Any, str]:
-        """The connection's Pub/Sub publisher client and project.
+        """The connection's Pub/Sub publisher client and project, made once per hook: a stage
+        task relays after every committed chunk, and a new client each time cost a connection
+        look-up (a round trip to the API server) and a new gRPC channel.
 
         Through :class:`dgb_airflow.hooks.pubsub.DgbPubSubHook` (the Google provider's credentials
         handling), except against the emulator (``PUBSUB_EMULATOR_HOST`` set) with a project in the
@@ -58,6 +61,11 @@ class OutboxRelayHook(BaseHook):
         provider's imports cost it about a second on a loaded machine for credentials the emulator
         never reads.
         """
+        if self._publisher is None:
+            self._publisher = self._new_publisher()
+        return self._publisher
+
+    def _new_publisher(self) -> tuple[Any, str]:
         if os.environ.get("PUBSUB_EMULATOR_HOST"):
             extra = self.get_connection(self.gcp_conn_id).extra_dejson
             project = extra.get("project") or extra.get("extra__google_cloud_platform__project")

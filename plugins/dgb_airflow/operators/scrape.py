@@ -7,7 +7,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from dgb_airflow.hooks.outbox import relay_outbox, relay_soon
+from dgb_airflow.hooks.outbox import OutboxRelayHook, relay_outbox
 
 
 class ScrapeAgencyOperator(BaseOperator):
@@ -56,6 +56,7 @@ class ScrapeAgencyOperator(BaseOperator):
         run_id = context.get("run_id")
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         reports = []
+        relay_hook = OutboxRelayHook(self.gcp_conn_id)  # one publisher for every agency's relay
         try:
             with task_fetcher("scrape") as fetcher:  # the host budget shared by every worker
                 for key in self.agency_keys:
@@ -63,7 +64,7 @@ class ScrapeAgencyOperator(BaseOperator):
                     self.log.info("scrape %s: %s", key, report.as_dict())
                     reports.append(report.as_dict())
                     if report.new or report.updated:
-                        relay_soon(conn, self.gcp_conn_id, self.log)
+                        relay_hook.relay_soon(conn, self.log)
                 self.log.info("fetch stats: %s", fetcher.stats)
         finally:
             conn.close()

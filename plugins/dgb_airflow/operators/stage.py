@@ -117,7 +117,7 @@ class StageOperator(BaseOperator):
 
         from dgb.config import env_number
         from dgb.pipeline.stage import keep_sweeping, run_stage, unavailable_at_start
-        from dgb_airflow.hooks.outbox import preload_publisher, relay_soon
+        from dgb_airflow.hooks.outbox import OutboxRelayHook, preload_publisher
 
         preload_publisher()  # ready by the time the results are committed and relayed
         messages = triggering_messages(context)
@@ -143,7 +143,8 @@ class StageOperator(BaseOperator):
             except Exception as exc:  # e.g. the model service is down: an outage, not an error
                 return unavailable_at_start(conn, self.stage, exc, final_attempt=final_attempt).summary()
             stage.start_run()
-            relay = lambda: relay_soon(conn, self.gcp_conn_id, self.log)  # noqa: E731
+            relay_hook = OutboxRelayHook(self.gcp_conn_id)  # one publisher for every chunk's relay
+            relay = lambda: relay_hook.relay_soon(conn, self.log)  # noqa: E731
             report = run_stage(
                 stage,
                 conn,
@@ -167,7 +168,7 @@ class StageOperator(BaseOperator):
                 on_chunk=relay,
             )
             self.log.info("stage %s: %s", self.stage, report.summary())
-            relay_soon(conn, self.gcp_conn_id, self.log)
+            relay()
         finally:
             conn.close()
         return report.summary()

@@ -3,6 +3,7 @@ connection; a relay failure after a commit is logged, never raised."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -204,6 +205,13 @@ def test_the_publisher_is_the_connections_project_with_or_without_the_provider(p
     assert hook.relay(pg).published == 1
     got = pull_all(project, topology.SUB_ENRICHMENT, 1)
     assert [m.message.attributes["unique_id"] for m in got] == ["art_0"]
+    # made once per hook: every later relay of this hook (one per committed chunk) reuses it
+    client_again, _ = hook.publisher()
+    assert client_again is _client
+    _enqueue_raw(pg, topology.TOPIC_SCRAPED, "art_1", {"unique_id": "art_1"}, {})
+    assert hook.relay(pg).published == 1
+    again = pull_all(project, topology.SUB_ENRICHMENT, 1)
+    assert [json.loads(m.message.data)["unique_id"] for m in again] == ["art_1"]
     no_project = '{"conn_type": "google_cloud_platform", "extra": {"is_anonymous": true}}'
     monkeypatch.setenv("AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT", no_project)
     assert OutboxRelayHook().publisher()[1] is None

@@ -74,6 +74,19 @@ def connect(dsn: str, **kwargs):
     return psycopg.connect(dsn, **kwargs)
 
 
+def lock_articles(cur, unique_ids) -> None:
+    """Lock the ``news`` rows of ``unique_ids`` for update, in ``unique_id`` order, at the start of
+    a transaction that writes several of them.
+
+    Stage transactions overlap on the same articles (the index stage marks a chunk while the embed
+    stage commits vectors for some of its rows). Each takes its row locks in its own order (a
+    chunk's order, a join plan's order), so two of them could wait on each other (a deadlock:
+    PostgreSQL aborts one). Taking every lock first in one global order means they only queue."""
+    ids = sorted(set(unique_ids))
+    if ids:
+        cur.execute("SELECT 1 FROM news WHERE unique_id = ANY(%s) ORDER BY unique_id FOR UPDATE", (ids,))
+
+
 class RealArray:
     """A vector to write as a PostgreSQL ``real[]`` parameter, sent in binary: the values as
     big-endian float4, no text formatting on either side. psycopg's own list adaptation formats

@@ -6,6 +6,7 @@ rebuild, and backpressure retries (the real server's client wrapped to inject 50
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
@@ -656,3 +657,49 @@ def test_per_line_503_is_retried(pg, ref, tsx):
     assert flaky.docs[alias].calls[1] == [uid]
     for doc_id in (uid, other):
         assert ts.collections[alias].documents[doc_id].retrieve()["id"] == doc_id
+
+
+def test_marks_take_their_row_locks_in_unique_id_order(pg, ref, tsx, pg_server):
+    """The index stage's marks and a stage's chunk commit overlap on the same articles; both lock
+    in unique_id order (db.lock_articles), so they queue instead of deadlocking. Here another
+    transaction holds the LAST row: the mark, given the ids in reverse order, already holds the
+    first one while it waits (an unordered UPDATE would lock in its join's order: last one first)."""
+    import threading
+
+    import psycopg
+
+    s, ts, alias = tsx
+    # stored (so scanned) and listed last-first: neither the table's nor the list's order is the lock order
+    last = add_news(pg, ref, "lock-b", "Segunda")
+    first = add_news(pg, ref, "lock-a", "Primeira")
+    holder = db.connect(pg_server.pg_dsn())
+    probe = db.connect(pg_server.pg_dsn())
+    try:
+        with holder.cursor() as cur:
+            cur.execute("SELECT 1 FROM news WHERE unique_id = %s FOR UPDATE", (last,))
+        out: dict = {}
+        worker = threading.Thread(
+            target=lambda: out.update(res=sync.sync(ts, alias, pg, [last, first], DIM)), daemon=True
+        )
+        worker.start()
+        deadline = time.monotonic() + 30
+        waiting = False
+        while time.monotonic() < deadline and not waiting:
+            with probe.cursor() as cur:
+                cur.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid = %s",
+                    (pg.info.backend_pid,),
+                )
+                waiting = cur.fetchone()[0] == 1
+            probe.commit()
+            time.sleep(0.05)
+        assert waiting, "the mark never waited on the held row"
+        with pytest.raises(psycopg.errors.LockNotAvailable), probe.cursor() as cur:
+            cur.execute("SELECT 1 FROM news WHERE unique_id = %s FOR UPDATE NOWAIT", (first,))
+        probe.rollback()
+        holder.rollback()  # the mark goes on and finishes
+        worker.join(30)
+        assert sorted(out["res"].indexed) == [first, last] and out["res"].marked == 2
+    finally:
+        holder.close()
+        probe.close()

@@ -315,6 +315,57 @@ def test_circuit_breaker_opens_defers_then_half_open_probe(
     assert Breakers(pg, [MODEL_SERVICE]).state(MODEL_SERVICE) == CLOSED
 
 
+class Deadlocking(CountingEmbedder):
+    """The real model, but every call first loses a lock conflict (as the index stage's mark did
+    against the embed stage's commit): PostgreSQL is healthy, the article is fine."""
+
+    def __init__(self, inner, failures: int):
+        super().__init__(inner)
+        self.failures = failures
+
+    def encode(self, texts, batch_size=32):
+        import psycopg
+
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise psycopg.errors.DeadlockDetected("deadlock detected")
+        return self.inner.encode(texts, batch_size=batch_size)
+
+
+def test_a_lock_conflict_is_retried_and_never_opens_a_breaker(
+    pg,
+    scraped,  # noqa: F811
+    classifier,  # noqa: F811
+    embedder,  # noqa: F811
+    monkeypatch,
+):
+    import psycopg
+
+    from dgb.pipeline.resilience import CONFLICT, POSTGRESQL, TRANSIENT, classify
+
+    verdict = classify(psycopg.errors.DeadlockDetected("deadlock detected"), MODEL_SERVICE)
+    assert (verdict.kind, verdict.dependency, verdict.reason) == (TRANSIENT, POSTGRESQL, CONFLICT)
+    _enrich_all(pg, classifier)
+    monkeypatch.setenv("DGB_BREAKER_THRESHOLD", "2")
+    n = len(scraped)
+    conflicted = Deadlocking(embedder, failures=n)
+    report = run_stage(
+        stages.EmbedStage(conflicted, embedder.name),
+        pg,
+        [],
+        sweep_limit=100,
+        chunk_size=1,
+        final_attempt=True,
+    )
+    # every chunk was tried (none deferred by a breaker), every article left pending, none dead-lettered
+    assert conflicted.calls == n and report.deferred == [] and report.breakers_open == []
+    assert len(report.retry) == n and report.dead_lettered == [] and report.processed == []
+    assert Breakers(pg, [POSTGRESQL, MODEL_SERVICE]).states[POSTGRESQL].failures == 0
+    assert Breakers(pg, [MODEL_SERVICE]).state(MODEL_SERVICE) == CLOSED
+    report = run_stage(stages.EmbedStage(conflicted, embedder.name), pg, [], sweep_limit=100, chunk_size=5)
+    assert len(report.processed) == n
+
+
 def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks(
     pg,
     scraped,  # noqa: F811

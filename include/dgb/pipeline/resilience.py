@@ -11,7 +11,9 @@ circuit breaker per dependency.
   Bedrock (throttling, 5xx, connection errors, and the *fatal* account errors such as
   AccessDenied: those concern every call, not one article), Typesense (``IndexUnavailable``,
   503, timeouts, HTTP status 0, 5xx) and PostgreSQL (``OperationalError``: connection lost,
-  admin shutdown, ...). Python's ``ConnectionError`` / ``TimeoutError`` too.
+  admin shutdown, ...). Python's ``ConnectionError`` / ``TimeoutError`` too. A PostgreSQL
+  *conflict* (a deadlock or a serialization failure, reason :data:`CONFLICT`) is transient too,
+  but it says nothing about the database's health: it never counts against a breaker.
 * **permanent** (this article cannot go through as it is): a 4xx answer about the request
   (validation, malformed, unprocessable), PostgreSQL data errors (``DataError``,
   ``IntegrityError``: e.g. a NUL byte), and a classifier's non-retryable failure. A stage that
@@ -48,6 +50,7 @@ from dgb.config import env_number
 from dgb.db import transaction
 
 TRANSIENT, PERMANENT, UNKNOWN = "transient", "permanent", "unknown"
+CONFLICT = "postgresql_conflict"  # a deadlock / serialization failure: retry, the database is fine
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
 
 MODEL_SERVICE, BEDROCK, TYPESENSE, POSTGRESQL = "model_service", "bedrock", "typesense", "postgresql"
@@ -123,6 +126,8 @@ def _one(exc: BaseException) -> Verdict | None:
     if module.startswith("psycopg"):
         import psycopg
 
+        if isinstance(exc, (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)):
+            return Verdict(TRANSIENT, POSTGRESQL, CONFLICT, detail)
         if isinstance(exc, psycopg.OperationalError):
             return Verdict(TRANSIENT, POSTGRESQL, "postgresql_unavailable", detail)
         if isinstance(exc, (psycopg.DataError, psycopg.IntegrityError)):

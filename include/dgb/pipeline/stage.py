@@ -66,10 +66,11 @@ from pydantic import ValidationError
 
 from dgb import events, outbox, topology
 from dgb.config import env_number
-from dgb.db import transaction
+from dgb.db import lock_articles, transaction
 from dgb.pipeline import definitions
 from dgb.pipeline.definitions import StageDefinition
 from dgb.pipeline.resilience import (
+    CONFLICT,
     HALF_OPEN,
     OPEN,
     PERMANENT,
@@ -82,6 +83,7 @@ from dgb.pipeline.resilience import (
 
 log = logging.getLogger("dgb.pipeline")
 
+CONFLICT_ATTEMPTS = 3  # a chunk's commit is tried again at once after a deadlock, this many times in all
 DONE, READY = "stage_done", "stage_ready"  # the definition's rules, evaluated per loaded row
 
 
@@ -427,8 +429,8 @@ def run_stage(
         retry += outcome.retry
         if outcome.processed or ok:
             breakers.success()
-        elif transient:
-            failed = transient[0][1]
+        elif transient and not all(f.reason == CONFLICT for _, f in transient):
+            failed = next(f for _, f in transient if f.reason != CONFLICT)
             dep = failed.dependency or (stage.dependencies[0] if stage.dependencies else None)
             breakers.failure(dep, f"{failed.reason}: {failed.detail}", count=len(transient))
         longest = max(longest, time.monotonic() - c0)
@@ -595,6 +597,9 @@ def _commit_chunk(
     def body(cur, isolate: bool) -> _ChunkOutcome:
         out = _ChunkOutcome()
         refused: list[tuple[Work, Failure]] = []
+        # every row this transaction writes, locked first in the stages' one order (no deadlock
+        # with another stage's transaction over the same articles)
+        lock_articles(cur, [w.unique_id for w in ok] + [w.unique_id for w, _ in permanent + transient])
         for item in ok:
             if isolate:
                 cur.execute("SAVEPOINT dgb_stage_row")
@@ -629,15 +634,22 @@ def _commit_chunk(
             out.retry.append((item, failure))
         return out
 
-    try:
-        with transaction(conn) as cur:
-            out = body(cur, False)
-    except psycopg.Error as exc:
-        if classify(exc).kind == TRANSIENT:
-            raise
-        log.warning("%s: chunk refused by PostgreSQL (%s); redoing it row by row", stage.name, exc)
-        with transaction(conn) as cur:
-            out = body(cur, True)
+    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+        try:
+            with transaction(conn) as cur:
+                out = body(cur, False)
+            break
+        except psycopg.Error as exc:
+            verdict = classify(exc)
+            if verdict.reason == CONFLICT and attempt < CONFLICT_ATTEMPTS:
+                log.warning("%s: chunk commit hit a lock conflict (%s); again", stage.name, exc)
+                continue
+            if verdict.kind == TRANSIENT:
+                raise
+            log.warning("%s: chunk refused by PostgreSQL (%s); redoing it row by row", stage.name, exc)
+            with transaction(conn) as cur:
+                out = body(cur, True)
+            break
     stage.chunk_committed()
     by_id = {w.unique_id: w for w in ok}
     for uid in out.processed:

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from dgb.db import lock_articles
 from dgb.search.documents import fetch_documents, jsonl_line
 
 
@@ -152,6 +153,7 @@ def _mark(conn, versions: dict[str, int], present: dict[str, bool]) -> set[str]:
         return set()
     ids = list(versions)
     with conn.transaction(), conn.cursor() as cur:
+        lock_articles(cur, ids)  # the stages' one lock order (no deadlock with a stage's commit)
         cur.execute(_MARK, (ids, [versions[i] for i in ids], [present[i] for i in ids]))
         return {r[0] for r in cur.fetchall()}
 

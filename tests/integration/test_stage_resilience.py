@@ -362,8 +362,19 @@ def test_a_lock_conflict_is_retried_and_never_opens_a_breaker(
     assert len(report.retry) == n and report.dead_lettered == [] and report.processed == []
     assert Breakers(pg, [POSTGRESQL, MODEL_SERVICE]).states[POSTGRESQL].failures == 0
     assert Breakers(pg, [MODEL_SERVICE]).state(MODEL_SERVICE) == CLOSED
+    # a postgresql breaker left half-open (by a real outage) is closed by the next run that works,
+    # though no stage lists PostgreSQL among its dependencies
+    with db.transaction(pg) as cur:
+        cur.execute(
+            "INSERT INTO stage_breakers (name, failures, opens, open_until, last_error)"
+            " VALUES (%s, 5, 1, now() - interval '1 second', 'postgresql_unavailable: gone')",
+            (POSTGRESQL,),
+        )
+    assert Breakers(pg, [POSTGRESQL]).state(POSTGRESQL) == HALF_OPEN
     report = run_stage(stages.EmbedStage(conflicted, embedder.name), pg, [], sweep_limit=100, chunk_size=5)
     assert len(report.processed) == n
+    assert Breakers(pg, [POSTGRESQL]).state(POSTGRESQL) == CLOSED
+    assert pipeline_status(pg)["breakers"] == []
 
 
 def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks(

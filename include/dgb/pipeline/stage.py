@@ -74,6 +74,7 @@ from dgb.pipeline.resilience import (
     HALF_OPEN,
     OPEN,
     PERMANENT,
+    POSTGRESQL,
     TRANSIENT,
     UNKNOWN,
     UNKNOWN_LIMIT,
@@ -382,7 +383,9 @@ def run_stage(
             key = item.unique_id if item else (msg.message_id if msg else "?")
             report.dead_lettered.append((key, reason))
 
-    breakers = Breakers(conn, stage.dependencies)
+    # the stage's dependencies and PostgreSQL, which every stage uses: a failure charged to a
+    # breaker this run does not hold would never be closed by its successes
+    breakers = Breakers(conn, (*stage.dependencies, POSTGRESQL))
     retry: list[tuple[Work, Failure]] = []
     longest = 0.0
     pos = 0

@@ -163,3 +163,28 @@ def test_a_real_array_parameter_stores_the_float32_values_exactly(fresh_db):
         with pytest.raises(ValueError, match="non-empty 1-d"):
             db.RealArray(bad)
     conn.close()
+
+
+def test_the_index_runs_count_and_the_latency_history_have_indexes(fresh_db):
+    """The count every index run makes (restore_lost_documents) and the latency history's range
+    of indexed_at can be served by an index, so neither scans a production-sized news table."""
+    db.migrate_dsn(fresh_db)
+    conn = db.connect(fresh_db)
+
+    def plan(sql: str) -> str:
+        with conn.cursor() as cur:
+            cur.execute("SET enable_seqscan = off")
+            cur.execute("EXPLAIN " + sql)
+            text = "\n".join(r[0] for r in cur.fetchall())
+        conn.rollback()
+        return text
+
+    assert "news_indexed_docs_idx" in plan(
+        "SELECT count(*) FROM news WHERE indexed_version IS NOT NULL AND removed_at IS NULL"
+        " AND enriched_at IS NOT NULL"
+    )
+    assert "news_indexed_at_idx" in plan(
+        "SELECT indexed_at - scraped_at FROM news WHERE indexed_at > now() - interval '24 hours'"
+        " AND indexed_at <= now()"
+    )
+    conn.close()

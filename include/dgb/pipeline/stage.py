@@ -432,8 +432,8 @@ def run_stage(
         retry += outcome.retry
         if outcome.processed or ok:
             breakers.success()
-        elif transient and not all(f.reason == CONFLICT for _, f in transient):
-            failed = next(f for _, f in transient if f.reason != CONFLICT)
+        elif counted := [f for _, f in transient if f.reason != CONFLICT]:  # a conflict is no outage
+            failed = counted[0]
             dep = failed.dependency or (stage.dependencies[0] if stage.dependencies else None)
             breakers.failure(dep, f"{failed.reason}: {failed.detail}", count=len(transient))
         longest = max(longest, time.monotonic() - c0)

@@ -16,7 +16,8 @@ Features per article (:class:`Features`): the title vector, the lead vector (uni
 :data:`LEAD_CHARS`), the body vector; the article vector (body + :data:`HEAD_WEIGHT` x title)
 scored against the taxonomy prototypes (below) gives one score per level-1 theme. The trained
 :class:`Head` (``data/classifier/head.npz``, written by ``scripts/train_classifier.py``
-from ``../shared/data/classifier-dev`` + our corpus) adds a logistic regression over the
+from ``../shared/data/classifier-dev`` + our corpus, ``--archive``: plus an operator's own
+production-labelled articles) adds a logistic regression over the
 three vectors, an agency prior (when the article's agency is known), the prototype scores, and
 the log-probabilities of its lexical part (:class:`Lexical`: a logistic regression over TF-IDF
 counts of the article's words, :func:`lexical_text`); the prototype term carries the themes

@@ -5,6 +5,10 @@ One home for what ``scripts/train_classifier.py`` (fits the shipped head) and
 
 * :func:`load_dev_data`: the development data (``../shared/data/classifier-dev``: ``real.jsonl``,
   ``labelled.jsonl``, ``weak.jsonl``) plus our own invented corpus, as :class:`DevArticle` rows;
+* :func:`load_archive`: an operator's own labelled archive, the ``news`` rows production's
+  classifier or Bedrock labelled (source ``archive``): the head is data-limited (the learning
+  curve of ``scripts/bench_classify.py``), and a deployment that adopted production's database
+  holds ~300k such articles;
 * :func:`group_ids`: one group per article, by normalised title across ALL files (the same
   article appears whole and as excerpts, and in more than one file), so a split by group never
   trains and tests on the same article;
@@ -46,7 +50,14 @@ DEV_DATA = REPO_ROOT.parent / "shared" / "data" / "classifier-dev"
 CORPUS = REPO_ROOT / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 SOURCES = ("real", "labelled", "weak")
 #: training weight per source: weak labels are a coarse 10-way category mapped to level 1
-SOURCE_WEIGHTS = {"real": 1.0, "labelled": 1.0, "weak": 0.5, "corpus": 1.0}
+SOURCE_WEIGHTS = {"real": 1.0, "labelled": 1.0, "weak": 0.5, "corpus": 1.0, "archive": 1.0}
+#: sources whose labels are production's own answers on whole real articles: the calibration and
+#: the hybrid threshold are fitted on these
+PRODUCTION_LABELLED = ("real", "archive")
+#: ``news.classifier`` values whose themes may train the head: production's classifier (rows an
+#: adopted database brought) and Bedrock. Never ``local``: its own answers would teach it nothing.
+ARCHIVE_CLASSIFIERS = ("production", "bedrock")
+ARCHIVE_LIMIT = 50_000  # newest labelled articles read by default (~60 articles/s to embed)
 REGULARISATION_C = 10.0  # inverse L2 strength of the logistic regression (vectors are unit-norm)
 PROTO_ALPHA = 1.0  # weight of the prototype scores in the logits
 PROTO_TEMPERATURE = 0.05  # prototype scores (cosines) are divided by this before adding
@@ -68,7 +79,7 @@ LEX_WEIGHT = 1.0
 class DevArticle:
     """One labelled development article. ``l1`` is None when the label is outside our tree."""
 
-    source: str  # real | labelled | weak | corpus
+    source: str  # real | labelled | weak | corpus | archive
     item: ArticleText
     l1: str | None
     l2_label: str | None = None  # real.jsonl: production's level-2 label
@@ -121,6 +132,35 @@ def load_dev_data(folder: Path | None = None, *, corpus: bool = True) -> list[De
             )
             out.append(DevArticle("corpus", item, a["theme_l1"]))
     return out
+
+
+def load_archive(conn, *, limit: int | None = ARCHIVE_LIMIT) -> list[DevArticle]:
+    """The newest ``limit`` (None: all) articles of the ``news`` table whose level-1 theme came
+    from :data:`ARCHIVE_CLASSIFIERS`, as ``archive`` rows (level-2 label included). ``conn`` is a
+    psycopg connection (or a PostgresHook's); nothing is written."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"archive limit must be a positive number of articles, got {limit!r}")
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT n.unique_id, n.title, n.subtitle, n.editorial_lead, coalesce(n.content, ''),"
+            "       n.agency_key, t1.code, t2.label"
+            "  FROM news n JOIN themes t1 ON t1.id = n.theme_l1_id"
+            "  LEFT JOIN themes t2 ON t2.id = n.theme_l2_id"
+            " WHERE n.classifier = ANY(%s)"
+            " ORDER BY n.published_at DESC, n.id DESC" + (" LIMIT %s" if limit is not None else ""),
+            (list(ARCHIVE_CLASSIFIERS), limit) if limit is not None else (list(ARCHIVE_CLASSIFIERS),),
+        )
+        rows = cur.fetchall()
+    conn.rollback()  # a read: end the transaction psycopg opened
+    return [
+        DevArticle(
+            "archive",
+            ArticleText(uid, title or "", subtitle, lead, content, agency),
+            l1,
+            l2_label=l2_label,
+        )
+        for uid, title, subtitle, lead, content, agency, l1, l2_label in rows
+    ]
 
 
 def title_key(title: str) -> str:
@@ -347,9 +387,16 @@ def out_of_fold_logits(
     folds: int = FOLDS,
     C: float = REGULARISATION_C,
     lexical_part: bool = True,
+    train_share: float = 1.0,
+    seed: int = 0,
 ) -> np.ndarray:
     """Logits of every article from a head trained on the OTHER folds (grouped by title);
-    ``lexical_part=False``: without the lexical part (what it adds is measured against this)."""
+    ``lexical_part=False``: without the lexical part (what it adds is measured against this);
+    ``train_share`` < 1: each head sees only that share of its training articles (whole title
+    groups, drawn with ``seed``): a point of the learning curve (:func:`learning_curve`)."""
+    if not 0.0 < train_share <= 1.0:
+        raise ValueError(f"train_share must be in (0, 1], got {train_share!r}")
+    rng = np.random.default_rng(seed)
     groups = group_ids(articles)
     labels = [a.l1 for a in articles]
     agencies = [a.item.agency for a in articles]
@@ -358,6 +405,10 @@ def out_of_fold_logits(
     out = np.zeros((len(articles), len(codes)), dtype=np.float64)
     for test in grouped_folds(groups, folds):
         train = np.setdiff1d(np.arange(len(articles)), test)
+        if train_share < 1.0:
+            pool = np.unique(groups[train])
+            drawn = rng.choice(pool, max(1, round(train_share * len(pool))), replace=False)
+            train = train[np.isin(groups[train], drawn)]
         fitted = fit_head(
             X[train],
             [labels[i] for i in train],
@@ -374,6 +425,36 @@ def out_of_fold_logits(
         )
         head = make_head(fitted, codes, X.shape[1] // 3, lexical=lexical)
         out[test] = head.logits(X[test], proto[test], [agencies[i] for i in test], [texts[i] for i in test])
+    return out
+
+
+LEARNING_SHARES = (0.25, 0.5, 1.0)
+LEARNING_SEEDS = 3  # draws averaged per share below 1
+
+
+def learning_curve(
+    X: np.ndarray,
+    proto: np.ndarray,
+    articles: Sequence[DevArticle],
+    codes: Sequence[str],
+    rows: np.ndarray,
+    *,
+    shares: Sequence[float] = LEARNING_SHARES,
+    folds: int = FOLDS,
+    seeds: int = LEARNING_SEEDS,
+) -> list[tuple[float, float]]:
+    """(share, mean cross-validated level-1 agreement over the ``rows`` mask) when each head is
+    trained on that share of its training articles: how much more labelled data would buy.
+    Shares below 1 average ``seeds`` draws."""
+    labels = np.array([a.l1 or "" for a in articles])
+    out = []
+    for share in shares:
+        scores = []
+        for seed in range(1 if share >= 1.0 else seeds):
+            z = out_of_fold_logits(X, proto, articles, codes, folds=folds, train_share=share, seed=seed)
+            pred = np.array([codes[j] for j in z.argmax(1)])
+            scores.append(float((pred[rows] == labels[rows]).mean()))
+        out.append((float(share), float(np.mean(scores))))
     return out
 
 

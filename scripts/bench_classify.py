@@ -2,7 +2,7 @@
 routing, summary overlap and speed.
 
     .venv/bin/python scripts/bench_classify.py [--data ../shared/data/classifier-dev] [--service]
-                                               [--batch-size 64] [--folds 5] [--no-speed]
+                                               [--batch-size 64] [--folds 5] [--no-speed] [--no-curve]
     .venv/bin/python scripts/bench_classify.py --corpus PATH [--service] [--batch-size 64]
 
 * Level-1 agreement with production's labels, CROSS-VALIDATED: folds grouped by normalised title
@@ -11,6 +11,8 @@ routing, summary overlap and speed.
   ever scored by a head that saw it. Reported per file, plus prototypes alone (no head).
 * Level-2 agreement on real.jsonl where production's ``l2_label`` exists (our level-2 label
   compared by name, so it only means something once our tree carries production's labels).
+* Learning curve: the same cross-validation with each head trained on 25% and 50% of its
+  training articles (whole title groups, 3 draws each): the gain per doubling of labelled data.
 * Confusion summary: the (production, ours) level-1 pairs most often confused on real.jsonl.
 * Calibration of ``theme_confidence`` (expected calibration error, accuracy by confidence band;
   the one temperature is fitted on the same out-of-fold predictions) and the hybrid mode
@@ -105,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--folds", type=int, default=training.FOLDS)
     parser.add_argument("--no-speed", action="store_true", help="skip the articles/s measurement")
+    parser.add_argument("--no-curve", action="store_true", help="skip the learning curve (~1 min)")
     parser.add_argument(
         "--corpus",
         type=Path,
@@ -152,6 +155,14 @@ def main(argv: list[str] | None = None) -> int:
             f"l1_agreement[{s}] cv_head={_share(m, correct)} "
             f"without_lexical={_share(m, plain_pred == labels)} "
             f"prototypes_only={_share(m, proto_pred == labels)}"
+        )
+
+    # -- learning curve: how much more labelled data would buy --------------------------------
+    if not args.no_curve:
+        curve = training.learning_curve(feats.X, feats.proto, articles, codes, real, folds=args.folds)
+        print(
+            "learning_curve[real] (share of each fold's training articles -> agreement): "
+            + ", ".join(f"{share:.0%} {score:.3f}" for share, score in curve)
         )
 
     # -- level 2 (real.jsonl, by label) -----------------------------------------------------

@@ -256,6 +256,46 @@ def test_groups_follow_titles_across_files_and_folds_never_split_them():
         assert len({int(g) for g in groups[test]} & {int(g) for g in np.delete(groups, test)}) == 0
 
 
+def test_a_learning_curve_point_trains_on_whole_groups_of_the_other_folds_only(monkeypatch):
+    """``train_share``: each fold's head sees that share of its training title groups (whole
+    groups, never a test article), drawn reproducibly by ``seed``; 1.0 is the plain cross-validation."""
+    rng = np.random.default_rng(3)
+    titles = [f"Notícia {n // 2} sobre o tema {n % 3}" for n in range(80)]  # pairs share a title
+    arts = [
+        training.DevArticle("real", ArticleText(None, t, None, None, t), f"0{1 + n % 3}")
+        for n, t in enumerate(titles)
+    ]
+    codes = ["01", "02", "03"]
+    X = rng.normal(size=(len(arts), 6)).astype(np.float32)
+    proto = rng.normal(size=(len(arts), 3)).astype(np.float32)
+    groups = training.group_ids(arts)
+    seen: list[np.ndarray] = []
+    real_fit = training.fit_head
+
+    def spy(Xt, *args, **kw):
+        seen.append(np.flatnonzero((X[:, None, :] == Xt[None, :, :]).all(-1).any(1)))
+        return real_fit(Xt, *args, **kw)
+
+    monkeypatch.setattr(training, "fit_head", spy)
+    full = training.out_of_fold_logits(X, proto, arts, codes, folds=4)
+    half = training.out_of_fold_logits(X, proto, arts, codes, folds=4, train_share=0.5, seed=1)
+    again = training.out_of_fold_logits(X, proto, arts, codes, folds=4, train_share=0.5, seed=1)
+    assert np.array_equal(half, again) and not np.array_equal(half, full)
+    folds = training.grouped_folds(groups, 4)
+    for test, rows_full, rows_half in zip(folds, seen[:4], seen[4:8]):
+        assert not set(rows_half) & set(test.tolist()) and set(rows_half) < set(rows_full)
+        drawn = set(groups[rows_half].tolist())
+        assert drawn == {g for g in groups.tolist() if g in drawn and g not in set(groups[test].tolist())}
+        assert len(drawn) == round(0.5 * len(set(groups[rows_full].tolist())))
+        assert set(rows_half) == {i for i in range(len(arts)) if groups[i] in drawn}  # whole groups
+    curve = training.learning_curve(
+        X, proto, arts, codes, np.ones(len(arts), bool), shares=(0.5, 1.0), folds=4, seeds=2
+    )
+    assert [s for s, _ in curve] == [0.5, 1.0] and all(0.0 <= a <= 1.0 for _, a in curve)
+    with pytest.raises(ValueError, match="train_share"):
+        training.out_of_fold_logits(X, proto, arts, codes, train_share=0.0)
+
+
 def test_rouge_l_by_hand():
     p, r, f = training.rouge_l("o governo lançou o plano", "o governo federal lançou hoje o plano safra")
     assert (p, r) == (1.0, 5 / 8) and f == pytest.approx(2 * 5 / 8 / (1 + 5 / 8))

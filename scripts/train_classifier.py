@@ -82,12 +82,18 @@ def main(argv: list[str] | None = None) -> int:
     clf = LocalClassifier(
         embedder, load_taxonomy(), cache_dir=settings.state_dir / "cache", head=False
     ).warm()
-    feats = clf.features([a.item for a in articles])
+    X, proto = training.training_features(
+        clf,
+        [a.item for a in articles],
+        progress=(lambda done, total: print(f"embedded {done}/{total}", flush=True))
+        if len(articles) > training.FEATURE_CHUNK
+        else None,
+    )
     codes = clf.level1_codes
     labels = [a.l1 for a in articles]
     real = np.array([a.source in training.PRODUCTION_LABELLED for a in articles])
 
-    oof = training.out_of_fold_logits(feats.X, feats.proto, articles, codes)
+    oof = training.out_of_fold_logits(X, proto, articles, codes)
     scale = training.fit_scale(oof[real], [labels[i] for i in np.flatnonzero(real)], codes)
     probs = training.softmax(scale * oof)
     pred = np.array([codes[j] for j in probs.argmax(1)])
@@ -98,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     cv = {src: round(float(correct[[a.source == src for a in articles]].mean()), 4) for src in sources}
 
     fitted = training.fit_head(
-        feats.X,
+        X,
         labels,
         np.array([a.weight for a in articles]),
         codes,
@@ -120,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     meta["agencies_with_prior"] = len(fitted[2])
     targets = training.level2_targets(articles, clf.taxonomy)
-    level2 = training.fit_level2(feats.X, targets)
+    level2 = training.fit_level2(X, targets)
     meta["level2_trained_on"] = sum(1 for t in targets if t)
     lexical = training.fit_lexical(
         [lexical_text(a.item) for a in articles], labels, np.array([a.weight for a in articles]), codes

@@ -163,6 +163,27 @@ def load_archive(conn, *, limit: int | None = ARCHIVE_LIMIT) -> list[DevArticle]
     ]
 
 
+FEATURE_CHUNK = 2_000  # articles embedded per call when training (bounds the sentence vectors held)
+
+
+def training_features(
+    classifier, items: Sequence[ArticleText], *, chunk: int = FEATURE_CHUNK, progress=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(X, proto) of :class:`~dgb.enrich.local.Features` for ``items``, computed ``chunk``
+    articles at a time (an archive of 50,000 articles would otherwise hold every sentence vector
+    at once); ``progress(done, total)`` is called after each chunk."""
+    xs, protos = [], []
+    for start in range(0, len(items), chunk):
+        feats = classifier.features(items[start : start + chunk])
+        xs.append(feats.X)
+        protos.append(feats.proto)
+        if progress is not None:
+            progress(min(start + chunk, len(items)), len(items))
+    if not xs:
+        raise ValueError("no articles to compute features for")
+    return np.concatenate(xs), np.concatenate(protos)
+
+
 def title_key(title: str) -> str:
     """A title compared loosely: lower case, accents and punctuation removed."""
     text = unicodedata.normalize("NFKD", title or "").encode("ascii", "ignore").decode("ascii").lower()

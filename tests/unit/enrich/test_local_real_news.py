@@ -296,6 +296,19 @@ def test_a_learning_curve_point_trains_on_whole_groups_of_the_other_folds_only(m
         training.out_of_fold_logits(X, proto, arts, codes, train_share=0.0)
 
 
+def test_training_features_in_chunks_equal_one_batch(classifier):
+    bare = LocalClassifier(classifier.embedder, classifier.taxonomy, head=False).warm()
+    items = [as_item(r) for r in real_news()]
+    whole = bare.features(items)
+    calls = []
+    X, proto = training.training_features(bare, items, chunk=4, progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(4, len(items)), (len(items), len(items))]
+    np.testing.assert_allclose(X, whole.X, atol=1e-5)
+    np.testing.assert_allclose(proto, whole.proto, atol=1e-5)
+    with pytest.raises(ValueError, match="no articles"):
+        training.training_features(bare, [])
+
+
 def test_rouge_l_by_hand():
     p, r, f = training.rouge_l("o governo lançou o plano", "o governo federal lançou hoje o plano safra")
     assert (p, r) == (1.0, 5 / 8) and f == pytest.approx(2 * 5 / 8 / (1 + 5 / 8))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dgb.enrich.local import SUMMARY_MAX_CHARS
 from dgb.taxonomy import load_taxonomy
 
 pytestmark = pytest.mark.model
@@ -94,6 +95,6 @@ def test_classify_hostile_lines_are_bounded_and_do_not_fail_the_others():
     taxonomy = load_taxonomy()
     for o in out:
         assert taxonomy.is_valid_path(o["l1"], o["l2"], o["l3"])
-        assert o["summary"] and len(o["summary"]) <= 500
+        assert o["summary"] and len(o["summary"]) <= SUMMARY_MAX_CHARS
         o["summary"].encode("utf-8")  # no lone surrogate made it through
     assert out[3]["l1"] == art["theme_l1"]  # the ordinary article, classified as usual

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dgb.config import Settings
-from dgb.enrich import ledger, training
+from dgb.enrich import ledger, local, training
 from dgb.enrich.base import (
     ArticleText,
     Classification,
@@ -101,7 +101,7 @@ def _plain(markdown: str) -> str:
 def test_summary_is_extractive_clean_and_short(results):
     for n, r in zip(real_news(), results):
         s = r.summary
-        assert s and len(s) <= 500
+        assert s and len(s) <= local.SUMMARY_MAX_CHARS
         assert not re.search(r"!\[|\]\(|https?://|\*\*", s), s  # no markdown or URLs left
         assert 1 <= len(split_sentences(s)) <= 3, s
         source = _plain(n["content"])

@@ -14,8 +14,9 @@ articles take ~15 min. Calibration and the hybrid threshold are fitted on produc
 whole articles (real.jsonl and the archive; ``cv_ece_real`` in the metadata covers both). The head
 is written over the shipped file, which every classifier loads; ``--out`` writes it elsewhere first.
 
-Reproducible and deterministic: the same data, taxonomy and model give the same file (the
-logistic regression is lbfgs from zeros, the folds are dealt by title in file order). Steps:
+Deterministic: the same data, taxonomy and model give the same figures and, on the same machine,
+the same file (the logistic regression is lbfgs from zeros, the folds are dealt by title in file
+order); another machine's floating point moves the weights by ~1e-4. Steps:
 
 1. embed every article once (title, lead and body views; taxonomy-prototype scores);
 2. out-of-fold logits with folds grouped by title (:mod:`dgb.enrich.training`), used to fit the

@@ -36,13 +36,14 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 from protego import Protego
 
-from dgb.scraper.errors import (
+from dgb.scrape_errors import (
     AntiBotError,
     NetworkError,
     ScrapeError,
     TooLargeError,
     UrlBrokenError,
     detect_anti_bot,
+    error_for_status,
 )
 from dgb.urlpolicy import UrlPolicy, guarded_transport
 
@@ -199,8 +200,6 @@ class Fetcher:
             if detect_anti_bot(resp.content[:200_000]):
                 raise AntiBotError(f"anti-bot challenge served for {current} (HTTP {resp.status})")
             if raise_for_status and resp.status >= 400:
-                from dgb.scraper.errors import error_for_status
-
                 raise error_for_status(resp.status, current)
             return resp
         raise UrlBrokenError(f"more than {self.policy.max_redirects} redirects starting at {url}")

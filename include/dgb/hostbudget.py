@@ -57,7 +57,7 @@ from urllib.parse import urlsplit
 import psycopg
 
 from dgb.config import env_number
-from dgb.scraper.errors import NetworkError
+from dgb.scrape_errors import NetworkError
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from dgb.scraper.errors import URL_BROKEN, ScrapeError
+from dgb.scrape_errors import URL_BROKEN, ScrapeError
 
 log = logging.getLogger("dgb.urlpolicy")
 

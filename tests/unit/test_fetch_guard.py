@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from dgb.fetch import Fetcher, FetchPolicy, site_host
-from dgb.scraper.errors import ScrapeError, TooLargeError, UrlBrokenError
+from dgb.scrape_errors import ScrapeError, TooLargeError, UrlBrokenError
 from dgb.urlpolicy import UrlRefused
 
 MIRROR = "http://127.0.0.1:9"  # never dialled: the mock transport answers

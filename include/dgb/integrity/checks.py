@@ -44,8 +44,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import httpx
 
 from dgb.fetch import Fetcher, Response
+from dgb.scrape_errors import NetworkError, ScrapeError, UrlBrokenError
 from dgb.scraper import store
-from dgb.scraper.errors import NetworkError, ScrapeError, UrlBrokenError
 from dgb.scraper.models import Article
 from dgb.urlpolicy import UrlRefused
 

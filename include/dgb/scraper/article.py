@@ -28,8 +28,8 @@ from datetime import datetime
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from dgb.scrape_errors import AntiBotError, EmptyContentError, detect_anti_bot
 from dgb.scraper.dates import labelled_datetime, parse_br_datetime, production_text_date
-from dgb.scraper.errors import AntiBotError, EmptyContentError, detect_anti_bot
 from dgb.scraper.identity import listing_day
 from dgb.scraper.jsonld import extract_jsonld_article, production_date_published
 from dgb.scraper.markup import (

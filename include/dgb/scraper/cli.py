@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from dgb.scraper.errors import ScrapeError, UnknownScrapeError
+from dgb.scrape_errors import ScrapeError, UnknownScrapeError
 from dgb.scraper.markup import decode_bytes
 from dgb.scraper.parsers import PLONE6, parse_any_article, parse_any_listing
 

@@ -87,9 +87,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from dgb.scrape_errors import AntiBotError, EmptyContentError, HtmlChangedError, detect_anti_bot
 from dgb.scraper.article import clean_body
 from dgb.scraper.dates import labelled_datetime, parse_br_datetime
-from dgb.scraper.errors import AntiBotError, EmptyContentError, HtmlChangedError, detect_anti_bot
 from dgb.scraper.jsonld import extract_jsonld_article, loads_jsonld
 from dgb.scraper.listing import is_navigation_link
 from dgb.scraper.markup import (

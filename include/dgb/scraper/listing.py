@@ -24,8 +24,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from dgb.scrape_errors import AntiBotError, EmptyContentError, HtmlChangedError, detect_anti_bot
 from dgb.scraper.dates import parse_br_datetime, parse_iso_datetime
-from dgb.scraper.errors import AntiBotError, EmptyContentError, HtmlChangedError, detect_anti_bot
 from dgb.scraper.markup import absolute_url, first_text, parse_html, text_of
 from dgb.scraper.models import ListingItem, ListingPage
 

@@ -16,7 +16,7 @@ from urllib.parse import urljoin, urlsplit
 from markdownify import markdownify
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from dgb.scraper.errors import TOO_DEEP, HtmlChangedError
+from dgb.scrape_errors import TOO_DEEP, HtmlChangedError
 from dgb.scraper.models import MAX_CONTENT_CHARS
 
 # Real gov.br/EBC pages are ~30-40 elements deep with a few thousand nodes; these caps leave a wide
@@ -48,7 +48,7 @@ def decode_bytes(data: bytes, charset: str | None = None) -> str:
     when it declares none, UTF-8 then cp1252.
 
     A page whose bytes are invalid in the charset it declares is broken, not guessed at (a
-    guess would store mojibake): :class:`~dgb.scraper.errors.HtmlChangedError`. So is input
+    guess would store mojibake): :class:`~dgb.scrape_errors.HtmlChangedError`. So is input
     that decodes under no candidate, or decodes to text full of control characters (binary);
     a few stray NUL characters in a text page are removed.
     """

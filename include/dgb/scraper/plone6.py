@@ -38,8 +38,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urljoin
 
-from dgb.scraper.dates import parse_iso_datetime
-from dgb.scraper.errors import (
+from dgb.scrape_errors import (
     TOO_DEEP,
     AntiBotError,
     EmptyContentError,
@@ -47,6 +46,7 @@ from dgb.scraper.errors import (
     as_scrape_error,
     detect_anti_bot,
 )
+from dgb.scraper.dates import parse_iso_datetime
 from dgb.scraper.markup import to_markdown
 from dgb.scraper.models import Article, ListingItem, ListingPage
 

@@ -35,10 +35,10 @@ from datetime import UTC, date, datetime
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from dgb.fetch import Fetcher, site_host
+from dgb.scrape_errors import EmptyContentError, HtmlChangedError, ScrapeError, as_scrape_error
 from dgb.scraper import store
 from dgb.scraper.article import parse_article_bytes
 from dgb.scraper.ebc import parse_ebc_article, parse_ebc_listing
-from dgb.scraper.errors import HtmlChangedError, ScrapeError, as_scrape_error
 from dgb.scraper.listing import parse_listing_page
 from dgb.scraper.markup import decode_bytes
 from dgb.scraper.models import Article, ListingItem, ListingPage
@@ -195,8 +195,6 @@ def _fetch_article(agency, item: ListingItem, fetcher: Fetcher) -> Article:
     if art.published_at is None:
         raise HtmlChangedError(f"no publication date found for {item.url}")
     if not art.title.strip() or not (art.content or "").strip():
-        from dgb.scraper.errors import EmptyContentError
-
         raise EmptyContentError(f"article without title or body: {item.url}")
     return art
 

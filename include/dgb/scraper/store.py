@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from dgb import events, outbox, topology
 from dgb.db import transaction
-from dgb.scraper.errors import HTML_CHANGED, STORE_ERROR, ScrapeError, as_scrape_error
+from dgb.scrape_errors import HTML_CHANGED, STORE_ERROR, ScrapeError, as_scrape_error
 from dgb.scraper.models import Article
 
 # fields whose change makes an edit (history + reprocessing)

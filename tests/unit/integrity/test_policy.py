@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from dgb.fetch import Fetcher, FetchPolicy
-from dgb.scraper.errors import ScrapeError
+from dgb.scrape_errors import ScrapeError
 from dgb.urlpolicy import DEFAULT_ALLOWED_HOSTS, UrlPolicy, UrlRefused, classify, guarded_transport
 
 

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
+from dgb.scrape_errors import TOO_DEEP, EmptyContentError, HtmlChangedError, ScrapeError, as_scrape_error
 from dgb.scraper.article import parse_article_bytes, parse_article_html
-from dgb.scraper.errors import TOO_DEEP, EmptyContentError, HtmlChangedError, ScrapeError, as_scrape_error
 from dgb.scraper.jsonld import extract_jsonld_article
 from dgb.scraper.markup import MAX_DOM_DEPTH, drop_nodes, parse_html, to_markdown
 from dgb.scraper.models import MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Article, ListingItem, clean_text

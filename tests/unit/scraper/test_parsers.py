@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from dgb.scrape_errors import CATEGORIES, AntiBotError, ScrapeError, detect_anti_bot, error_for_status
 from dgb.scraper.dates import parse_br_datetime, parse_iso_datetime
-from dgb.scraper.errors import CATEGORIES, AntiBotError, ScrapeError, detect_anti_bot, error_for_status
 from dgb.scraper.identity import content_hash, unique_id
 from dgb.scraper.markup import absolute_url, decode_bytes
 from dgb.scraper.parsers import (

@@ -1,5 +1,9 @@
 """One home for configuration: every setting is an environment variable with a default.
 
+Every ``DGB_*`` variable is read in this package and nowhere else: the connection settings here
+(:class:`Settings`), each domain's own settings in a submodule beside it (``dgb.config.<domain>``),
+all through the three parsers below (:func:`env_str`, :func:`env_number`, :func:`env_flag`).
+
 Ports and paths are all here so that two checkouts can run side by side by exporting a
 different DGB_PORT_BASE (or individual ports) and DGB_STATE_DIR. Nothing in this module
 does I/O at import time.
@@ -11,10 +15,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
-def _env(name: str, default: str) -> str:
+def env_str(name: str, default: str) -> str:
+    """A text setting: ``default`` when unset or empty."""
     value = os.environ.get(name)
     return default if value is None or value == "" else value
 
@@ -48,7 +53,7 @@ def env_number(
     The one home for reading numbers from the environment (ports, integrity thresholds, ratios):
     a bad value is a ``ValueError`` naming the variable, the rule and what it got.
     """
-    raw = _env(name, "").strip()
+    raw = env_str(name, "").strip()
     if not raw:
         return default
     try:
@@ -68,8 +73,10 @@ def _int(name: str, default: int) -> int:
     return env_number(name, default, integer=True)
 
 
-def _bool(name: str, default: bool) -> bool:
-    raw = _env(name, "1" if default else "0").strip().lower()
+def env_flag(name: str, default: bool) -> bool:
+    """An on/off setting: ``default`` when unset or empty; 1/true/yes/on or 0/false/no/off (any
+    case), anything else a ``ValueError`` naming the variable. The one flag parser."""
+    raw = env_str(name, "1" if default else "0").strip().lower()
     if raw in ("1", "true", "yes", "on"):
         return True
     if raw in ("0", "false", "no", "off"):
@@ -122,38 +129,38 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         base = _int("DGB_PORT_BASE", 0)  # optional offset added to every default port
-        state_dir = Path(_env("DGB_STATE_DIR", str(REPO_ROOT / ".state"))).resolve()
+        state_dir = Path(env_str("DGB_STATE_DIR", str(REPO_ROOT / ".state"))).resolve()
         # Locally generated secrets (written by `make up`); real env vars win.
         secrets = read_env_file(state_dir / "secrets.env")
-        source_mode = _env("DGB_SOURCE_MODE", "mirror")
+        source_mode = env_str("DGB_SOURCE_MODE", "mirror")
         if source_mode not in ("mirror", "live"):
             raise ValueError(f"DGB_SOURCE_MODE must be 'mirror' or 'live', got {source_mode!r}")
-        backend = _env("DGB_CLASSIFIER", "local")
+        backend = env_str("DGB_CLASSIFIER", "local")
         if backend not in ("local", "bedrock", "hybrid"):
             raise ValueError(f"DGB_CLASSIFIER must be 'local', 'bedrock' or 'hybrid', got {backend!r}")
         hybrid_threshold = _fraction("DGB_HYBRID_THRESHOLD")
         return cls(
             state_dir=state_dir,
-            pg_host=_env("DGB_PG_HOST", "127.0.0.1"),
+            pg_host=env_str("DGB_PG_HOST", "127.0.0.1"),
             pg_port=_int("DGB_PG_PORT", 5432),
-            pg_user=_env("DGB_PG_USER", "dgb"),
-            pg_password=_env("DGB_PG_PASSWORD", secrets.get("DGB_PG_PASSWORD", "")),
-            pg_db=_env("DGB_PG_DB", "dgb"),
-            pg_airflow_db=_env("DGB_PG_AIRFLOW_DB", "dgb_airflow"),
-            pg_manage_cluster=_bool("DGB_PG_MANAGE_CLUSTER", True),
-            gcp_project=_env("DGB_GCP_PROJECT", "local-dgb"),
-            pubsub_host=_env("DGB_PUBSUB_HOST", "127.0.0.1"),
+            pg_user=env_str("DGB_PG_USER", "dgb"),
+            pg_password=env_str("DGB_PG_PASSWORD", secrets.get("DGB_PG_PASSWORD", "")),
+            pg_db=env_str("DGB_PG_DB", "dgb"),
+            pg_airflow_db=env_str("DGB_PG_AIRFLOW_DB", "dgb_airflow"),
+            pg_manage_cluster=env_flag("DGB_PG_MANAGE_CLUSTER", True),
+            gcp_project=env_str("DGB_GCP_PROJECT", "local-dgb"),
+            pubsub_host=env_str("DGB_PUBSUB_HOST", "127.0.0.1"),
             pubsub_port=_int("DGB_PUBSUB_PORT", 8085 + base),
-            typesense_host=_env("DGB_TYPESENSE_HOST", "127.0.0.1"),
+            typesense_host=env_str("DGB_TYPESENSE_HOST", "127.0.0.1"),
             typesense_port=_int("DGB_TYPESENSE_PORT", 8108 + base),
             typesense_peering_port=_int("DGB_TYPESENSE_PEERING_PORT", 8107 + base),
-            typesense_api_key=_env("DGB_TYPESENSE_API_KEY", secrets.get("DGB_TYPESENSE_API_KEY", "")),
-            typesense_collection=_env("DGB_TYPESENSE_COLLECTION", "news"),
+            typesense_api_key=env_str("DGB_TYPESENSE_API_KEY", secrets.get("DGB_TYPESENSE_API_KEY", "")),
+            typesense_collection=env_str("DGB_TYPESENSE_COLLECTION", "news"),
             airflow_port=_int("DGB_AIRFLOW_PORT", 8080 + base),
             mirror_port=_int("DGB_MIRROR_PORT", 8090 + base),
             model_port=_int("DGB_MODEL_PORT", 8091 + base),
             source_mode=source_mode,
-            embedding_model=_env("DGB_EMBEDDING_MODEL", "use-multilingual-v3"),
+            embedding_model=env_str("DGB_EMBEDDING_MODEL", "use-multilingual-v3"),
             embedding_dim=_int("DGB_EMBEDDING_DIM", 512),
             classifier_backend=backend,
             hybrid_threshold=hybrid_threshold,
@@ -166,11 +173,11 @@ class Settings:
 
     @property
     def mirror_url(self) -> str:
-        return _env("DGB_MIRROR_URL", f"http://127.0.0.1:{self.mirror_port}")
+        return env_str("DGB_MIRROR_URL", f"http://127.0.0.1:{self.mirror_port}")
 
     @property
     def model_url(self) -> str:
-        return _env("DGB_MODEL_URL", f"http://127.0.0.1:{self.model_port}")
+        return env_str("DGB_MODEL_URL", f"http://127.0.0.1:{self.model_port}")
 
     def pg_dsn(self, db: str | None = None) -> str:
         return (

@@ -31,7 +31,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from dgb.config import env_number
+from dgb.config.messaging import outbox_retention_days
 from dgb.db import transaction
 from dgb.events import Event
 
@@ -41,8 +41,6 @@ BACKOFF_BASE_S = 2.0
 BACKOFF_MAX_S = 300.0
 CLAIM_MARGIN_S = 60.0  # a claim outlives the publish deadline by this much
 NOT_FOUND_ATTEMPTS = 5  # topic not found / permission denied: terminal at this attempt (~30 s of backoff)
-RETENTION_ENV = "DGB_OUTBOX_RETENTION_DAYS"
-RETENTION_DAYS_DEFAULT = 7.0
 
 # Pub/Sub's limits on one message (https://cloud.google.com/pubsub/quotas#resource_limits)
 MAX_MESSAGE_BYTES = 10_000_000
@@ -246,19 +244,13 @@ def _mark(conn, sent: list, retry: list, terminal: list, result: RelayResult) ->
             result.errors.append(error[:200])
 
 
-def retention_days() -> float:
-    """``DGB_OUTBOX_RETENTION_DAYS`` (default 7): published rows older than this are purged; 0 keeps
-    them forever."""
-    return env_number(RETENTION_ENV, RETENTION_DAYS_DEFAULT, minimum=0.0)
-
-
 def purge_published(
     conn, retention_days_: float | None = None, *, batch_size: int = 5000, max_batches: int = 20
 ) -> int:
-    """Delete published rows older than the retention (default :func:`retention_days`), in
+    """Delete published rows older than the retention (default: ``DGB_OUTBOX_RETENTION_DAYS``), in
     batches of ``batch_size`` (short transactions); returns how many were deleted. Pending and
     failed rows are never purged."""
-    days = retention_days() if retention_days_ is None else retention_days_
+    days = outbox_retention_days() if retention_days_ is None else retention_days_
     if days <= 0:
         return 0
     deleted = 0

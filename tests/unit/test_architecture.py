@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -134,7 +135,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     for root in sorted(edges):
         if root in index:
             continue
-        work = [(root, iter(sorted(edges[root])))]
+        work = [(root, iter(sorted(edges.get(root, ()))))]
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
@@ -148,7 +149,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
                     counter += 1
                     stack.append(child)
                     on_stack.add(child)
-                    work.append((child, iter(sorted(edges[child]))))
+                    work.append((child, iter(sorted(edges.get(child, ())))))
                     advanced = True
                     break
                 if child in on_stack:
@@ -272,6 +273,169 @@ def test_no_import_cycles_between_first_party_modules():
         "import cycles (break each with a small shared module, not a lazy import): "
         + "; ".join(" <-> ".join(c) for c in found)
     )
+
+
+def package_of(module: str) -> str:
+    """The package a module belongs to for the package rule: its first two name parts
+    (``dgb.pipeline.runner`` -> ``dgb.pipeline``; a top-level module is its own package:
+    ``dgb.fetch``; ``dgb_airflow.hooks.outbox`` -> ``dgb_airflow.hooks``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph collapsed onto packages (imports within one package dropped)."""
+    out: dict[str, set[str]] = {}
+    for name, targets in edges.items():
+        source = package_of(name)
+        out.setdefault(source, set())
+        for target in targets:
+            dest = package_of(target)
+            out.setdefault(dest, set())
+            if dest != source:
+                out[source].add(dest)
+    return out
+
+
+def _package_loop_witnesses(loop: list[str]) -> list[str]:
+    """For a failing package loop, the module imports that make it (file:line, inside a function or not)."""
+    members = set(loop)
+    out = []
+    for name, path in MODULES.items():
+        if package_of(name) not in members:
+            continue
+        for imp in imports_of(path, name):
+            owner = _owner(imp.target)
+            if owner and package_of(owner) in members and package_of(owner) != package_of(name):
+                where = "" if imp.top_level else " (inside a function)"
+                out.append(f"{name}:{imp.line} -> {owner}{where}")
+    return sorted(set(out))
+
+
+def test_no_import_cycles_between_packages():
+    """Packages (``dgb.pipeline``, ``dgb.reconcile``, ``dgb.fetch``, ...) form no loop either,
+    imports inside functions included: a shared piece moves down into a module both sides import."""
+    found = cycles(package_graph(graph()))
+    assert not found, "package loops: " + "; ".join(
+        " <-> ".join(c) + " [" + ", ".join(_package_loop_witnesses(c)) + "]" for c in found
+    )
+
+
+def test_the_package_rule_catches_a_loop_hidden_in_a_function(tmp_path):
+    """Two packages whose modules form no module cycle, closed by an import inside a function: the
+    module rule passes, the package rule fails, and it would pass if function imports were ignored."""
+    root = tmp_path / "dgb_probe"
+    files = {
+        "__init__.py": "",
+        "a/__init__.py": "",
+        "a/x.py": "from dgb_probe.b import y\n",
+        "a/z.py": "VALUE = 1\n",
+        "b/__init__.py": "",
+        "b/y.py": "def later():\n    from dgb_probe.a import z\n\n    return z.VALUE\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    names = {"dgb_probe.a.x": root / "a/x.py", "dgb_probe.b.y": root / "b/y.py"}
+    found = {name: imports_of(path, name) for name, path in names.items()}
+    assert [(i.target, i.top_level) for i in found["dgb_probe.b.y"]] == [("dgb_probe.a", False)]
+    every = {name: {i.target for i in imps} for name, imps in found.items()}
+    top_only = {name: {i.target for i in imps if i.top_level} for name, imps in found.items()}
+    assert cycles(every) == []  # no module cycle: a.x -> b, b.y -> a
+    assert cycles(package_graph(every)) == [["dgb_probe.a", "dgb_probe.b"]]
+    assert cycles(package_graph(top_only)) == []
+
+
+MAX_MODULE_LINES = 600
+SIZE_ROOTS = ("include", "plugins", "dev", "scripts")
+
+
+def test_no_module_is_over_600_lines():
+    """A module has one job; past ~600 lines it has several (docs/architecture.md)."""
+    big = {}
+    for top in SIZE_ROOTS:
+        for path in sorted((REPO / top).rglob("*.py")):
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > MAX_MODULE_LINES:
+                big[str(path.relative_to(REPO))] = lines
+    assert not big, f"modules over {MAX_MODULE_LINES} lines: {big}"
+
+
+_ENV_WRITERS = {"setenv", "setdefault", "putenv", "pop", "delenv", "unsetenv"}
+_SETTING_NAME = re.compile(r"DGB_[A-Z0-9_]+")
+
+
+def setting_reads(path: Path) -> list[str]:
+    """``DGB_*`` variables a file reads itself: any call given the name first (``os.environ.get``,
+    ``os.getenv``, dgb.config's parsers, a private parser), or ``os.environ["DGB_X"]`` as a value.
+    Writing one for a child process (``env["DGB_X"] = ...``, ``setenv``, ``pop``) is not a read."""
+    out = []
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    constants = {  # NAME = "DGB_X" at module level, then os.environ.get(NAME)
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name) and isinstance(node.value.value, str)
+    }
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.Call) and node.args:
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            first = node.args[0]
+            if called in _ENV_WRITERS:
+                pass
+            elif isinstance(first, ast.Constant) and isinstance(first.value, str):
+                name = first.value
+            elif isinstance(first, ast.Name):
+                name = constants.get(first.id)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            key = node.slice
+            base = node.value
+            is_environ = isinstance(base, ast.Attribute) and base.attr == "environ"
+            if is_environ and isinstance(key, ast.Constant) and isinstance(key.value, str):
+                name = key.value
+        if name and _SETTING_NAME.fullmatch(name):
+            out.append(f"{path.relative_to(REPO)}:{node.lineno} reads {name}")
+    return out
+
+
+def test_every_setting_is_read_in_dgb_config():
+    """One home for configuration: outside ``include/dgb/config/`` nothing reads a DGB_ variable."""
+    config = REPO / "include" / "dgb" / "config"
+    bad = []
+    for top in ("include", "plugins", "dev", "dags", "scripts"):
+        for path in sorted((REPO / top).rglob("*.py")):
+            if config not in path.parents:
+                bad += setting_reads(path)
+    assert not bad, bad
+
+
+def test_the_setting_rule_sees_each_way_of_reading(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import os\n"
+        "a = os.environ.get('DGB_A', '1')\n"
+        "b = os.getenv('DGB_B')\n"
+        "c = os.environ['DGB_C']\n"
+        "d = env_number('DGB_D', 1)\n"
+        "env = {}\n"
+        "env['DGB_E'] = '1'\n"
+        "os.environ['DGB_F'] = '2'\n"
+        "g = os.environ.get('OTHER')\n"
+        "h = _private_int('DGB_H', 3)\n"
+        "os.environ.pop('DGB_I', None)\n"
+        "log.info('DGB_J is set')\n"
+        "K = 'DGB_K'\n"
+        "k = os.environ.get(K, '')\n"
+    )
+    global REPO
+    saved, REPO = REPO, tmp_path
+    try:
+        reads = setting_reads(probe)
+    finally:
+        REPO = saved
+    assert [r.split(" reads ")[1] for r in reads] == ["DGB_A", "DGB_B", "DGB_C", "DGB_D", "DGB_H", "DGB_K"]
 
 
 def test_dgb_never_imports_plugins_or_the_dev_package():

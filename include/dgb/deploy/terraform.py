@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from pathlib import Path
 
 from dgb import topology
+from dgb.config.messaging import explicit_gcp_project
 
 FILE_NAME = "pubsub.tf.json"
 PROJECT_REF = "${var.project_id}"
@@ -188,7 +188,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    project = args.project or os.environ.get("DGB_GCP_PROJECT")
+    project = args.project or explicit_gcp_project()
     if not project:
         print("dgb topology terraform: --project (or DGB_GCP_PROJECT) is required", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ import pytest
 
 from dgb import db, events, outbox, topology
 from dgb.cli import main
+from dgb.config import messaging
 from dgb.pipeline.status import pipeline_status
 from dgb_airflow.hooks.outbox import OutboxRelayHook, relay_outbox, relay_soon
 
@@ -139,14 +140,14 @@ def test_purge_keeps_pending_failed_and_recent_rows(pg, monkeypatch):
                 f" VALUES ('t', %s, '{{}}', now() - interval '30 days', {published}, {failed})",
                 (uid,),
             )
-    monkeypatch.setenv(outbox.RETENTION_ENV, "0")
+    monkeypatch.setenv(messaging.OUTBOX_RETENTION_ENV, "0")
     assert outbox.purge_published(pg) == 0  # 0 keeps everything
-    monkeypatch.setenv(outbox.RETENTION_ENV, "2")
+    monkeypatch.setenv(messaging.OUTBOX_RETENTION_ENV, "2")
     assert outbox.purge_published(pg, batch_size=1) == 1
     assert sorted(_rows(pg)) == ["new-published", "old-failed", "old-pending"]
-    monkeypatch.setenv(outbox.RETENTION_ENV, "soon")
-    with pytest.raises(ValueError, match=outbox.RETENTION_ENV):
-        outbox.retention_days()
+    monkeypatch.setenv(messaging.OUTBOX_RETENTION_ENV, "soon")
+    with pytest.raises(ValueError, match=messaging.OUTBOX_RETENTION_ENV):
+        messaging.outbox_retention_days()
 
 
 def test_the_relay_holds_no_lock_while_it_waits_on_pubsub(pg, project):

@@ -1,5 +1,5 @@
 """The safety net: reconcile_news (daily), reconcile_sweep (frequent), redrive_dead_letters and
-replay_events (manual). Ids and schedules come from dgb.reconcile.dags."""
+replay_events (manual). Ids come from dgb.reconcile.dags, schedules from dgb.config.reconcile."""
 
 from __future__ import annotations
 
@@ -9,15 +9,9 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from dgb import topology
+from dgb.config.reconcile import daily_cron, sweep_minutes
 from dgb.dags_meta import DEFAULT_ARGS
-from dgb.reconcile.dags import (
-    RECONCILE_DAG_ID,
-    REDRIVE_DAG_ID,
-    REPLAY_DAG_ID,
-    SWEEP_DAG_ID,
-    daily_cron,
-    sweep_minutes,
-)
+from dgb.reconcile.dags import RECONCILE_DAG_ID, REDRIVE_DAG_ID, REPLAY_DAG_ID, SWEEP_DAG_ID
 from dgb_airflow.operators.reconcile import ReconcileOperator, RedriveOperator, ReplayOperator
 
 START = pendulum.datetime(2026, 1, 1, tz="UTC")

@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from dgb.config import env_number
+from dgb.config import pipeline as config
 from dgb.db import transaction
 
 TRANSIENT, PERMANENT, UNKNOWN = "transient", "permanent", "unknown"
@@ -203,18 +203,10 @@ class Breakers:
     ):
         self.conn = conn
         self.names = tuple(dict.fromkeys(n for n in names if n))
-        self.threshold = (
-            threshold
-            if threshold is not None
-            else env_number("DGB_BREAKER_THRESHOLD", 3, integer=True, minimum=1)
-        )
-        self.cooldown_s = (
-            cooldown_s if cooldown_s is not None else env_number("DGB_BREAKER_COOLDOWN_S", 30.0, minimum=0)
-        )
+        self.threshold = threshold if threshold is not None else config.breaker_threshold()
+        self.cooldown_s = cooldown_s if cooldown_s is not None else config.breaker_cooldown_s()
         self.max_cooldown_s = (
-            max_cooldown_s
-            if max_cooldown_s is not None
-            else env_number("DGB_BREAKER_MAX_COOLDOWN_S", 60.0, minimum=0)
+            max_cooldown_s if max_cooldown_s is not None else config.breaker_max_cooldown_s()
         )
         self.states: dict[str, BreakerState] = {n: BreakerState(n) for n in self.names}
         self.load()
@@ -294,7 +286,7 @@ class Breakers:
 def breaker_rows(conn) -> list[dict]:
     """Every breaker that is not closed, for ``dgb status``: name, state, failures, open_until,
     last_error."""
-    threshold = env_number("DGB_BREAKER_THRESHOLD", 3, integer=True, minimum=1)
+    threshold = config.breaker_threshold()
     with conn.cursor() as cur:
         cur.execute(
             "SELECT name, failures, open_until, last_error, open_until > now() FROM stage_breakers"

@@ -1,4 +1,5 @@
-"""The safety-net DAGs (no Airflow import; dags/reconcile.py builds them, `make up` unpauses them).
+"""The safety-net DAGs (no Airflow import; dags/reconcile.py builds them, `make up` unpauses them;
+their schedules are settings, :mod:`dgb.config.reconcile`).
 
 * ``reconcile_news``: daily, every article + a full Typesense comparison (production's daily
   safety-net DAG for articles a worker never processed), at ``DGB_RECONCILE_DAILY_CRON`` (default 03:30 UTC);
@@ -10,27 +11,10 @@
 
 from __future__ import annotations
 
-import os
-
 RECONCILE_DAG_ID = "reconcile_news"
 SWEEP_DAG_ID = "reconcile_sweep"
 REDRIVE_DAG_ID = "redrive_dead_letters"
 REPLAY_DAG_ID = "replay_events"
-
-
-def daily_cron() -> str:
-    return os.environ.get("DGB_RECONCILE_DAILY_CRON", "").strip() or "30 3 * * *"
-
-
-def sweep_minutes() -> int:
-    raw = os.environ.get("DGB_RECONCILE_SWEEP_MINUTES", "").strip() or "15"
-    try:
-        minutes = int(raw)
-    except ValueError as exc:
-        raise ValueError(f"DGB_RECONCILE_SWEEP_MINUTES must be an integer, got {raw!r}") from exc
-    if minutes < 1:
-        raise ValueError("DGB_RECONCILE_SWEEP_MINUTES must be >= 1")
-    return minutes
 
 
 def dag_ids(settings=None) -> list[str]:

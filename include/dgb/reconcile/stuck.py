@@ -11,12 +11,12 @@ failed state does not wait (it is counted as ``outbox_failed``), so its article 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from dgb import topology
+from dgb.config import reconcile as config
 from dgb.pipeline.definitions import DEFINITIONS, params
 
 GAPS = tuple(DEFINITIONS)  # enrich, embed, index
@@ -24,14 +24,6 @@ GAP_TOPIC = {name: d.start_topic for name, d in DEFINITIONS.items()}  # the even
 # the sweep's window ("changed recently"): an unenriched article by when it was scraped, others by
 # their last change
 WINDOW_COLUMN = {"enrich": "scraped_at", "embed": "updated_at", "index": "updated_at"}
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "")
-    try:
-        return float(raw) if raw.strip() else default
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
 
 
 # --------------------------------------------------------------------------- thresholds
@@ -59,15 +51,15 @@ class Thresholds:
 
     @classmethod
     def from_env(cls, *, window: bool = False, **overrides: Any) -> Thresholds:
-        stuck = _env_float("DGB_RECONCILE_STUCK_MINUTES", 10) * 60
+        stuck = config.stuck_minutes() * 60
         values: dict[str, Any] = {
             "enrich_s": stuck,
             "embed_s": stuck,
             "index_s": stuck,
-            "outbox_s": _env_float("DGB_RECONCILE_OUTBOX_MINUTES", 5) * 60,
-            "outbox_attempts": int(_env_float("DGB_RECONCILE_OUTBOX_ATTEMPTS", 5)),
-            "max_attempts": int(_env_float("DGB_RECONCILE_MAX_ATTEMPTS", 5)),
-            "window_s": _env_float("DGB_RECONCILE_SWEEP_WINDOW_HOURS", 48) * 3600 if window else None,
+            "outbox_s": config.outbox_minutes() * 60,
+            "outbox_attempts": config.outbox_attempts(),
+            "max_attempts": config.max_attempts(),
+            "window_s": config.sweep_window_hours() * 3600 if window else None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -47,7 +47,8 @@ from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
 from dgb.enrich import training
 from dgb.enrich.base import ArticleText
-from dgb.enrich.local import LocalClassifier, split_sentences
+from dgb.enrich.local import LocalClassifier
+from dgb.enrich.text import split_sentences
 from dgb.taxonomy import LEVEL1, load_taxonomy
 
 SOURCES = ("real", "labelled", "weak", "corpus")

@@ -42,7 +42,9 @@ import numpy as np
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
 from dgb.enrich import training
-from dgb.enrich.local import HEAD_FILE, LocalClassifier, lexical_text
+from dgb.enrich.head import HEAD_FILE
+from dgb.enrich.lexical import lexical_text
+from dgb.enrich.local import LocalClassifier
 from dgb.taxonomy import load_taxonomy
 
 

@@ -16,7 +16,8 @@ import pytest
 
 from dgb import db
 from dgb.enrich import training
-from dgb.enrich.local import Head, LocalClassifier
+from dgb.enrich.head import Head
+from dgb.enrich.local import LocalClassifier
 from dgb.taxonomy import load_taxonomy, themes_rows
 
 pytestmark = pytest.mark.stack

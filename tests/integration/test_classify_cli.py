@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dgb.enrich.local import SUMMARY_MAX_CHARS
+from dgb.enrich.summary import SUMMARY_MAX_CHARS
 from dgb.taxonomy import load_taxonomy
 
 pytestmark = pytest.mark.model

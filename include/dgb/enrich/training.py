@@ -36,15 +36,9 @@ import numpy as np
 
 from dgb.config import REPO_ROOT
 from dgb.enrich.contract import ArticleText
-from dgb.enrich.local import (
-    L2_UNSEEN_LOGPROB,
-    Head,
-    Lexical,
-    agency_key,
-    lexical_terms,
-    lexical_text,
-    log_softmax,
-)
+from dgb.enrich.head import L2_UNSEEN_LOGPROB, Head, agency_key
+from dgb.enrich.lexical import Lexical, lexical_terms, lexical_text
+from dgb.enrich.softmax import log_softmax
 
 DEV_DATA = REPO_ROOT.parent / "shared" / "data" / "classifier-dev"
 CORPUS = REPO_ROOT / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
@@ -169,7 +163,7 @@ FEATURE_CHUNK = 2_000  # articles embedded per call when training (bounds the se
 def training_features(
     classifier, items: Sequence[ArticleText], *, chunk: int = FEATURE_CHUNK, progress=None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(X, proto) of :class:`~dgb.enrich.local.Features` for ``items``, computed ``chunk``
+    """(X, proto) of :class:`~dgb.enrich.features.Features` for ``items``, computed ``chunk``
     articles at a time (an archive of 50,000 articles would otherwise hold every sentence vector
     at once); ``progress(done, total)`` is called after each chunk."""
     xs, protos = [], []
@@ -285,8 +279,8 @@ def fit_lexical(
     *,
     C: float = LEX_C,
 ) -> Lexical | None:
-    """The lexical part (:class:`~dgb.enrich.local.Lexical`) fitted on the labelled rows of
-    ``texts`` (each a :func:`~dgb.enrich.local.lexical_text`), one row per code of ``codes`` (a
+    """The lexical part (:class:`~dgb.enrich.lexical.Lexical`) fitted on the labelled rows of
+    ``texts`` (each a :func:`~dgb.enrich.lexical.lexical_text`), one row per code of ``codes`` (a
     code without training rows gets W = 0 and the lowest bias); None with fewer than two themes."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -369,7 +363,7 @@ def out_of_fold_level2(
     X: np.ndarray, articles: Sequence[DevArticle], taxonomy, *, folds: int = FOLDS
 ) -> tuple[tuple[str, ...], np.ndarray] | None:
     """(level-2 codes, log-probabilities of every article from a level-2 part trained on the
-    OTHER folds); codes a fold never saw get :data:`~dgb.enrich.local.L2_UNSEEN_LOGPROB`."""
+    OTHER folds); codes a fold never saw get :data:`~dgb.enrich.head.L2_UNSEEN_LOGPROB`."""
     targets = level2_targets(articles, taxonomy)
     codes = tuple(sorted({t for t in targets if t}))
     if len(codes) < 2:

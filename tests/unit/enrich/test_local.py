@@ -19,9 +19,12 @@ import numpy as np
 import pytest
 
 from dgb.embed.contract import TITLE_CAP
-from dgb.enrich import local
+from dgb.enrich import local, prototypes
 from dgb.enrich.base import ArticleText, Classification, ClassificationFailure, get_classifier
-from dgb.enrich.local import LocalClassifier, split_sentences
+from dgb.enrich.features import BODY_CHARS, UNIT_MAX_CHARS
+from dgb.enrich.local import LocalClassifier
+from dgb.enrich.summary import SUMMARY_MAX_CHARS
+from dgb.enrich.text import split_sentences
 from dgb.taxonomy import load_taxonomy
 
 CORPUS = Path(local.__file__).resolve().parents[1] / "data" / "corpus" / "articles.jsonl"
@@ -111,7 +114,7 @@ def test_results_nest_and_summaries_are_extractive(corpus_run, taxonomy):
         assert r.theme_l3 is not None  # every level-2 theme of ours has children
         assert 0.0 < r.confidence <= 1.0
         assert r.classifier == "local" and "extractive summary" in r.classifier_version
-        assert r.summary and len(r.summary) <= local.SUMMARY_MAX_CHARS
+        assert r.summary and len(r.summary) <= SUMMARY_MAX_CHARS
         source = norm(" \n ".join([a["title"], a.get("subtitle") or "", a["content"].replace("\n", " ")]))
         assert is_extract(r.summary, source), (a["url_slug"], r.summary)
         assert r.usage is None and r.enriched_at.tzinfo is not None
@@ -164,7 +167,7 @@ class HashEmbedder:
 
 
 def test_any_embedder_one_encode_per_batch_and_disk_cache(taxonomy, tmp_path, monkeypatch):
-    monkeypatch.setattr(local, "_memory_cache", {})
+    monkeypatch.setattr(prototypes, "_memory_cache", {})
     emb = HashEmbedder()
     clf = LocalClassifier(emb, taxonomy, cache_dir=tmp_path).warm()
     assert len(emb.calls) == 1  # prototypes
@@ -178,7 +181,7 @@ def test_any_embedder_one_encode_per_batch_and_disk_cache(taxonomy, tmp_path, mo
         assert taxonomy.is_valid_path(r.theme_l1, r.theme_l2, r.theme_l3)
 
     # a new process (empty memory cache) reads the prototype vectors from disk
-    monkeypatch.setattr(local, "_memory_cache", {})
+    monkeypatch.setattr(prototypes, "_memory_cache", {})
     emb2 = HashEmbedder()
     LocalClassifier(emb2, taxonomy, cache_dir=tmp_path).warm()
     assert emb2.calls == []
@@ -202,7 +205,7 @@ def test_long_single_sentence_summary_is_cut_not_invented(taxonomy):
     clf = LocalClassifier(HashEmbedder(), taxonomy)
     long = "O governo anunciou " + ", ".join(f"medida número {i}" for i in range(60)) + "."
     [r] = clf.classify_batch([ArticleText(None, "Anúncio", content=long)])
-    assert r.summary.endswith("…") and len(r.summary) <= local.SUMMARY_MAX_CHARS
+    assert r.summary.endswith("…") and len(r.summary) <= SUMMARY_MAX_CHARS
     assert r.summary[:-1] in long
 
 
@@ -250,12 +253,12 @@ def test_hostile_articles_are_bounded_before_the_model_and_the_batch_survives(cl
     assert all(isinstance(r, Classification) for r in results), results
     for r in results:
         assert taxonomy.is_valid_path(r.theme_l1, r.theme_l2, r.theme_l3)
-        assert len(r.summary) <= local.SUMMARY_MAX_CHARS
+        assert len(r.summary) <= SUMMARY_MAX_CHARS
         r.summary.encode("utf-8")  # valid text: the surrogate and NUL are gone
         assert "\x00" not in r.summary
     # bounded: no text over the title cap; per article at most a title and ~BODY_CHARS of body
     assert max(spy.lengths) <= TITLE_CAP
-    assert sum(spy.lengths) <= 5 * (TITLE_CAP + local.BODY_CHARS + local.UNIT_MAX_CHARS)
+    assert sum(spy.lengths) <= 5 * (TITLE_CAP + BODY_CHARS + UNIT_MAX_CHARS)
     alone = clf.classify_batch([normal])[0]
     assert (results[-1].most_specific, results[-1].summary) == (alone.most_specific, alone.summary)
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dgb.config import Settings
-from dgb.enrich import ledger, local, training
+from dgb.enrich import ledger, training
 from dgb.enrich.base import (
     ArticleText,
     Classification,
@@ -24,17 +24,12 @@ from dgb.enrich.base import (
     get_classifier,
 )
 from dgb.enrich.bedrock import BedrockClassifier, BedrockError
+from dgb.enrich.head import HEAD_FILE, Head
 from dgb.enrich.hybrid import HybridClassifier
-from dgb.enrich.local import (
-    HEAD_FILE,
-    Head,
-    Lexical,
-    LocalClassifier,
-    lexical_terms,
-    lexical_text,
-    paragraphs,
-    split_sentences,
-)
+from dgb.enrich.lexical import Lexical, lexical_terms, lexical_text
+from dgb.enrich.local import LocalClassifier
+from dgb.enrich.summary import SUMMARY_MAX_CHARS
+from dgb.enrich.text import paragraphs, split_sentences
 from dgb.taxonomy import load_taxonomy
 from tests.unit.enrich.test_bedrock import FakeClient, Sleeps, _client_error, converse_response
 
@@ -101,7 +96,7 @@ def _plain(markdown: str) -> str:
 def test_summary_is_extractive_clean_and_short(results):
     for n, r in zip(real_news(), results):
         s = r.summary
-        assert s and len(s) <= local.SUMMARY_MAX_CHARS
+        assert s and len(s) <= SUMMARY_MAX_CHARS
         assert not re.search(r"!\[|\]\(|https?://|\*\*", s), s  # no markdown or URLs left
         assert 1 <= len(split_sentences(s)) <= 3, s
         source = _plain(n["content"])

@@ -15,8 +15,8 @@ from dgb import db, events, outbox, topology
 from dgb.pipeline import stages
 from dgb.pipeline.stage import InMessage, run_stage
 from dgb.reconcile import redrive, repair, replay, resend, stuck
-from dgb.reconcile.drift import typesense_drift
 from dgb.reconcile.stuck import Thresholds
+from dgb.search.drift import typesense_drift
 
 pytestmark = pytest.mark.stack
 

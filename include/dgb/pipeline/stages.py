@@ -20,6 +20,7 @@ from dgb import db
 from dgb.pipeline import definitions
 from dgb.pipeline.resilience import BEDROCK, MODEL_SERVICE, TYPESENSE, UNKNOWN
 from dgb.pipeline.stage import Failure, Stage
+from dgb.search import drift
 
 log = logging.getLogger("dgb.pipeline")
 
@@ -222,13 +223,11 @@ class IndexStage(Stage):
     def restore_lost_documents(self) -> int:
         """Once per run (:meth:`start_run`), before any sweep: articles marked indexed whose
         document Typesense no longer has are made pending again
-        (:func:`dgb.reconcile.drift.restore_lost_documents`), so the run re-indexes them. Best
+        (:func:`dgb.search.drift.restore_lost_documents`), so the run re-indexes them. Best
         effort: a Typesense that does not answer is the breaker's business, not a reason not to
         start."""
-        from dgb.reconcile.drift import restore_lost_documents
-
         try:
-            marked = restore_lost_documents(self.conn, self.ts, self.alias)
+            marked = drift.restore_lost_documents(self.conn, self.ts, self.alias)
         except Exception as exc:
             self.conn.rollback()
             log.info("index: could not compare Typesense with PostgreSQL: %s", exc)

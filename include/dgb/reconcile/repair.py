@@ -31,10 +31,10 @@ from datetime import UTC, datetime, timedelta
 from dgb import outbox
 from dgb.db import transaction
 from dgb.pipeline import definitions
-from dgb.reconcile.drift import Drift, typesense_drift
 from dgb.reconcile.resend import enqueue, event_for, load_rows, topic_for
 from dgb.reconcile.runs import record
 from dgb.reconcile.stuck import GAP_TOPIC, Found, Thresholds, find_stuck
+from dgb.search.drift import Drift, typesense_drift
 
 log = logging.getLogger("dgb.reconcile")
 

@@ -181,7 +181,7 @@ def bench_due(rows: int, repeats: int = 7) -> dict:
     from dgb import db
     from dgb.config import Settings
     from dgb.integrity import tiers
-    from dgb.integrity.service import backlog
+    from dgb.integrity.backpressure import backlog
     from dgb_dev import stack
 
     settings = stack.ensure(["postgres"], Settings.from_env())

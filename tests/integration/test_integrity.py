@@ -22,8 +22,9 @@ from dgb import db, topology
 from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher
 from dgb.integrity import tiers
+from dgb.integrity.article_check import check_article
 from dgb.integrity.report import integrity_report
-from dgb.integrity.service import check_article, run_tier
+from dgb.integrity.runs import run_tier
 from dgb.integrity.tiers import DEFAULT_TIERS, Schedule, assign_tiers, due_articles
 from dgb.scraper.run import scrape_agency
 from dgb.urlpolicy import UrlPolicy, guarded_transport

@@ -12,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dgb import db
+from dgb.integrity.backpressure import system_load
 from dgb.integrity.report import band_figures, format_table, integrity_report
-from dgb.integrity.service import run_budget, system_load
+from dgb.integrity.runs import run_budget
 from dgb.integrity.tiers import BudgetPolicy, load_candidates
 
 from .test_integrity import _all, _checker, _insert_news, _one, _scrape, _uid

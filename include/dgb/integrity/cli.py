@@ -47,7 +47,7 @@ def make_fetcher(settings=None):
 def _cmd_check(args) -> int:
     from dgb import db
     from dgb.config import settings
-    from dgb.integrity.service import ArticleNotFound, check_article
+    from dgb.integrity.article_check import ArticleNotFound, check_article
 
     s = settings()
     conn = db.connect(s.pg_dsn())

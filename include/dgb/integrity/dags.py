@@ -2,7 +2,7 @@
 
 * ``DGB_INTEGRITY_SCHEDULE=budget`` (the default, issue 14): one DAG, ``integrity_budget``, every
   slot (``DGB_INTEGRITY_SLOT_S``, 10 min): the load sensor, then one budget run
-  (:func:`dgb.integrity.service.run_budget`) taking what the request budget allows in the slot;
+  (:func:`dgb.integrity.runs.run_budget`) taking what the request budget allows in the slot;
 * ``tiers`` / ``exponential``: one DAG per tier of :class:`dgb.integrity.tiers.Schedule`
   (``integrity_tier_0_2d`` ...), each on its tier's own interval, a fixed batch per run, the load
   sensor first.

@@ -18,7 +18,7 @@ have outages, misconfigurations and URL migrations. So:
   State lives in ``integrity_breakers``; each trip and clearing is returned to the caller (the
   operator sends a StatsD counter) and logged.
 
-Settings (environment, read by :meth:`RemovalPolicy.from_env`; see docs/configuration.md):
+Settings (environment, read by :func:`dgb.config.integrity.removal_policy`; see docs/configuration.md):
 ``DGB_INTEGRITY_REMOVAL_CONFIRM_CHECKS`` (2), ``DGB_INTEGRITY_REMOVAL_DELAY_S`` (21600),
 ``DGB_INTEGRITY_GONE_CONFIRM_CHECKS`` (2), ``DGB_INTEGRITY_GONE_DELAY_S`` (900),
 ``DGB_INTEGRITY_BREAKER_WINDOW_S`` (3600), ``DGB_INTEGRITY_BREAKER_MIN_CHECKS`` (20),
@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from dgb.config import env_number
+from dgb.config import integrity as config_integrity
 
 log = logging.getLogger("dgb.integrity.evidence")
 
@@ -51,14 +51,6 @@ def is_normal(http_status: int | None) -> bool:
     return http_status is not None and http_status < 400
 
 
-def _int_env(name: str, default: int, minimum: int) -> int:
-    return env_number(name, default, integer=True, minimum=minimum)
-
-
-def _ratio_env(name: str, default: float) -> float:
-    return env_number(name, default, above=0.0, maximum=1.0)
-
-
 @dataclass(frozen=True)
 class RemovalPolicy:
     confirm_checks: int = 2  # 404 answers in a row before an article is hidden
@@ -72,16 +64,7 @@ class RemovalPolicy:
 
     @classmethod
     def from_env(cls) -> RemovalPolicy:
-        return cls(
-            confirm_checks=_int_env("DGB_INTEGRITY_REMOVAL_CONFIRM_CHECKS", cls.confirm_checks, 1),
-            delay_s=_int_env("DGB_INTEGRITY_REMOVAL_DELAY_S", cls.delay_s, 0),
-            gone_confirm_checks=_int_env("DGB_INTEGRITY_GONE_CONFIRM_CHECKS", cls.gone_confirm_checks, 1),
-            gone_delay_s=_int_env("DGB_INTEGRITY_GONE_DELAY_S", cls.gone_delay_s, 0),
-            breaker_window_s=_int_env("DGB_INTEGRITY_BREAKER_WINDOW_S", cls.breaker_window_s, 60),
-            breaker_min_checks=_int_env("DGB_INTEGRITY_BREAKER_MIN_CHECKS", cls.breaker_min_checks, 1),
-            breaker_ratio=_ratio_env("DGB_INTEGRITY_BREAKER_RATIO", cls.breaker_ratio),
-            breaker_reset_ok=_int_env("DGB_INTEGRITY_BREAKER_RESET_OK", cls.breaker_reset_ok, 1),
-        )
+        return cls(**config_integrity.removal_policy())
 
     def needs(self, http_status: int | None) -> tuple[int, timedelta]:
         """(gone answers in a row, minimum span first -> last) that confirm a removal."""

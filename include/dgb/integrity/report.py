@@ -19,7 +19,7 @@ from typing import Any
 from psycopg.rows import dict_row
 
 from dgb.integrity.evidence import tripped_breakers
-from dgb.integrity.service import OUTCOMES
+from dgb.integrity.result import OUTCOMES
 from dgb.integrity.tiers import AGE_BANDS, AgeBand, Schedule
 
 FIELD_LABELS = {"title": "title", "content": "content", "image_url": "image", "subtitle": "subtitle"}

@@ -43,12 +43,11 @@ at every check, so it moves to the slower tier as it ages.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dgb.config import env_number
+from dgb.config import integrity as config_integrity
 
 SCHEDULE_MODES = ("budget", "tiers", "exponential")
 DAG_PREFIX = "integrity_tier_"
@@ -85,13 +84,6 @@ DEFAULT_TIERS: tuple[Tier, ...] = (
 )
 
 
-def _num(name: str, default: float) -> float:
-    """A positive number (the decay rate DGB_INTEGRITY_LAMBDA may also be 0)."""
-    if name == "DGB_INTEGRITY_LAMBDA":
-        return env_number(name, default, minimum=0.0)
-    return env_number(name, default, above=0.0)
-
-
 @dataclass(frozen=True)
 class Schedule:
     mode: str = "budget"
@@ -107,14 +99,7 @@ class Schedule:
 
     @classmethod
     def from_env(cls) -> Schedule:
-        mode = os.environ.get("DGB_INTEGRITY_SCHEDULE", "").strip().lower() or "budget"
-        return cls(
-            mode=mode,
-            base_minutes=_num("DGB_INTEGRITY_BASE_MINUTES", cls.base_minutes),
-            lam=_num("DGB_INTEGRITY_LAMBDA", cls.lam),
-            max_minutes=_num("DGB_INTEGRITY_MAX_MINUTES", cls.max_minutes),
-            batch_size=int(_num("DGB_INTEGRITY_BATCH", cls.batch_size)),
-        )
+        return cls(**config_integrity.schedule())
 
     # -- tiers ----------------------------------------------------------------------------------
     def tier(self, name: str) -> Tier:
@@ -312,13 +297,7 @@ class BudgetPolicy:
 
     @classmethod
     def from_env(cls) -> BudgetPolicy:
-        return cls(
-            budget_rps=env_number("DGB_INTEGRITY_BUDGET_RPS", cls.budget_rps, above=0.0),
-            slot_seconds=env_number("DGB_INTEGRITY_SLOT_S", cls.slot_seconds, above=0.0),
-            fresh_interval_s=env_number("DGB_INTEGRITY_FRESH_INTERVAL_S", cls.fresh_interval_s, above=0.0),
-            max_unchecked_s=env_number("DGB_INTEGRITY_MAX_UNCHECKED_DAYS", 25.0, above=0.0) * 86400.0,
-            age_decay=env_number("DGB_INTEGRITY_AGE_DECAY", cls.age_decay, above=0.0),
-        )
+        return cls(**config_integrity.budget_policy())
 
     def capacity(self, seconds: float | None = None, budget_rps: float | None = None) -> float:
         """Requests one run may spend: the budget over its slot."""

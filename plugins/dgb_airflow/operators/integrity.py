@@ -42,7 +42,7 @@ def emit_band_gauges(conn, log) -> list[dict]:
 class IntegrityBudgetOperator(BaseOperator):
     """One run of the budget scheduler (issue 14): what the request budget allows in this slot.
 
-    :func:`dgb.integrity.service.run_budget` chooses over every article (under 3 h first every
+    :func:`dgb.integrity.runs.run_budget` chooses over every article (under 3 h first every
     ~10 min, then articles overdue for a month or with removal evidence due, then by expected
     value per cost) and checks them in that order through the polite :class:`dgb.fetch.Fetcher`
     (where the shared host budget hands out each request's turn) with the SSRF guard. It stops
@@ -51,7 +51,7 @@ class IntegrityBudgetOperator(BaseOperator):
     ``dgb.integrity.budget.{planned,checked,requests,capacity}`` gauges and the per-band gauges
     (:func:`emit_band_gauges`).
 
-    :param budget_rps: requests/s for this run (None: :func:`dgb.integrity.service.integrity_budget_rps`).
+    :param budget_rps: requests/s for this run (None: :func:`dgb.integrity.runs.integrity_budget_rps`).
     :param postgres_conn_id: Airflow connection of the news database.
     :param max_seconds: stop taking up new checks after this many seconds (None: the slot).
     """
@@ -76,7 +76,7 @@ class IntegrityBudgetOperator(BaseOperator):
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
         from dgb.integrity.cli import make_fetcher
-        from dgb.integrity.service import run_budget
+        from dgb.integrity.runs import run_budget
         from dgb.integrity.tiers import BudgetPolicy
 
         policy = BudgetPolicy.from_env()
@@ -148,7 +148,7 @@ class IntegrityTierOperator(BaseOperator):
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
         from dgb.integrity.cli import make_fetcher
-        from dgb.integrity.service import run_tier
+        from dgb.integrity.runs import run_tier
 
         def on_result(result) -> None:
             _result_metrics(result, self.log)

@@ -14,7 +14,7 @@ from dgb_airflow.triggers.load import PipelineLoadTrigger, check_load
 
 class PipelineLoadSensor(BaseSensorOperator):
     """Wait while the event pipeline has a backlog or the database is loaded
-    (:func:`dgb.integrity.service.system_load`), then let the integrity checks run.
+    (:func:`dgb.integrity.backpressure.system_load`), then let the integrity checks run.
 
     Deferrable (the default): when the system is loaded the task defers to
     :class:`dgb_airflow.triggers.load.PipelineLoadTrigger` and shows as *deferred* in the Airflow

@@ -1,7 +1,7 @@
 """A trigger that waits, asynchronously in the triggerer, until the system has capacity for
 integrity checks: no event-pipeline backlog and no database overload.
 
-The decision is :func:`dgb.integrity.service.system_load` (one home): outbox events unpublished
+The decision is :func:`dgb.integrity.backpressure.system_load` (one home): outbox events unpublished
 for too long, too many articles pending enrichment, too many active database sessions or waiting
 locks. Each poll opens a short connection in a worker thread (the triggerer's event loop is never
 blocked) and closes it; between polls the trigger sleeps ``poll_interval`` seconds. It fires once:
@@ -30,7 +30,7 @@ def check_load(postgres_conn_id: str, thresholds: dict[str, Any]) -> str | None:
     serialized kwargs), and is closed after the poll."""
     from airflow.providers.postgres.hooks.postgres import PostgresHook
 
-    from dgb.integrity.service import system_load
+    from dgb.integrity.backpressure import system_load
 
     conn = PostgresHook(postgres_conn_id=postgres_conn_id).get_conn()
     try:
@@ -40,7 +40,7 @@ def check_load(postgres_conn_id: str, thresholds: dict[str, Any]) -> str | None:
 
 
 class PipelineLoadTrigger(BaseTrigger):
-    """Fire when :func:`dgb.integrity.service.system_load` finds no load.
+    """Fire when :func:`dgb.integrity.backpressure.system_load` finds no load.
 
     :param postgres_conn_id: Airflow connection of the news database.
     :param poll_interval: seconds between two polls.

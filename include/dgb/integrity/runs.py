@@ -1,0 +1,273 @@
+"""Integrity runs: a tier run (:func:`run_tier`, the tiers and exponential schedules) and a budget
+run (:func:`run_budget`, issue 14), each checking articles one by one
+(:func:`dgb.integrity.article_check.check_article`) until done, out of time, or the system is
+loaded (:mod:`dgb.integrity.backpressure`), then trimming the check log."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from dgb.fetch import Fetcher
+from dgb.integrity.article_check import ArticleNotFound, check_article
+from dgb.integrity.backpressure import backlog, system_load
+from dgb.integrity.evidence import BreakerChange, RemovalPolicy
+from dgb.integrity.purge import purge_after_run
+from dgb.integrity.recording import record_failure
+from dgb.integrity.result import OUTCOMES, CheckResult
+from dgb.integrity.tiers import BudgetPolicy, Schedule, assign_tiers, choose, due_articles, load_candidates
+
+log = logging.getLogger("dgb.integrity")
+
+
+def _tally(summary, result: CheckResult, on_result: Callable[[CheckResult], None] | None) -> None:
+    """Count one check's result in a run summary (tier or budget run) and hand it to ``on_result``."""
+    summary.checked += 1
+    summary.outcomes[result.outcome] += 1
+    summary.bytes_fetched += result.bytes_fetched
+    summary.breaker_changes.extend(result.breaker_changes)
+    if result.outcome == "suspect_removed" and result.paused_by:
+        summary.paused.update(result.paused_by)
+    if on_result is not None:
+        try:
+            on_result(result)
+        except Exception:
+            log.debug("on_result callback failed", exc_info=True)
+
+
+# -- a tier run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class TierRunSummary:
+    tier: str
+    due: int = 0
+    checked: int = 0
+    placed: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    bytes_fetched: int = 0
+    seconds: float = 0.0
+    skipped_backlog: bool = False
+    note: str | None = None
+    breaker_changes: list[BreakerChange] = field(default_factory=list)
+    paused: Counter = field(default_factory=Counter)  # suspect articles whose removal a breaker paused
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tier": self.tier,
+            "due": self.due,
+            "checked": self.checked,
+            "placed": self.placed,
+            "outcomes": {o: self.outcomes.get(o, 0) for o in OUTCOMES},
+            "bytes_fetched": self.bytes_fetched,
+            "seconds": round(self.seconds, 3),
+            "skipped_backlog": self.skipped_backlog,
+            "note": self.note,
+            "breaker_changes": [c.as_dict() for c in self.breaker_changes],
+            "removals_paused": dict(self.paused),
+        }
+
+
+def run_tier(
+    conn,
+    fetcher: Fetcher,
+    tier: str,
+    limit: int | None = None,
+    backlog_threshold: int | None = None,
+    *,
+    schedule: Schedule | None = None,
+    outbox_max_age_s: float | None = None,
+    max_seconds: float | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+    recheck_every: int = 50,
+    policy: RemovalPolicy | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> TierRunSummary:
+    """Check the tier's due articles (at most ``limit``), yielding when the pipeline is behind.
+    ``clock`` (default: the wall clock) dates the due set and every check."""
+    schedule = schedule or Schedule.from_env()
+    policy = policy or RemovalPolicy.from_env()
+    schedule.tier(tier)  # unknown tier -> KeyError now
+    limit = schedule.batch_size if limit is None else limit
+    summary = TierRunSummary(tier=tier)
+    t0 = time.monotonic()
+    reason = backlog(conn, backlog_threshold, outbox_max_age_s)
+    if reason:
+        summary.skipped_backlog, summary.note = True, f"skipped_backlog: {reason}"
+        log.info("integrity tier=%s outcome=skipped_backlog %s", tier, reason)
+        return summary
+    now = clock() if clock is not None else None
+    summary.placed = assign_tiers(conn, schedule, now)
+    due = due_articles(conn, tier, limit, now)
+    summary.due = len(due)
+    for i, item in enumerate(due):
+        if max_seconds is not None and time.monotonic() - t0 > max_seconds:
+            summary.note = f"stopped after {max_seconds:.0f} s with {len(due) - i} due articles left"
+            break
+        if i and recheck_every and i % recheck_every == 0:
+            reason = backlog(conn, backlog_threshold, outbox_max_age_s)
+            if reason:
+                summary.skipped_backlog, summary.note = True, f"skipped_backlog: {reason} (after {i} checks)"
+                log.info("integrity tier=%s outcome=skipped_backlog %s after %d checks", tier, reason, i)
+                break
+        try:
+            result = check_article(
+                conn,
+                fetcher,
+                item.unique_id,
+                schedule=schedule,
+                policy=policy,
+                now=clock() if clock is not None else None,
+            )
+        except ArticleNotFound:
+            continue
+        except Exception as exc:
+            conn.rollback()
+            record_failure(conn, item.news_id, item.unique_id, repr(exc), schedule)
+            summary.checked += 1
+            summary.outcomes["error"] += 1
+            continue
+        _tally(summary, result, on_result)
+    purge_after_run(conn)
+    summary.seconds = time.monotonic() - t0
+    log.info("integrity tier=%s run: %s", tier, summary.as_dict())
+    return summary
+
+
+# -- a budget run (issue 14) ---------------------------------------------------------------------
+
+
+def integrity_budget_rps(policy: BudgetPolicy | None = None) -> float:
+    """Requests/s the integrity checks may spend on the host now.
+
+    The single seam with the shared per-host budget (``dgb.hostbudget``): today the configured
+    share (``DGB_INTEGRITY_BUDGET_RPS``, default 1.7 = 2 req/s for www.gov.br minus ~0.27 for the
+    listings of 160 agencies every 10 min); wired to the host budget's rate query, it becomes
+    what the host allows integrity after listings. Each request itself still takes its turn in
+    the fetch path (``Fetcher``), where the host budget hands out tokens."""
+    return (policy or BudgetPolicy.from_env()).budget_rps
+
+
+@dataclass
+class BudgetRunSummary:
+    capacity: float = 0.0  # requests the budget allowed this run
+    candidates: int = 0
+    planned: int = 0
+    planned_by_reason: dict[str, int] = field(default_factory=dict)
+    checked: int = 0
+    requests: int = 0  # content checks + image checks made
+    placed: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    bytes_fetched: int = 0
+    seconds: float = 0.0
+    stopped_load: bool = False
+    note: str | None = None
+    breaker_changes: list[BreakerChange] = field(default_factory=list)
+    paused: Counter = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "capacity": round(self.capacity, 1),
+            "candidates": self.candidates,
+            "planned": self.planned,
+            "planned_by_reason": dict(self.planned_by_reason),
+            "checked": self.checked,
+            "requests": self.requests,
+            "placed": self.placed,
+            "outcomes": {o: self.outcomes.get(o, 0) for o in OUTCOMES},
+            "bytes_fetched": self.bytes_fetched,
+            "seconds": round(self.seconds, 3),
+            "stopped_load": self.stopped_load,
+            "note": self.note,
+            "breaker_changes": [c.as_dict() for c in self.breaker_changes],
+            "removals_paused": dict(self.paused),
+        }
+
+
+PLAN_REASONS = ("fresh", "forced", "score")
+
+
+def run_budget(
+    conn,
+    fetcher: Fetcher,
+    *,
+    policy: BudgetPolicy | None = None,
+    schedule: Schedule | None = None,
+    removal: RemovalPolicy | None = None,
+    budget_rps: float | None = None,
+    max_seconds: float | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+    recheck_every: int = 50,
+    load_thresholds: dict[str, Any] | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> BudgetRunSummary:
+    """One run of the budget scheduler: take what the budget allows in the slot
+    (``budget_rps * slot``, :func:`dgb.integrity.tiers.choose` over every article) and check
+    it in the chosen order, stopping at ``max_seconds`` or when :func:`system_load` says the
+    system is loaded (re-asked every ``recheck_every`` checks; the DAG's load sensor waits
+    before a run starts). ``clock`` dates the plan and every check."""
+    import numpy as np
+
+    policy = policy or BudgetPolicy.from_env()
+    schedule = schedule or Schedule.from_env()
+    removal = removal or RemovalPolicy.from_env()
+    rps = integrity_budget_rps(policy) if budget_rps is None else budget_rps
+    summary = BudgetRunSummary(capacity=policy.capacity(budget_rps=rps))
+    t0 = time.monotonic()
+    now = clock() if clock is not None else datetime.now(UTC)
+    summary.placed = assign_tiers(conn, schedule, now)
+    cands = load_candidates(conn, now, policy)
+    summary.candidates = len(cands)
+    plan = choose(cands, now.timestamp(), summary.capacity, policy)
+    summary.planned = len(plan)
+    summary.planned_by_reason = {
+        name: int(np.count_nonzero(plan.reason == i)) for i, name in enumerate(PLAN_REASONS)
+    }
+    ids = [int(cands.news_id[i]) for i in plan.index]
+    with conn.cursor() as cur:
+        cur.execute("SELECT id, unique_id FROM news WHERE id = ANY(%s)", (ids,))
+        uid = dict(cur.fetchall())
+    conn.commit()
+    for n, (news_id, with_image) in enumerate(zip(ids, plan.image, strict=True)):
+        if max_seconds is not None and time.monotonic() - t0 > max_seconds:
+            summary.note = f"stopped after {max_seconds:.0f} s with {len(ids) - n} planned checks left"
+            break
+        if n and recheck_every and n % recheck_every == 0:
+            reason = system_load(conn, **(load_thresholds or {}))
+            if reason:
+                summary.stopped_load, summary.note = True, f"stopped_load: {reason} (after {n} checks)"
+                log.info("integrity budget run stopped_load %s after %d checks", reason, n)
+                break
+        unique_id = uid.get(news_id)
+        if unique_id is None:
+            continue
+        try:
+            result = check_article(
+                conn,
+                fetcher,
+                unique_id,
+                schedule=schedule,
+                policy=removal,
+                now=clock() if clock is not None else None,
+                image=bool(with_image),
+            )
+        except ArticleNotFound:
+            continue
+        except Exception as exc:
+            conn.rollback()
+            record_failure(conn, news_id, unique_id, repr(exc), schedule)
+            summary.checked += 1
+            summary.requests += 1
+            summary.outcomes["error"] += 1
+            continue
+        summary.requests += 1 + (result.image is not None)
+        _tally(summary, result, on_result)
+    purge_after_run(conn)
+    summary.seconds = time.monotonic() - t0
+    log.info("integrity budget run: %s", summary.as_dict())
+    return summary

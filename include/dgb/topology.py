@@ -122,11 +122,12 @@ def render(project: str) -> dict:
 def apply(project: str, publisher=None, subscriber=None) -> dict:
     """Create what is missing and bring existing subscriptions' policies in line. Idempotent."""
     from google.api_core import exceptions
-    from google.cloud import pubsub_v1
     from google.protobuf import duration_pb2, field_mask_pb2
 
-    publisher = publisher or pubsub_v1.PublisherClient()
-    subscriber = subscriber or pubsub_v1.SubscriberClient()
+    from dgb.pubsub_clients import publisher_client, subscriber_client
+
+    publisher = publisher or publisher_client()
+    subscriber = subscriber or subscriber_client()
     spec = render(project)
     created: list[str] = []
     updated: list[str] = []
@@ -246,9 +247,9 @@ def apply_to_emulator(settings) -> dict:
 
 def existing(project: str) -> dict:
     """What the server has now (topics and subscriptions under our prefixes)."""
-    from google.cloud import pubsub_v1
+    from dgb.pubsub_clients import publisher_client, subscriber_client
 
-    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    publisher, subscriber = publisher_client(), subscriber_client()
     topics = sorted(t.name for t in publisher.list_topics(request={"project": f"projects/{project}"}))
     subs = sorted(s.name for s in subscriber.list_subscriptions(request={"project": f"projects/{project}"}))
     return {"topics": topics, "subscriptions": subs}

@@ -142,9 +142,9 @@ def _relay(args, conn, s) -> dict | None:
     from dgb import outbox
 
     try:
-        from google.cloud import pubsub_v1
+        from dgb.pubsub_clients import publisher_client
 
-        result = outbox.relay(conn, pubsub_v1.PublisherClient(), s.gcp_project, timeout=15.0)
+        result = outbox.relay(conn, publisher_client(), s.gcp_project, timeout=15.0)
         return {"published": result.published, "failed": result.failed}
     except Exception as exc:
         print(
@@ -254,9 +254,9 @@ def cmd_replay(args) -> int:
     try:
         subscriber = publisher = None
         if args.mode == "seek":
-            from google.cloud import pubsub_v1
+            from dgb.pubsub_clients import publisher_client, subscriber_client
 
-            subscriber, publisher = pubsub_v1.SubscriberClient(), pubsub_v1.PublisherClient()
+            subscriber, publisher = subscriber_client(), publisher_client()
         try:
             rep = replay(
                 conn,

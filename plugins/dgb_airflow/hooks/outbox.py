@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import threading
 from typing import Any
 
 from airflow.sdk.bases.hook import BaseHook
+
+from dgb.pubsub_clients import emulator_host, publisher_client
 
 SOON_TIMEOUT_S = 5.0  # the relay right after a commit waits at most this long on Pub/Sub
 SOON_MAX_BATCHES = 2
@@ -66,14 +67,11 @@ class OutboxRelayHook(BaseHook):
         return self._publisher
 
     def _new_publisher(self) -> tuple[Any, str]:
-        if os.environ.get("PUBSUB_EMULATOR_HOST"):
+        if emulator_host():
             extra = self.get_connection(self.gcp_conn_id).extra_dejson
             project = extra.get("project") or extra.get("extra__google_cloud_platform__project")
             if project:
-                from google.auth.credentials import AnonymousCredentials
-                from google.cloud import pubsub_v1
-
-                return pubsub_v1.PublisherClient(credentials=AnonymousCredentials()), project
+                return publisher_client(), project
         from dgb_airflow.hooks.pubsub import DgbPubSubHook
 
         hook = DgbPubSubHook(gcp_conn_id=self.gcp_conn_id)
@@ -104,8 +102,3 @@ def preload_publisher() -> None:
 def relay_outbox(conn: Any, gcp_conn_id: str = OutboxRelayHook.default_conn_name, batch_size: int = 500):
     """``OutboxRelayHook(gcp_conn_id).relay(conn, batch_size)``: returns the RelayResult."""
     return OutboxRelayHook(gcp_conn_id).relay(conn, batch_size=batch_size)
-
-
-def relay_soon(conn: Any, gcp_conn_id: str, log: logging.Logger) -> None:
-    """``OutboxRelayHook(gcp_conn_id).relay_soon(conn, log)``: never raises."""
-    OutboxRelayHook(gcp_conn_id).relay_soon(conn, log)

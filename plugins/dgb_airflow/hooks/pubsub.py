@@ -2,13 +2,14 @@
 project from the ``google_cloud_default`` connection), the emulator channel, and the calls the
 ack-mode trigger makes (pull, modify-ack-deadline, acknowledge, publish).
 
-* :class:`DgbPubSubHook` (sync): the provider's ``PubSubHook`` (its clients honour
-  ``PUBSUB_EMULATOR_HOST`` themselves) plus ``modify_ack_deadline``. Operators and the outbox
-  relay use it.
+Both hooks make their clients with :mod:`dgb.pubsub_clients` (the one client factory: anonymous
+against the emulator when ``PUBSUB_EMULATOR_HOST`` is set, else the connection's credentials).
+
+* :class:`DgbPubSubHook` (sync): the provider's ``PubSubHook`` plus ``modify_ack_deadline``.
+  Operators and the outbox relay use it.
 * :class:`DgbPubSubAsyncHook` (async, for the triggerer): the provider's async hook has no
-  modify-ack-deadline or publish and wraps every broker error; this one has all four calls,
-  raises google.api_core's own exceptions (the caller tells an empty long poll from an outage),
-  and reaches the emulator over an insecure gRPC channel when ``PUBSUB_EMULATOR_HOST`` is set.
+  modify-ack-deadline or publish and wraps every broker error; this one has all four calls and
+  raises google.api_core's own exceptions (the caller tells an empty long poll from an outage).
   Resolving credentials blocks (~1 s for real GCP auth), so it runs off the event loop; the
   grpc.aio clients themselves are created on the loop, which their channels bind to.
 """
@@ -17,21 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
+from airflow.providers.google.common.consts import CLIENT_INFO
 from airflow.providers.google.common.hooks.base_google import PROVIDE_PROJECT_ID, GoogleBaseAsyncHook
 
-EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
+from dgb.pubsub_clients import async_clients, emulator_host, publisher_client, subscriber_client
+
 RPC_TIMEOUT_S = 10.0  # one acknowledge / modify-ack-deadline request
 MAX_FALLBACK_CALLS = 32  # extra requests spent isolating bad ack ids in one call
-
-
-def emulator_host() -> str | None:
-    """``host:port`` of the Pub/Sub emulator when ``PUBSUB_EMULATOR_HOST`` is set, else None."""
-    return os.environ.get(EMULATOR_ENV) or None
 
 
 def subscription_path(project_id: str, subscription: str) -> str:
@@ -54,6 +52,29 @@ class DgbPubSubHook(PubSubHook):
 
     def __init__(self, gcp_conn_id: str = "google_cloud_default", **kwargs: Any) -> None:
         super().__init__(gcp_conn_id=gcp_conn_id, **kwargs)
+
+    def get_conn(self) -> Any:
+        """The publisher client (made once), with the connection's credentials and options."""
+        if not self._client:
+            from google.cloud.pubsub_v1.types import PublisherOptions
+
+            self._client = publisher_client(
+                self.get_credentials(),
+                client_info=CLIENT_INFO,
+                publisher_options=PublisherOptions(
+                    enable_message_ordering=self.enable_message_ordering,
+                    enable_open_telemetry_tracing=self.enable_open_telemetry_tracing,
+                ),
+                client_options=self.get_client_options(),
+            )
+        return self._client
+
+    @cached_property
+    def subscriber_client(self) -> Any:
+        """The subscriber client, with the connection's credentials and options."""
+        return subscriber_client(
+            self.get_credentials(), client_info=CLIENT_INFO, client_options=self.get_client_options()
+        )
 
     @PubSubHook.fallback_to_default_project_id
     def modify_ack_deadline(
@@ -115,25 +136,10 @@ class DgbPubSubAsyncHook(GoogleBaseAsyncHook):
     async def get_clients(self) -> tuple[Any, Any]:
         """The (subscriber, publisher) grpc.aio clients, created once; call from the event loop."""
         if self._subscriber is None:
-            from google.pubsub_v1.services.publisher import PublisherAsyncClient
-            from google.pubsub_v1.services.subscriber import SubscriberAsyncClient
-
-            emulator = emulator_host()
-            if emulator:
-                import grpc
-                from google.pubsub_v1.services.publisher.transports import PublisherGrpcAsyncIOTransport
-                from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcAsyncIOTransport
-
-                subscriber = SubscriberAsyncClient(
-                    transport=SubscriberGrpcAsyncIOTransport(channel=grpc.aio.insecure_channel(emulator))
-                )
-                publisher = PublisherAsyncClient(
-                    transport=PublisherGrpcAsyncIOTransport(channel=grpc.aio.insecure_channel(emulator))
-                )
-            else:
+            credentials = options = None
+            if not emulator_host():  # the emulator takes no credentials
                 credentials, options = await self._credentials_and_options()
-                subscriber = SubscriberAsyncClient(credentials=credentials, client_options=options)
-                publisher = PublisherAsyncClient(credentials=credentials, client_options=options)
+            subscriber, publisher = async_clients(credentials, options)
             self._subscriber, self._publisher = subscriber, publisher
         return self._subscriber, self._publisher
 

@@ -11,8 +11,8 @@ import pytest
 from dgb import db, events, outbox, topology
 from dgb.cli import main
 from dgb.config import messaging
-from dgb.pipeline.status import pipeline_status
-from dgb_airflow.hooks.outbox import OutboxRelayHook, relay_outbox, relay_soon
+from dgb.observe.status import pipeline_status
+from dgb_airflow.hooks.outbox import OutboxRelayHook, relay_outbox
 
 from ..conftest import pull_all
 
@@ -48,11 +48,11 @@ def test_relay_publishes_the_pending_outbox_to_the_connections_project(pg, proje
 def test_relay_soon_logs_a_failure_and_keeps_the_rows(pg, project, caplog):
     _enqueue(pg, 1)
     with caplog.at_level(logging.WARNING):
-        relay_soon(pg, "no-such-connection", logging.getLogger("test"))
+        OutboxRelayHook("no-such-connection").relay_soon(pg, logging.getLogger("test"))
     assert "relay after commit failed" in caplog.text
     assert outbox.pending_count(pg) == 1  # still there for the outbox_relay DAG
     with caplog.at_level(logging.INFO):
-        relay_soon(pg, "google_cloud_default", logging.getLogger("test"))
+        OutboxRelayHook("google_cloud_default").relay_soon(pg, logging.getLogger("test"))
     assert outbox.pending_count(pg) == 0 and "published=1" in caplog.text
 
 

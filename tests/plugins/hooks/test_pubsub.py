@@ -10,18 +10,14 @@ import pytest
 from google.api_core import exceptions
 
 from dgb import topology
-from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook, DgbPubSubHook, emulator_host, subscription_path
+from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook, DgbPubSubHook, subscription_path
 
 from ..conftest import pull_all
 
 SUB = topology.subscription(topology.SUB_ENRICHMENT)
 
 
-def test_emulator_host_comes_from_the_environment(monkeypatch):
-    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:1")
-    assert emulator_host() == "127.0.0.1:1"
-    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", "")
-    assert emulator_host() is None
+def test_subscription_path():
     assert subscription_path("p", "s") == "projects/p/subscriptions/s"
 
 

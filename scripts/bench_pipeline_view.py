@@ -3,7 +3,7 @@
 Loads N articles (default 300,000 over 5 years, ~500 a day, content of a real article's size) into
 a scratch database: all done long ago except the last hours' traffic (new articles moving through
 the stages, edits re-entering them, a backlog waiting for embed), plus dead letters and a host
-budget. Then times :func:`dgb.pipeline.overview.pipeline_overview` (what ``GET /pipeline`` reads)
+budget. Then times :func:`dgb.observe.overview.pipeline_overview` (what ``GET /pipeline`` reads)
 and each of its parts, warm, median of 5, and prints them (numbers on a shared machine are noisy).
 
     .venv/bin/python scripts/bench_pipeline_view.py [--articles 300000] [--hours 6]
@@ -79,8 +79,8 @@ def main() -> int:
     from dgb import db
     from dgb.config import Settings
     from dgb.integrity.report import band_figures
-    from dgb.pipeline import overview
-    from dgb.pipeline.status import pipeline_status
+    from dgb.observe import overview
+    from dgb.observe.status import pipeline_status
     from dgb_dev import stack
 
     settings = stack.ensure(["postgres"], Settings.from_env())

@@ -23,7 +23,7 @@ COMMAND_MODULES = (
     "dgb.scraper.cli",
     "dgb.enrich.cli",
     "dgb_dev.mirror.cli",  # the development package: skipped where it is not installed
-    "dgb.pipeline.cli",
+    "dgb.observe.cli",  # dgb status
     "dgb.integrity.cli",
     "dgb.embed.cli",
     "dgb.reconcile.cli",

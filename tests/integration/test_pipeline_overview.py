@@ -1,4 +1,4 @@
-"""The operators' pipeline view (dgb.pipeline.overview, issue 14 item 6) on a known dataset in real
+"""The operators' pipeline view (dgb.observe.overview, issue 14 item 6) on a known dataset in real
 PostgreSQL: backlog history reconstructed from the stage timestamps, commit -> searchable latency
 per hour, open dead letters by reason, host budgets and integrity bands; then the page
 (dgb_airflow.ui.pipeline): every section, the empty database, JSON, and a headless-Chromium
@@ -16,8 +16,8 @@ import pytest
 
 from dgb import db
 from dgb.integrity.report import band_figures
-from dgb.pipeline.overview import backlog_history, dead_letters_by_reason, latency_history, pipeline_overview
-from dgb.pipeline.status import pipeline_status
+from dgb.observe.overview import backlog_history, dead_letters_by_reason, latency_history, pipeline_overview
+from dgb.observe.status import pipeline_status
 
 pytestmark = pytest.mark.stack
 

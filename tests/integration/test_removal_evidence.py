@@ -192,7 +192,7 @@ def test_agency_outage_then_recovery_hides_nothing_but_the_withdrawn_article(pg,
     report = integrity_report(pg)
     assert {(b["scope"], b["key"]) for b in report["removals_paused"]} == paused
     assert "removals paused" in format_table(report) and "agency mec" in format_table(report)
-    from dgb.pipeline.status import pipeline_status
+    from dgb.observe.status import pipeline_status
 
     assert ("agency", "mec") in {(b["scope"], b["key"]) for b in pipeline_status(pg)["removals_paused"]}
     # the agency answers again

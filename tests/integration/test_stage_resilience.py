@@ -13,10 +13,10 @@ import pytest
 
 from dgb import db, topology
 from dgb.cli import main
+from dgb.observe.status import pipeline_status
 from dgb.pipeline import stages
 from dgb.pipeline.resilience import CLOSED, HALF_OPEN, MODEL_SERVICE, OPEN, Breakers
 from dgb.pipeline.stage import StageRetry, keep_sweeping, run_stage
-from dgb.pipeline.status import pipeline_status
 from dgb.reconcile import redrive
 
 from .test_pipeline import classifier, count, embedder, project, pull, scraped  # noqa: F401  (fixtures)

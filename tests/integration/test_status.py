@@ -7,7 +7,7 @@ import pytest
 
 from dgb import db
 from dgb.cli import main
-from dgb.pipeline.status import pipeline_status
+from dgb.observe.status import pipeline_status
 
 pytestmark = pytest.mark.stack
 

@@ -3,7 +3,7 @@ which order.
 
 Three consumers read these definitions, so they cannot drift apart: the stage run
 (:mod:`dgb.pipeline.stage`: its sweep of pending work and its idempotency check on every loaded
-row), ``dgb status`` (:mod:`dgb.pipeline.status`: the backlog per stage) and reconciliation
+row), ``dgb status`` (:mod:`dgb.observe.status`: the backlog per stage) and reconciliation
 (:mod:`dgb.reconcile.stuck`: an article stuck in a stage is one pending there for too long).
 
 Every rule is ONE SQL boolean over ``news``, written two-valued (only ``IS [NOT] NULL`` and
@@ -99,6 +99,12 @@ INDEX = StageDefinition(
     ready="enriched_at IS NOT NULL",
     done="indexed_version IS NOT DISTINCT FROM version",
 )
+
+# SQL boolean over ``news``: the article's current version is searchable, i.e. the index stage is
+# done with it (INDEX.done: indexed at its current version) and it is in the index (``indexed_at``
+# set; a removed article's delete leaves it NULL). ``dgb status``'s commit -> searchable latency
+# and the pipeline view's latency history (dgb.observe) count exactly these articles.
+SEARCHABLE = f"indexed_at IS NOT NULL AND ({INDEX.done})"
 
 # pipeline order: an article goes through them in this order (reconciliation counts it in the first
 # one it is pending in)

@@ -6,10 +6,10 @@ includes :func:`router`; mounted under ``/dgb-integrity``), server-side HTML wit
                          commit -> searchable latency p50/p95 per hour, open dead letters by reason,
                          each host's request rate against its budget, integrity coverage and overdue
                          per age band;
-* ``GET /api/pipeline``  :func:`dgb.pipeline.overview.pipeline_overview` as JSON.
+* ``GET /api/pipeline``  :func:`dgb.observe.overview.pipeline_overview` as JSON.
 
 Both take ``hours`` (window, 1-48, default 6) and ``step`` (minutes between backlog points, 5-240,
-default 15). The data is :mod:`dgb.pipeline.overview`'s; this module only draws it.
+default 15). The data is :mod:`dgb.observe.overview`'s; this module only draws it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def current_model() -> str | None:
 def load_overview(
     connect: Callable[[], Any], now: datetime | None, hours: float, step: float, model: str | None
 ) -> dict:
-    from dgb.pipeline.overview import pipeline_overview
+    from dgb.observe.overview import pipeline_overview
 
     conn = connect()
     try:

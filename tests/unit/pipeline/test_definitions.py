@@ -11,9 +11,9 @@ import pytest
 
 from dgb import db
 from dgb.cli import main
+from dgb.observe.status import pipeline_status
 from dgb.pipeline import definitions, stages
 from dgb.pipeline.stage import run_stage
-from dgb.pipeline.status import pipeline_status
 from dgb.reconcile.stuck import Thresholds, find_stuck
 
 pytestmark = pytest.mark.stack
@@ -168,6 +168,32 @@ def test_every_rule_is_two_valued_so_not_is_its_complement(pg):
         pending_somewhere = set().union(*(_pending(pg, name, model) for name in definitions.DEFINITIONS))
         assert complete == {"bare", "embedded", "unembedded"} - pending_somewhere
     pg.commit()
+
+
+def test_searchable_is_the_index_stage_done_rule_and_status_and_the_view_count_by_it(pg):
+    """One "searchable" rule (definitions.SEARCHABLE, the index stage's done rule on an article in
+    the index): two-valued, and exactly the articles `dgb status` and the pipeline view's latency
+    history measure."""
+    from dgb.observe.overview import latency_history
+
+    with db.transaction(pg) as cur:
+        _article(cur, "searchable", model=OLD_MODEL, age=timedelta(minutes=30))
+        _article(cur, "stale", model=OLD_MODEL, age=timedelta(minutes=30))
+        _article(cur, "deleted", model=OLD_MODEL, age=timedelta(minutes=30))
+        _article(cur, "never", model=None, age=timedelta(minutes=30))
+        cur.execute("UPDATE news SET version = 4 WHERE unique_id = 'stale'")
+        cur.execute("UPDATE news SET removed_at = now(), indexed_at = NULL WHERE unique_id = 'deleted'")
+        cur.execute("UPDATE news SET indexed_version = NULL, indexed_at = NULL WHERE unique_id = 'never'")
+    assert definitions.INDEX.done in definitions.SEARCHABLE
+    with pg.cursor() as cur:
+        cur.execute(
+            f"SELECT unique_id FROM news WHERE {definitions.SEARCHABLE}"
+            f" UNION ALL SELECT '-' || unique_id FROM news WHERE NOT ({definitions.SEARCHABLE})"
+        )
+        assert sorted(r[0] for r in cur.fetchall()) == ["-deleted", "-never", "-stale", "searchable"]
+    pg.commit()
+    assert pipeline_status(pg)["latency_sample"] == 1
+    assert sum(h["articles"] for h in latency_history(pg, hours=2)) == 1
 
 
 def test_the_registry_builds_each_stage_with_only_what_it_needs(pg, settings, embedder):

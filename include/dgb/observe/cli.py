@@ -32,7 +32,7 @@ def host_line(h: dict) -> str:
 def _cmd_status(args) -> int:
     from dgb import db
     from dgb.config import settings
-    from dgb.pipeline.status import pipeline_status
+    from dgb.observe.status import pipeline_status
 
     since = None
     if args.since:

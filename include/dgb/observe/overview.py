@@ -8,7 +8,7 @@ pipeline view (``dgb_airflow.ui.pipeline``) draws and serves as JSON.
   hour, for the articles that became searchable in that hour at their current version;
 * :func:`dead_letters_by_reason`: the open dead letters, grouped by reason;
 * :func:`pipeline_overview`: all of it, plus the current figures of
-  :func:`dgb.pipeline.status.pipeline_status`, each host's request budget
+  :func:`dgb.observe.status.pipeline_status`, each host's request budget
   (:func:`dgb.hostbudget.snapshot`) and integrity coverage per age band
   (:func:`dgb.integrity.report.band_figures`).
 
@@ -27,7 +27,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dgb.pipeline.definitions import DEFINITIONS, params
+from dgb.integrity.report import band_figures
+from dgb.observe.status import pipeline_status
+from dgb.pipeline.definitions import DEFINITIONS, SEARCHABLE, params
 
 # stage -> (the column from which it is ready, the column set when it is done). The index stage
 # is ready once enriched (a removed article is indexed as a delete) and done at indexed_at; a
@@ -60,7 +62,7 @@ def backlog_history(
     """Backlog per stage at ``now - hours``, every ``step_minutes``, up to ``now`` (last point).
 
     One dict per point, oldest first: ``at`` (ISO time) and one count per stage name.
-    ``model``: the current embedding model, as for :func:`dgb.pipeline.status.pipeline_status`.
+    ``model``: the current embedding model, as for :func:`dgb.observe.status.pipeline_status`.
     """
     now, start = _window(now, hours)
     if step_minutes <= 0:
@@ -111,7 +113,8 @@ def backlog_history(
 def latency_history(conn, now: datetime | None = None, *, hours: float = 6) -> list[dict[str, Any]]:
     """Commit -> searchable latency per hour of the window, oldest first: ``start``/``end`` (ISO),
     ``p50_s``/``p95_s`` (None without articles) and ``articles``, for the articles whose current
-    version became searchable (``indexed_at``) in that hour."""
+    version became searchable (:data:`dgb.pipeline.definitions.SEARCHABLE`) in that hour (by
+    ``indexed_at``)."""
     now, start = _window(now, hours)
     buckets = max(1, int(-(-hours // 1)))  # whole hours, the oldest one possibly partial
     with conn.cursor() as cur:
@@ -121,7 +124,7 @@ def latency_history(conn, now: datetime | None = None, *, hours: float = 6) -> l
             " FROM (SELECT floor(extract(epoch FROM %(now)s::timestamptz - indexed_at) / 3600)::int AS b,"
             "  extract(epoch FROM indexed_at - scraped_at) AS s FROM news"
             "  WHERE indexed_at > %(start)s AND indexed_at <= %(now)s"
-            "  AND indexed_version IS NOT DISTINCT FROM version) t GROUP BY b",
+            f"  AND {SEARCHABLE}) t GROUP BY b",
             {"now": now, "start": start},
         )
         found = {r[0]: r[1:] for r in cur.fetchall()}
@@ -178,9 +181,6 @@ def pipeline_overview(
     """Everything the pipeline view shows, as one JSON-ready dict: ``current`` (the figures of
     ``dgb status`` over the window, without its hosts), ``backlog_history``, ``latency``,
     ``dead_letters``, ``hosts`` (request budgets) and ``bands`` (integrity per age band)."""
-    from dgb.integrity.report import band_figures
-    from dgb.pipeline.status import pipeline_status
-
     now, start = _window(now, hours)
     current = pipeline_status(conn, start, now, model=model)
     hosts = current.pop("hosts", [])

@@ -12,15 +12,20 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from dgb import outbox
-from dgb.pipeline.definitions import DEFINITIONS, params
+from dgb.hostbudget import snapshot as host_budgets
+from dgb.integrity.evidence import tripped_breakers
+from dgb.pipeline.definitions import DEFINITIONS, SEARCHABLE, params
+from dgb.pipeline.resilience import breaker_rows
 
 
 def pipeline_status(
     conn, since: datetime | None = None, now: datetime | None = None, *, model: str | None = None
 ) -> dict:
     """Counts, backlog per stage (and the outbox) and commit->indexed latency since ``since``
-    (default: the last hour). ``model``: the current embedding model (``dgb status`` passes
-    DGB_EMBEDDING_MODEL; ``None`` = a vector of any model counts as embedded)."""
+    (default: the last hour), over the articles whose current version is searchable
+    (:data:`dgb.pipeline.definitions.SEARCHABLE`). ``model``: the current embedding model
+    (``dgb status`` passes DGB_EMBEDDING_MODEL; ``None`` = a vector of any model counts as
+    embedded)."""
     now = now or datetime.now(UTC)
     since = since or now - timedelta(hours=1)
     out: dict = {}
@@ -64,7 +69,7 @@ def pipeline_status(
         cur.execute(
             "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s), percentile_cont(0.95) WITHIN GROUP"
             " (ORDER BY s), count(*) FROM (SELECT extract(epoch FROM indexed_at - scraped_at) AS s FROM news"
-            " WHERE scraped_at >= %s AND indexed_at IS NOT NULL AND indexed_version = version) t",
+            f" WHERE scraped_at >= %s AND {SEARCHABLE}) t",
             (since,),
         )
         p50, p95, n = cur.fetchone()
@@ -73,14 +78,8 @@ def pipeline_status(
     out["latency_p95_s"] = None if p95 is None else round(float(p95), 3)
     out["latency_sample"] = n
     out["since"] = since.isoformat()
-    from dgb.integrity.evidence import tripped_breakers
-
     out["removals_paused"] = tripped_breakers(conn)  # issue 16: agencies/hosts whose removals pause
-    from dgb.pipeline.resilience import breaker_rows
-
     out["breakers"] = breaker_rows(conn)
-    from dgb.hostbudget import snapshot as host_budgets
-
     out["hosts"] = host_budgets(conn)  # issue 14: each host's request budget, use, waiters, backoff
     conn.commit()
     return out

@@ -36,6 +36,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 from protego import Protego
 
+from dgb.config import http as config_http
 from dgb.scrape_errors import (
     AntiBotError,
     NetworkError,
@@ -70,27 +71,8 @@ class FetchPolicy:
 
     @classmethod
     def from_env(cls) -> FetchPolicy:
-        import os
-
-        def num(name: str, default: float) -> float:
-            raw = os.environ.get(name)
-            if raw in (None, ""):
-                return default
-            try:
-                return float(raw)
-            except ValueError as exc:
-                raise ValueError(f"{name} must be a number, got {raw!r}") from exc
-
-        robots = os.environ.get("DGB_FETCH_RESPECT_ROBOTS", "1").lower() not in ("0", "false", "no")
-        return cls(
-            connect_timeout=num("DGB_FETCH_CONNECT_TIMEOUT", cls.connect_timeout),
-            read_timeout=num("DGB_FETCH_READ_TIMEOUT", cls.read_timeout),
-            total_timeout=num("DGB_FETCH_TOTAL_TIMEOUT", cls.total_timeout),
-            max_bytes=int(num("DGB_FETCH_MAX_BYTES", cls.max_bytes)),
-            retries=int(num("DGB_FETCH_RETRIES", cls.retries)),
-            min_interval=num("DGB_FETCH_MIN_INTERVAL", cls.min_interval),
-            respect_robots=robots,
-        )
+        """The policy with the ``DGB_FETCH_*`` settings (:func:`dgb.config.http.fetch_policy`)."""
+        return cls(**config_http.fetch_policy())
 
 
 @dataclass

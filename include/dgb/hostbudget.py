@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 
-from dgb.config import env_number
+from dgb.config import http as config_http
 from dgb.scrape_errors import NetworkError
 
 log = logging.getLogger(__name__)
@@ -120,28 +120,12 @@ class BudgetConfig:
     @classmethod
     def from_env(cls) -> BudgetConfig:
         overrides = {GOV_BR: (2.0, 2)}
-        overrides.update(parse_host_budgets(os.environ.get("DGB_HOST_BUDGETS", "")))
-        return cls(
-            default_rps=env_number("DGB_HOST_RPS", cls.default_rps, above=0),
-            default_in_flight=env_number(
-                "DGB_HOST_MAX_IN_FLIGHT", cls.default_in_flight, integer=True, minimum=1
-            ),
-            reserved=env_number("DGB_HOST_RESERVED_IN_FLIGHT", cls.reserved, integer=True, minimum=0),
-            overrides=overrides,
-            lease_s=env_number("DGB_HOST_LEASE", cls.lease_s, above=0),
-            wait_timeout_s=env_number("DGB_HOST_WAIT_TIMEOUT", cls.wait_timeout_s, above=0),
-            error_streak=env_number("DGB_HOST_ERROR_STREAK", cls.error_streak, integer=True, minimum=1),
-            backoff_max_s=env_number("DGB_HOST_BACKOFF_MAX", cls.backoff_max_s, above=0),
-        )
+        overrides.update(parse_host_budgets(config_http.host_budget_overrides()))
+        return cls(overrides=overrides, **config_http.host_budget())
 
     def limits(self, host: str) -> HostLimits:
         rps, flight = self.overrides.get(host.lower(), (self.default_rps, self.default_in_flight))
         return HostLimits(rps, flight or self.default_in_flight, self.reserved)
-
-
-def enabled() -> bool:
-    """``DGB_HOST_BUDGET`` (default on)."""
-    return os.environ.get("DGB_HOST_BUDGET", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def host_key(url: str) -> str:
@@ -517,7 +501,7 @@ def snapshot(conn, hosts: list[str] | None = None) -> list[dict]:
 
 def budget_from_env(settings=None) -> HostBudget | None:
     """The shared budget for this process's tasks, or None when ``DGB_HOST_BUDGET=0``."""
-    if not enabled():
+    if not config_http.host_budget_enabled():
         return None
     from dgb.config import settings as current
 
@@ -533,6 +517,6 @@ def task_fetcher(priority: str, *, settings=None, **fetcher_kwargs):
     priority_value(priority)
     policy = FetchPolicy.from_env()
     budget = budget_from_env(settings)
-    if budget is not None and not os.environ.get("DGB_FETCH_MIN_INTERVAL"):
+    if budget is not None and config_http.fetch_min_interval() is None:
         policy = replace(policy, min_interval=0.0)
     return Fetcher(policy, budget=budget, priority=priority, **fetcher_kwargs)

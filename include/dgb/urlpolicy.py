@@ -34,18 +34,17 @@ from __future__ import annotations
 import contextvars
 import ipaddress
 import logging
-import os
 import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from dgb.config import http as config_http
 from dgb.scrape_errors import URL_BROKEN, ScrapeError
 
 log = logging.getLogger("dgb.urlpolicy")
 
 DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("gov.br", "*.gov.br", "ebc.com.br", "*.ebc.com.br")
-ENV_ALLOWED_HOSTS = "DGB_INTEGRITY_ALLOWED_HOSTS"
 
 # the unique_id of the article being checked, so policy log lines name it (set by the service)
 current_unique_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -215,8 +214,9 @@ class UrlPolicy:
         allow_loopback: bool = False,
         resolver: Resolver | None = None,
     ) -> UrlPolicy:
-        raw = os.environ.get(ENV_ALLOWED_HOSTS, "").strip()
-        hosts = [h.strip() for h in raw.split(",") if h.strip()] if raw else list(DEFAULT_ALLOWED_HOSTS)
+        hosts = config_http.allowed_hosts()
+        if hosts is None:
+            hosts = list(DEFAULT_ALLOWED_HOSTS)
         return cls(hosts + list(extra_hosts), allow_loopback=allow_loopback, resolver=resolver)
 
     @classmethod

@@ -9,7 +9,7 @@ from airflow.sdk import DAG
 
 from dgb.dags_meta import DEFAULT_ARGS
 from dgb.scraper.dags import RELAY_DAG_ID
-from dgb_airflow.operators.scrape import OutboxRelayOperator
+from dgb_airflow.operators.outbox import OutboxRelayOperator
 
 with DAG(
     dag_id=RELAY_DAG_ID,

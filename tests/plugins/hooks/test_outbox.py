@@ -107,7 +107,7 @@ def test_refused_publishes_end_in_the_failed_state_and_never_fail_the_relay_agai
 def test_relay_operator_fails_only_on_retryable_errors_and_purges(pg, project):
     """The outbox_relay DAG's task: a terminal row is logged, not raised (the DAG no longer fails
     every minute); published rows past the retention are purged, recent ones and failed ones kept."""
-    from dgb_airflow.operators.scrape import OutboxRelayOperator
+    from dgb_airflow.operators.outbox import OutboxRelayOperator
 
     from ..conftest import task_context
 

@@ -1,5 +1,5 @@
-"""ScrapeAgencyOperator and OutboxRelayOperator (dgb_airflow.operators.scrape): ``execute`` on the
-real stack: the local gov.br site, PostgreSQL and the Pub/Sub emulator."""
+"""ScrapeAgencyOperator (dgb_airflow.operators.scrape), and OutboxRelayOperator after it:
+``execute`` on the real stack: the local gov.br site, PostgreSQL and the Pub/Sub emulator."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import json
 import pytest
 
 from dgb import topology
-from dgb_airflow.operators.scrape import OutboxRelayOperator, ScrapeAgencyOperator
+from dgb_airflow.operators.outbox import OutboxRelayOperator
+from dgb_airflow.operators.scrape import ScrapeAgencyOperator
 
 from ...integration.test_scrape import ARTICLES
 from ..conftest import pull_all, task_context

@@ -8,7 +8,6 @@ DGB_RUN_FAULTS=1 (CI runs the same command from .ci/run).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -18,9 +17,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("faults", REPO / "scripts" / "faults.py")
-faults = sys.modules["faults"] = importlib.util.module_from_spec(_spec)  # dataclasses look it up
-_spec.loader.exec_module(faults)
+sys.path.insert(0, str(REPO / "scripts"))  # scripts/ is not a package: its faultsuite is
+
+from faultsuite.catalogue import FAULTS  # noqa: E402
+from faultsuite.report import LAST_LINE  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,
@@ -56,10 +56,10 @@ def test_quick_fault_injection_loses_duplicates_and_dead_letters_nothing():
     lines = [line for line in res.stdout.splitlines() if line.strip()]
     assert lines, f"no output; stderr tail:\n{res.stderr[-3000:]}"
     last = lines[-1]
-    m = re.fullmatch(faults.LAST_LINE, last)
+    m = re.fullmatch(LAST_LINE, last)
     assert m, f"unexpected last line {last!r}; stderr tail:\n{res.stderr[-3000:]}"
     per_fault = [line for line in lines if line.startswith("fault=")]
-    assert [line.split()[0].removeprefix("fault=") for line in per_fault] == list(faults.FAULTS), per_fault
+    assert [line.split()[0].removeprefix("fault=") for line in per_fault] == list(FAULTS), per_fault
     counts = (int(m["lost"]), int(m["duplicated"]), int(m["dead_lettered_healthy"]))
     assert counts == (0, 0, 0), "\n".join(lines) + "\n" + res.stderr[-3000:]
     assert res.returncode == 0, "\n".join(lines)

@@ -1,24 +1,27 @@
-"""scripts/faults.py's pure parts: the stage retry budget its quick outages must outlast, and the
-last-line contract (the run itself: tests/integration/test_faults_quick.py, DGB_RUN_FAULTS=1)."""
+"""The fault suite's pure parts (scripts/faultsuite): the stage retry budget its quick outages must
+outlast, the last-line contract, the catalogue, a batch's recovery and when reconciliation is due
+(the run itself: tests/integration/test_faults_quick.py, DGB_RUN_FAULTS=1)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parents[3]
-_spec = importlib.util.spec_from_file_location("faults", REPO / "scripts" / "faults.py")
-faults = sys.modules["faults"] = importlib.util.module_from_spec(_spec)  # dataclasses look it up
-_spec.loader.exec_module(faults)
+sys.path.insert(0, str(REPO / "scripts"))  # scripts/ is not a package: its faultsuite is
+
+from faultsuite import budget, catalogue, report  # noqa: E402
+from faultsuite.catalogue import Batch  # noqa: E402
+from faultsuite.reconciler import Reconciler  # noqa: E402
 
 
 def test_flat_retry_delay_when_backoff_is_true():
     # Airflow 3 reads retry_exponential_backoff as a multiplier: True is 1.0, a flat delay
     task = {"task_id": "index", "retries": 3, "retry_delay": 10.0, "retry_exponential_backoff": True}
-    assert faults.retry_budget([("index_news", task)]) == {
+    assert budget.retry_budget([("index_news", task)]) == {
         "delays_s": 30.0,
         "retries": 3,
         "where": "index_news.index",
@@ -34,25 +37,55 @@ def test_exponential_delays_take_the_largest_hash_and_the_cap():
         "max_retry_delay": timedelta(seconds=50),
     }
     # tries 1..3: ceil(10 * 2**k) + up to as much again - 1 = 19, 39, 79 -> capped at 50
-    assert faults.retry_budget([("d", task)])["delays_s"] == 19 + 39 + 50
+    assert budget.retry_budget([("d", task)])["delays_s"] == 19 + 39 + 50
 
 
 def test_the_longest_schedule_wins_and_no_retries_is_zero():
     short = {"task_id": "a", "retries": 1, "retry_delay": 10.0}
     long = {"task_id": "b", "retries": 2, "retry_delay": 30.0}
-    assert faults.retry_budget([("x", short), ("y", long)])["where"] == "y.b"
-    assert faults.retry_budget([("z", {"task_id": "c"})])["delays_s"] == 0.0
+    assert budget.retry_budget([("x", short), ("y", long)])["where"] == "y.b"
+    assert budget.retry_budget([("z", {"task_id": "c"})])["delays_s"] == 0.0
 
 
 def test_last_line_contract():
-    line = faults.last_line(0, 2, 5, 123.456)
+    line = report.last_line(0, 2, 5, 123.456)
     assert line == "faults: lost=0 duplicated=2 dead_lettered_healthy=5 worst_recovery_s=123.5"
-    m = re.fullmatch(faults.LAST_LINE, line)
+    m = re.fullmatch(report.LAST_LINE, line)
     assert m
     assert (m["lost"], m["duplicated"], m["dead_lettered_healthy"], m["worst"]) == ("0", "2", "5", "123.5")
-    assert not re.fullmatch(faults.LAST_LINE, "faults: lost=0 duplicated=0 worst_recovery_s=1.0")
+    assert not re.fullmatch(report.LAST_LINE, "faults: lost=0 duplicated=0 worst_recovery_s=1.0")
 
 
 def test_every_long_outage_is_a_fault():
-    assert set(faults.LONG_OUTAGES) <= set(faults.FAULTS)
-    assert len(set(faults.FAULTS)) == len(faults.FAULTS) == 11
+    assert set(catalogue.LONG_OUTAGES) <= set(catalogue.FAULTS)
+    assert set(catalogue.SPENDS_RETRIES) <= set(catalogue.LONG_OUTAGES)
+    assert len(set(catalogue.FAULTS)) == len(catalogue.FAULTS) == 11
+
+
+def test_recovery_is_timed_from_the_injection_or_for_long_outages_from_the_recovery():
+    short = Batch("kill_model", "mec", ["t"], published_at=100.0, fault_at=110.0, fault_end=112.0)
+    assert short.recovery_s is None
+    short.done_at = 150.0
+    assert short.recovery_s == 40.0
+    long = Batch("typesense_down", "mec", ["t"], published_at=100.0, fault_at=110.0, fault_end=260.0)
+    long.done_at = 300.0
+    assert long.long and long.recovery_s == 40.0
+
+
+def test_notes_are_space_separated():
+    b = Batch("kill_task", "mec", [])
+    b.add_note("in_flight_at_fault=3")
+    b.add_note("orphans=1")
+    assert b.note == "in_flight_at_fault=3 orphans=1"
+
+
+def test_reconciliation_is_due_for_an_incomplete_batch_after_its_fault_and_the_last_run():
+    rec = Reconciler(SimpleNamespace(quick=True))  # every 20 s, articles older than 20 s
+    pending = Batch("restart_emulator", "mec", ["t"], fault_end=1000.0)
+    assert not rec.due([pending], 1010.0)  # too soon after the fault
+    assert rec.due([pending], 1020.0)
+    rec.last_reconcile = 1015.0
+    assert not rec.due([pending], 1020.0)  # too soon after the last run
+    pending.done_at = 1030.0
+    assert not rec.due([pending], 1100.0)  # complete
+    assert not rec.due([Batch("kill_task", "mec", ["t"])], 1100.0)  # its fault not over yet

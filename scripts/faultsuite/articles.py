@@ -1,0 +1,177 @@
+"""The article batches: each fault's uniquely identified articles, published on the local gov.br
+site (control API ``POST /_control/publish``) of its own agency, its ``scrape_<agency>`` DAG
+triggered through the Airflow CLI, and their unique ids once scraped."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import date, timedelta
+
+from dgb import topology
+from dgb_dev import stack
+
+from .catalogue import Batch
+from .context import Context
+from .plumbing import Timeout, http_json, log, wait_for
+
+# gov.br agencies the batches go to first (any other single-agency scrape DAG after them)
+PREFERRED_AGENCIES = (
+    "agricultura",
+    "cidades",
+    "mcti",
+    "mds",
+    "fazenda",
+    "mj",
+    "mec",
+    "mma",
+    "saude",
+    "turismo",
+)
+
+THEMES = [
+    (
+        "Ministério amplia campanha de vacinação contra a gripe em todo o país",
+        "A campanha de imunização contra influenza chega a novos postos de saúde. Profissionais de saúde, "
+        "idosos e crianças são o público prioritário. "
+        "As doses estão disponíveis nas unidades básicas do SUS.",
+    ),
+    (
+        "Governo anuncia novas vagas em escolas técnicas federais",
+        "O programa amplia a oferta de cursos técnicos integrados ao ensino médio. As matrículas começam no "
+        "próximo mês e os estudantes da rede pública terão prioridade nas vagas dos institutos federais.",
+    ),
+    (
+        "Plano Safra libera crédito para pequenos produtores rurais",
+        "Agricultores familiares terão acesso a linhas de financiamento com juros reduzidos para custeio e "
+        "investimento. O crédito rural será operado pelos bancos públicos a partir desta semana.",
+    ),
+    (
+        "Receita Federal abre consulta a lote de restituição do Imposto de Renda",
+        "O lote contempla contribuintes com prioridade legal. "
+        "O crédito bancário será feito no fim do mês e a "
+        "consulta pode ser feita no site da Receita ou pelo aplicativo.",
+    ),
+    (
+        "Operação combate desmatamento ilegal na Amazônia",
+        "Fiscais ambientais embargaram áreas desmatadas e apreenderam equipamentos. "
+        "A ação integra o plano de "
+        "prevenção e controle do desmatamento e conta com apoio das forças de segurança.",
+    ),
+    (
+        "Programa habitacional entrega mil moradias a famílias de baixa renda",
+        "As unidades fazem parte do programa de habitação popular e contam com infraestrutura de saneamento, "
+        "transporte e equipamentos públicos. As famílias foram selecionadas pelas prefeituras.",
+    ),
+    (
+        "Polícia Federal deflagra operação contra fraudes em benefícios",
+        "Foram cumpridos mandados de busca e apreensão em três estados. A investigação apura desvios de "
+        "recursos públicos e conta com apoio da Controladoria-Geral da União.",
+    ),
+    (
+        "Novo edital financia pesquisa científica em inteligência artificial",
+        "Universidades e institutos de pesquisa podem apresentar projetos até o fim do semestre. Os recursos "
+        "apoiam bolsas, laboratórios e a formação de pesquisadores em tecnologia e inovação.",
+    ),
+]
+
+
+class Articles:
+    """The run's batches, one per fault, and what is known of their articles."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.batches: list[Batch] = []
+
+    def agencies(self) -> list[str]:
+        from dgb.scraper.dags import EBC_DAG_ID, scrape_specs
+
+        keys = [
+            s.agency_key
+            for s in scrape_specs(self.ctx.s)
+            if len(s.agency_keys) == 1 and s.dag_id != EBC_DAG_ID
+        ]
+        if len(keys) < 1:
+            raise SystemExit("faults: no scrape DAG of a gov.br agency on this stack")
+        preferred = [k for k in PREFERRED_AGENCIES if k in keys]
+        return preferred + [k for k in keys if k not in preferred]
+
+    def publish(self, batch: Batch, n: int, start: int) -> None:
+        tag, run_id = self.ctx.tag, self.ctx.run_id
+        for k in range(n):
+            title, body = THEMES[(start + k) % len(THEMES)]
+            t = f"{title} ({tag} n{start + k:03d})"
+            art = {
+                "agency": batch.agency,
+                "title": t,
+                "subtitle": f"Teste de falhas {run_id}",
+                "category": "Notícias",
+                "tags": ["teste", tag],
+                "content": f"{body}\n\n{title}. Artigo {start + k} da execução {run_id} do teste de "
+                "falhas do pipeline, publicado no site local.\n\nMais informações no portal gov.br.",
+            }
+            resp = http_json(f"{self.ctx.s.mirror_url}/_control/publish", art)
+            batch.titles.append(t)
+            batch.slugs.append(resp["slug"])
+        batch.published_at = time.monotonic()
+
+    def trigger_scrape(self, batch: Batch) -> threading.Thread:
+        dag_id = "scrape_" + batch.agency.replace("-", "_")
+        conf = {}
+        if len(batch.titles) > 80:  # a regular run reads 3 listing pages; walk back instead
+            conf = {"start_date": (date.today() - timedelta(days=1)).isoformat()}
+        argv = ["dags", "trigger", dag_id] + (["-c", json.dumps(conf)] if conf else [])
+
+        def go():
+            for _attempt in range(3):
+                try:
+                    res = stack.airflow_cli(self.ctx.s, argv, check=False, capture=True)
+                    if res.returncode == 0:
+                        return
+                    log(f"trigger {dag_id} failed (exit {res.returncode}): {(res.stderr or '')[-300:]}")
+                except Exception as exc:
+                    log(f"trigger {dag_id} failed: {exc}")
+                time.sleep(5)
+            log(f"trigger {dag_id} gave up; the schedule (every 10 min) or reconciliation will catch up")
+
+        th = threading.Thread(target=go, daemon=True)
+        th.start()
+        return th
+
+    def refresh_uids(self) -> None:
+        rows = self.ctx.db.query(
+            "SELECT title, unique_id FROM news WHERE title LIKE %s", (f"%{self.ctx.tag}%",)
+        )
+        by_title = dict(rows)
+        for b in self.batches:
+            for t in b.titles:
+                if t in by_title:
+                    b.uids[t] = by_title[t]
+
+    def all_uids(self) -> list[str]:
+        return [u for b in self.batches for u in b.uids.values()]
+
+    def events_published(self, batch: Batch) -> bool:
+        self.refresh_uids()
+        if len(batch.uids) < len(batch.titles):
+            return False
+        n = self.ctx.db.query(
+            "SELECT count(DISTINCT aggregate_id) FROM outbox WHERE topic = %s AND published_at IS NOT NULL"
+            " AND aggregate_id = ANY(%s)",
+            (topology.TOPIC_SCRAPED, list(batch.uids.values())),
+        )[0][0]
+        return n >= len(batch.titles)
+
+    def await_in_flight(self, batch: Batch) -> None:
+        """Until the batch's scraped events are published (the scrape ran, the relay sent them)."""
+        try:
+            wait_for(
+                lambda: self.events_published(batch),
+                150 if self.ctx.quick else 400,
+                f"{batch.fault}: scraped events of the batch published",
+                every=0.5,
+            )
+        except Timeout as exc:
+            batch.note = "injected_before_publish"
+            log(str(exc))

@@ -1,0 +1,60 @@
+"""The fault catalogue: which faults run, in which order, how long the outages last, and the
+record of one fault's batch of articles (:class:`Batch`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+FAULTS = (
+    "kill_triggerer",
+    "kill_scheduler",
+    "kill_task",
+    "kill_model",
+    "stop_typesense",
+    "restart_emulator",
+    "restart_postgres",
+    "typesense_down",
+    "model_down",
+    "bedrock_throttle",
+    "emulator_down",
+)
+# long outages: the dependency stays unavailable for OUTAGE_S (--quick: longer than every stage
+# task's Airflow retry budget, see budget.RetryBudget.outage_s); recovery is measured from its end
+LONG_OUTAGES = ("typesense_down", "model_down", "bedrock_throttle", "emulator_down")
+OUTAGE_S = 600.0
+QUICK_OUTAGE_CAP_S = 300.0  # --quick: the outage ends by then even if the retries are not spent
+# --quick: faults whose batch must have spent a stage task's Airflow retries before recovery
+SPENDS_RETRIES = ("typesense_down", "model_down", "bedrock_throttle")
+RECOVERY_LIMIT_S = 300.0  # every batch indexed within 5 min of its dependency's recovery
+BEDROCK_CONN_ID = "dgb_bedrock_fake"
+STAGE_DAGS = ("enrich_news", "embed_news", "index_news")
+
+
+@dataclass
+class Batch:
+    fault: str
+    agency: str
+    titles: list[str]
+    slugs: list[str] = field(default_factory=list)
+    published_at: float = 0.0
+    fault_at: float | None = None
+    fault_end: float | None = None
+    done_at: float | None = None
+    note: str = ""
+    uids: dict[str, str] = field(default_factory=dict)  # title -> unique_id, once scraped
+
+    @property
+    def long(self) -> bool:
+        return self.fault in LONG_OUTAGES
+
+    @property
+    def recovery_s(self) -> float | None:
+        """Short faults: from the injection; long outages: from the dependency's recovery."""
+        if self.done_at is None:
+            return None
+        start = self.fault_end if self.long and self.fault_end else (self.fault_at or self.published_at)
+        return self.done_at - start
+
+    def add_note(self, text: str) -> None:
+        """Append ``text`` to the note, space-separated."""
+        self.note = (self.note + " " if self.note else "") + text

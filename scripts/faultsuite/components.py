@@ -1,0 +1,90 @@
+"""The outage helpers: the stack's components as the run stops, kills and starts them, and the
+process supervisor that starts any component found down (unless an outage is being held)."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from dgb import topology
+from dgb_dev import stack
+
+from .context import Context
+from .plumbing import log, wait_for
+
+
+class Components:
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.stopped: set[str] = set()  # components we stopped and must start again
+        self.restarted_by_supervisor: list[str] = []
+        self.holding = False  # during a long outage: the supervisor must not "repair" it
+
+    def names(self) -> list[str]:
+        return [n for n in stack.SERVICES if stack.available(n)] + [
+            f"airflow-{p}" for p in stack.AIRFLOW_PARTS
+        ]
+
+    def ensure_stack(self) -> None:
+        s = self.ctx.s
+        down = [n for n in self.names() if not stack.component(s, n).healthy()]
+        if down:
+            log(f"stack components down: {down}; starting the stack (python -m dgb_dev.stack up)")
+            stack.up(with_airflow=True)
+        else:
+            log("reusing the running stack; bootstrap (idempotent: migrations, topology, collection)")
+            stack.bootstrap(s)
+        from dgb.search import schema
+
+        self.ctx.ts = schema.client(s, timeout=10.0)
+
+    def supervise(self) -> list[str]:
+        """Like a process supervisor: start any component that is down (PostgreSQL first)."""
+        fixed = []
+        if self.holding:
+            return fixed
+        for name in self.names():
+            comp = stack.component(self.ctx.s, name)
+            try:
+                healthy = comp.healthy()
+            except Exception:
+                healthy = False
+            if healthy:
+                continue
+            log(f"supervisor: {name} is down; starting it")
+            try:
+                comp.up()
+                if name == "pubsub":
+                    topology.apply_to_emulator(self.ctx.s)
+                fixed.append(name)
+            except Exception as exc:
+                log(f"supervisor: {name} failed to start: {exc}")
+        self.restarted_by_supervisor += fixed
+        return fixed
+
+    def stop(self, name: str) -> None:
+        """Stop a component; it is started again by :meth:`start_again` (also on failure)."""
+        self.stopped.add(name)
+        stack.component(self.ctx.s, name).down()
+
+    def start_again(self, name: str) -> None:
+        comp = stack.component(self.ctx.s, name)
+        try:
+            comp.up()
+            if name == "pubsub":
+                topology.apply_to_emulator(self.ctx.s)
+        finally:
+            self.stopped.discard(name)
+
+    def kill9(self, name: str) -> int | None:
+        proc = stack.Proc(name, self.ctx.s)
+        pid = proc.pid()
+        if pid is None:
+            return None
+        self.stopped.add(name)
+        try:
+            os.killpg(pid, signal.SIGKILL)  # started with start_new_session: pgid == pid
+        except ProcessLookupError:
+            pass
+        wait_for(lambda: not stack.group_alive(pid), 20, f"{name} gone", every=0.2)
+        return pid

@@ -1,0 +1,100 @@
+"""The long outages: a dependency (Typesense, the model service, the Pub/Sub emulator) stopped, or
+the Bedrock fake throttling every call, while a batch is in flight, and held down for the outage's
+length (``--quick``: and until the batch spent a stage task's retries), watching for healthy
+articles dead-lettered meanwhile."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from .articles import Articles
+from .budget import RetryBudget
+from .catalogue import QUICK_OUTAGE_CAP_S, SPENDS_RETRIES, Batch
+from .completion import Completion
+from .components import Components
+from .context import Context
+from .deadletters import DeadLetterWatch
+from .plumbing import log
+
+
+class Outages:
+    def __init__(
+        self,
+        ctx: Context,
+        components: Components,
+        articles: Articles,
+        completion: Completion,
+        dead_letters: DeadLetterWatch,
+    ):
+        self.ctx = ctx
+        self.components = components
+        self.articles = articles
+        self.completion = completion
+        self.dead_letters = dead_letters
+        self.budget = RetryBudget(ctx)
+
+    def hold(self, batch: Batch, seconds: float) -> None:
+        """Keep the dependency down for ``seconds`` (--quick, faults of SPENDS_RETRIES: and then
+        until the batch spent a stage task's retries, at most QUICK_OUTAGE_CAP_S in all), watching
+        for healthy articles dead-lettered."""
+        self.components.holding = True
+        adaptive = self.ctx.quick and not self.ctx.args.outage_s and batch.fault in SPENDS_RETRIES
+        try:
+            t0 = time.monotonic()
+            since = datetime.now(UTC)
+            end = t0 + seconds
+            cap = t0 + max(seconds, QUICK_OUTAGE_CAP_S)
+            last_log = 0.0
+            while True:
+                self.dead_letters.observe()
+                now = time.monotonic()
+                if now >= cap:
+                    if adaptive:
+                        batch.note += " retries_not_spent_by_cap"
+                    break
+                if now >= end:
+                    try:
+                        spent = not adaptive or self.budget.retries_spent(batch, since)
+                    except Exception as exc:
+                        log(f"{batch.fault}: retries spent? {exc}")
+                        spent = False
+                    if spent:
+                        break
+                if now - last_log >= 60:
+                    left = max(0.0, end - now)
+                    more = " (then until the batch spent its stage retries)" if adaptive else ""
+                    log(f"{batch.fault}: {left:.0f}s of outage left{more}")
+                    last_log = now
+                time.sleep(min(10.0, max(1.0, (end if now < end else cap) - now)))
+        finally:
+            self.components.holding = False
+            batch.note = batch.note.replace(
+                f"outage_s={seconds:.0f}", f"outage_s={time.monotonic() - t0:.0f}"
+            )
+
+    def long_outage(self, batch: Batch) -> None:
+        f = batch.fault
+        seconds = self.budget.outage_s(batch)
+        batch.add_note(f"outage_s={seconds:.0f}")
+        if f == "bedrock_throttle":
+            # throttled from the moment the batch is on its way (scrape -> enrich), so no article
+            # is classified before the outage starts
+            self.completion.note_pending(batch)
+            batch.fault_at = time.monotonic()
+            self.ctx.bedrock.throttle(max(seconds, QUICK_OUTAGE_CAP_S) + 60)  # switched off below
+            log(f"bedrock fake throttling every call (429 ThrottlingException) for {seconds:.0f}s")
+            try:
+                self.hold(batch, seconds)
+            finally:
+                self.ctx.bedrock.throttle(None)
+            log(f"bedrock fake answering again ({self.ctx.bedrock.throttled} calls throttled)")
+            return
+        self.articles.await_in_flight(batch)
+        self.completion.note_pending(batch)
+        name = {"typesense_down": "typesense", "model_down": "model", "emulator_down": "pubsub"}[f]
+        batch.fault_at = time.monotonic()
+        self.components.stop(name)
+        log(f"{name} stopped for {seconds:.0f}s")
+        self.hold(batch, seconds)
+        self.components.start_again(name)

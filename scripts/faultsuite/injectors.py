@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from dgb_dev import stack
@@ -22,20 +23,13 @@ from .outages import Outages
 from .plumbing import log, wait_for
 
 
+@dataclass
 class Injector:
-    def __init__(
-        self,
-        ctx: Context,
-        components: Components,
-        articles: Articles,
-        completion: Completion,
-        outages: Outages,
-    ):
-        self.ctx = ctx
-        self.components = components
-        self.articles = articles
-        self.completion = completion
-        self.outages = outages
+    ctx: Context
+    components: Components
+    articles: Articles
+    completion: Completion
+    outages: Outages
 
     def inject(self, batch: Batch) -> None:
         f = batch.fault

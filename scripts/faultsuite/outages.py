@@ -6,6 +6,7 @@ articles dead-lettered meanwhile."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .articles import Articles
@@ -18,21 +19,17 @@ from .deadletters import DeadLetterWatch
 from .plumbing import log
 
 
+@dataclass
 class Outages:
-    def __init__(
-        self,
-        ctx: Context,
-        components: Components,
-        articles: Articles,
-        completion: Completion,
-        dead_letters: DeadLetterWatch,
-    ):
-        self.ctx = ctx
-        self.components = components
-        self.articles = articles
-        self.completion = completion
-        self.dead_letters = dead_letters
-        self.budget = RetryBudget(ctx)
+    ctx: Context
+    components: Components
+    articles: Articles
+    completion: Completion
+    dead_letters: DeadLetterWatch
+    budget: RetryBudget = field(init=False)
+
+    def __post_init__(self):
+        self.budget = RetryBudget(self.ctx)
 
     def hold(self, batch: Batch, seconds: float) -> None:
         """Keep the dependency down for ``seconds`` (--quick, faults of SPENDS_RETRIES: and then

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 
 from dgb import topology
 
@@ -31,22 +32,14 @@ def last_line(lost: int, duplicated: int, dead_lettered_healthy: int, worst_reco
     )
 
 
+@dataclass
 class Report:
-    def __init__(
-        self,
-        ctx: Context,
-        articles: Articles,
-        completion: Completion,
-        dead_letters: DeadLetterWatch,
-        duplicator: Duplicator,
-        reconciler: Reconciler,
-    ):
-        self.ctx = ctx
-        self.articles = articles
-        self.completion = completion
-        self.dead_letters = dead_letters
-        self.duplicator = duplicator
-        self.reconciler = reconciler
+    ctx: Context
+    articles: Articles
+    completion: Completion
+    dead_letters: DeadLetterWatch
+    duplicator: Duplicator
+    reconciler: Reconciler
 
     def write(self) -> int:
         self.articles.refresh_uids()

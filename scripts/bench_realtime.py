@@ -406,10 +406,12 @@ def main(argv=None) -> int:
     from dgb.config import Settings
     from dgb.scraper.dags import CYCLE_MINUTES, selected_agencies
     from dgb_dev import stack
+    from dgb_dev.stack.airflow_start import unpause_pipeline, up_airflow
+    from dgb_dev.stack.watchdog import start_watchdog, stop_watchdog
 
     s = stack.ensure_secrets(Settings.from_env())
     log("stopping this checkout's Airflow, watchdog and local site (dev settings)")
-    stack.stop_watchdog(s)
+    stop_watchdog(s)
     for name in [f"airflow-{p}" for p in reversed(stack.AIRFLOW_PARTS)] + ["mirror"]:
         stack.component(s, name).down()
     s = stack.ensure(["postgres", "pubsub", "typesense"], s)
@@ -423,9 +425,9 @@ def main(argv=None) -> int:
     info = preload(s, corpus, args.articles, start, base, args.workers)
     s = stack.ensure(["mirror", "model"], s)
     t_air = time.monotonic()
-    stack.up_airflow(s)
-    dags = stack.unpause_pipeline(s)
-    log(f"watchdog: {stack.start_watchdog(s)}")
+    up_airflow(s)
+    dags = unpause_pipeline(s)
+    log(f"watchdog: {start_watchdog(s)}")
     scrape_dags = [d for d in dags if d.startswith("scrape_")]
     log(f"Airflow up in {time.monotonic() - t_air:.0f}s: {len(dags)} DAGs, {len(scrape_dags)} scrape DAGs")
     # the run is measured from here: every component up, the catalogue's DAGs unpaused
@@ -456,7 +458,7 @@ def main(argv=None) -> int:
         checks = run_checks(s, corpus, run_start)
     finally:
         log("stopping Airflow, watchdog and the site of the run (`make up` brings the dev stack back)")
-        stack.stop_watchdog(s)
+        stop_watchdog(s)
         for name in [f"airflow-{p}" for p in reversed(stack.AIRFLOW_PARTS)] + ["mirror"]:
             stack.component(s, name).down()
 

@@ -147,14 +147,15 @@ def main() -> int:
     from dgb.config import Settings
     from dgb.search import documents, schema, sync
     from dgb_dev import stack
+    from dgb_dev.stack.process import http_ok, port_open
 
     base = Settings.from_env()
-    if not stack.http_ok(f"http://{base.typesense_host}:{base.typesense_port}/health"):
+    if not http_ok(f"http://{base.typesense_host}:{base.typesense_port}/health"):
         print(
             f"typesense not running at {base.typesense_host}:{base.typesense_port} (make up)", file=sys.stderr
         )
         return 2
-    if not stack.port_open(base.pg_host, base.pg_port):
+    if not port_open(base.pg_host, base.pg_port):
         print(f"postgres not running at {base.pg_host}:{base.pg_port} (make up)", file=sys.stderr)
         return 2
     alias = f"bench_{uuid.uuid4().hex[:8]}"

@@ -27,7 +27,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("include"
 
 from dgb import db, events, topology  # noqa: E402
 from dgb.config import settings  # noqa: E402
-from dgb_dev import stack  # noqa: E402
+from dgb_dev.stack.airflow import AirflowPart  # noqa: E402
 
 
 def stored(airflow_conn, marker: str) -> int:
@@ -53,7 +53,7 @@ def one_attempt(s, publisher, news_conn, airflow_conn, delay: float, wait: float
         topology.TOPIC_SCRAPED,
         {"unique_id": uid, "agency_key": agency, "published_at": published, "scraped_at": datetime.now(UTC)},
     )
-    triggerer = stack.AirflowPart(s, "triggerer")
+    triggerer = AirflowPart(s, "triggerer")
     pid = triggerer.proc.pid()
     if pid is None:
         raise SystemExit("the triggerer is not running (make up)")

@@ -19,13 +19,14 @@ class Sampler:
     def __init__(self, s, extra=("model", "mirror", "postgres")) -> None:
         import psutil
 
-        from dgb_dev import stack
+        from dgb_dev.stack.airflow import AIRFLOW_PARTS
+        from dgb_dev.stack.components import component
 
         self.psutil = psutil
-        self.names = [f"airflow-{p}" for p in stack.AIRFLOW_PARTS] + list(extra)
+        self.names = [f"airflow-{p}" for p in AIRFLOW_PARTS] + list(extra)
         self.pids = {}
         for name in self.names:
-            pid = stack.component(s, name).proc.pid() if name != "postgres" else postgres_pid()
+            pid = component(s, name).proc.pid() if name != "postgres" else postgres_pid()
             if pid:
                 self.pids[name] = pid
         self.cpu0 = {n: self._tree(p)[0] for n, p in self.pids.items()}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from dgb_dev import stack
+from dgb_dev.stack.broker import Redis
 
 from ..integration.support import Recorder, stop_process_group
 
@@ -39,7 +39,7 @@ def redis(pg_server, tmp_path, monkeypatch):
         pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run tries to)")
     monkeypatch.setenv("DGB_REDIS_PORT", str(_free_port()))
     monkeypatch.setenv("DGB_REDIS_PASSWORD", secrets.token_urlsafe(12))
-    comp = stack.Redis(replace(pg_server, state_dir=tmp_path))
+    comp = Redis(replace(pg_server, state_dir=tmp_path))
     comp.up()
     yield f"redis://:{os.environ['DGB_REDIS_PASSWORD']}@127.0.0.1:{comp.port}/0"
     comp.down()

@@ -1,11 +1,15 @@
 """The stack runner: reuse of running servers, clear errors on taken ports, clean stop."""
 
+import os
 import socket
 from dataclasses import replace
 
 import pytest
 
-from dgb_dev import stack
+from dgb_dev.stack.airflow_start import release_foreign_triggers
+from dgb_dev.stack.local_services import ModelService
+from dgb_dev.stack.process import StackError, group_alive
+from dgb_dev.stack.typesense import Typesense
 
 pytestmark = pytest.mark.stack
 
@@ -17,7 +21,7 @@ def _free_port() -> int:
 
 
 def test_running_component_is_reused(typesense_server):
-    comp = stack.Typesense(typesense_server)
+    comp = Typesense(typesense_server)
     pid = comp.proc.pid()
     assert comp.up().startswith("already running")
     assert comp.proc.pid() == pid
@@ -29,8 +33,8 @@ def test_port_taken_by_another_program_is_a_clear_error(typesense_server, tmp_pa
         blocker.listen()
         port = blocker.getsockname()[1]
         s = replace(typesense_server, state_dir=tmp_path, typesense_port=port)
-        comp = stack.Typesense(s)
-        with pytest.raises(stack.StackError, match=f"port 127.0.0.1:{port} is taken by another program"):
+        comp = Typesense(s)
+        with pytest.raises(StackError, match=f"port 127.0.0.1:{port} is taken by another program"):
             comp.up()
         # refused before starting anything: no process, no pid file, no log
         assert comp.proc.pid() is None
@@ -40,20 +44,20 @@ def test_port_taken_by_another_program_is_a_clear_error(typesense_server, tmp_pa
 def test_same_service_started_elsewhere_is_named(typesense_server, tmp_path):
     # the shared Typesense answers on its port but this state dir holds no pid for it
     s = replace(typesense_server, state_dir=tmp_path)
-    with pytest.raises(stack.StackError, match="not started by this checkout"):
-        stack.Typesense(s).up()
+    with pytest.raises(StackError, match="not started by this checkout"):
+        Typesense(s).up()
 
 
 def test_start_and_stop_own_instance_leaves_nothing(typesense_server, tmp_path):
     s = replace(
         typesense_server, state_dir=tmp_path, typesense_port=_free_port(), typesense_peering_port=_free_port()
     )
-    comp = stack.Typesense(s)
+    comp = Typesense(s)
     assert comp.up().startswith("started")
     pid = comp.proc.pid()
     assert comp.healthy()
     assert comp.down() is True
-    assert not stack._group_alive(pid)
+    assert not group_alive(pid)
     assert not comp.healthy()
     assert comp.down() is False  # stopping twice is harmless
 
@@ -62,7 +66,6 @@ def test_triggers_under_another_fernet_key_are_released_before_the_triggerer_sta
     """The cluster outlives a checkout: a trigger encrypted with another clone's key would make
     Airflow's trigger runner exit at start (CI met it). Only those go; a deferred task waiting on one
     is cleared to run again; triggers this key reads, or plain-JSON ones, stay."""
-    import os
     import uuid
 
     from cryptography.fernet import Fernet
@@ -97,8 +100,8 @@ def test_triggers_under_another_fernet_key_are_released_before_the_triggerer_sta
         )
 
     try:
-        assert stack.release_foreign_triggers(airflow_db) == 1
-        assert stack.release_foreign_triggers(airflow_db) == 0  # nothing left to release
+        assert release_foreign_triggers(airflow_db) == 1
+        assert release_foreign_triggers(airflow_db) == 0  # nothing left to release
         with db.connect(airflow_db.pg_dsn(airflow_db.pg_airflow_db)) as conn, db.transaction(conn) as cur:
             cur.execute("SELECT id FROM trigger WHERE id = ANY(%s)", (list(ids.values()),))
             assert {r[0] for r in cur.fetchall()} == {ids["ours"], ids["plain"]}
@@ -118,9 +121,9 @@ def test_triggers_under_another_fernet_key_are_released_before_the_triggerer_sta
 def test_model_service_leaves_a_core_to_airflow_unless_told(monkeypatch, cores, setting, threads):
     from dgb.config import settings
 
-    monkeypatch.setattr(stack.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
     if setting is None:
         monkeypatch.delenv("DGB_MODEL_THREADS", raising=False)
     else:
         monkeypatch.setenv("DGB_MODEL_THREADS", setting)
-    assert stack.ModelService(settings()).env()["DGB_MODEL_THREADS"] == threads
+    assert ModelService(settings()).env()["DGB_MODEL_THREADS"] == threads

@@ -14,14 +14,26 @@ from dataclasses import replace
 import pytest
 
 from dgb.config import Settings
-from dgb_dev import stack
+from dgb_dev.stack.airflow import AirflowPart
+from dgb_dev.stack.celery_workers import CeleryWorker
+from dgb_dev.stack.component import ManagedProcess
+from dgb_dev.stack.process import group_alive, http_ok, port_open, wait_until
+from dgb_dev.stack.watchdog import (
+    Watchdog,
+    print_watchdog_status,
+    start_watchdog,
+    stop_watchdog,
+    watchdog_proc,
+    watchdog_restarts,
+    watchdog_state_file,
+)
 
 # ports of the stack are <default> + DGB_PORT_BASE (multiples of 100 between checkouts); ...77
 # is no default port's ending, so this never meets another checkout's server
 PORT = 8177 + int(os.environ.get("DGB_PORT_BASE", "0") or 0)
 
 
-class LoopbackServer(stack.ManagedProcess):
+class LoopbackServer(ManagedProcess):
     """A stand-in component: a real process serving HTTP on 127.0.0.1:PORT."""
 
     name = "airflow-standin"
@@ -35,14 +47,14 @@ class LoopbackServer(stack.ManagedProcess):
         return [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(PORT)]
 
     def healthy(self) -> bool:
-        return stack.http_ok(f"http://127.0.0.1:{PORT}/")
+        return http_ok(f"http://127.0.0.1:{PORT}/")
 
 
 @pytest.fixture
 def component(tmp_path):
     s = replace(Settings.from_env(), state_dir=tmp_path)
     comp = LoopbackServer(s)
-    assert not stack.port_open("127.0.0.1", PORT), f"port {PORT} is taken: free it for this test"
+    assert not port_open("127.0.0.1", PORT), f"port {PORT} is taken: free it for this test"
     comp.up()
     yield comp
     comp.down()
@@ -51,43 +63,43 @@ def component(tmp_path):
 def _kill(comp) -> int:
     pid = comp.proc.pid()
     os.killpg(pid, signal.SIGKILL)
-    stack.wait_until(lambda: not comp.proc.alive(), 10, "the killed server to go")
+    wait_until(lambda: not comp.proc.alive(), 10, "the killed server to go")
     return pid
 
 
 def test_a_killed_component_is_restarted_with_backoff_and_counted(component, capsys):
-    dog = stack.Watchdog(component.s, [component], poll=0.1, initial=0.2, maximum=0.4, stable_after=3600)
+    dog = Watchdog(component.s, [component], poll=0.1, initial=0.2, maximum=0.4, stable_after=3600)
     stop = threading.Event()
     runner = threading.Thread(target=dog.run, args=(stop,), daemon=True)
     runner.start()
     try:
         first = _kill(component)
-        stack.wait_until(lambda: component.proc.alive() and component.healthy(), 30, "the restart")
+        wait_until(lambda: component.proc.alive() and component.healthy(), 30, "the restart")
         second = component.proc.pid()
         assert second != first
         _kill(component)
-        stack.wait_until(lambda: component.proc.alive() and component.healthy(), 30, "the 2nd restart")
+        wait_until(lambda: component.proc.alive() and component.healthy(), 30, "the 2nd restart")
         _kill(component)
-        stack.wait_until(lambda: component.proc.alive() and component.healthy(), 30, "the 3rd restart")
+        wait_until(lambda: component.proc.alive() and component.healthy(), 30, "the 3rd restart")
     finally:
         stop.set()
         runner.join(10)
     w = dog.state[component.name]
     assert w.restarts == 3 and w.delays == [0.2, 0.4, 0.4]  # doubled, capped at the maximum
-    assert stack.watchdog_restarts(component.s)[component.name]["restarts"] == 3
+    assert watchdog_restarts(component.s)[component.name]["restarts"] == 3
     out = capsys.readouterr().out
     assert f"watchdog: {component.name} exited; restarting in" in out
     assert out.count(f"watchdog: {component.name} restarted (pid") == 3
-    stack.print_watchdog_status(component.s)
+    print_watchdog_status(component.s)
     assert f"{component.name}: 3 restart(s)" in capsys.readouterr().out
 
 
 def test_a_component_that_stays_up_starts_over_at_the_first_delay(component):
-    dog = stack.Watchdog(component.s, [component], initial=5, maximum=60, stable_after=100)
+    dog = Watchdog(component.s, [component], initial=5, maximum=60, stable_after=100)
     _kill(component)
     assert dog.check_once(now=0.0) == []  # exited: a restart is due in 5 s
     assert dog.check_once(now=5.0) == [component.name]
-    stack.wait_until(component.healthy, 30, "the restart")
+    wait_until(component.healthy, 30, "the restart")
     assert dog.check_once(now=200.0) == []  # up for 195 s: stable
     _kill(component)
     dog.check_once(now=201.0)
@@ -95,7 +107,7 @@ def test_a_component_that_stays_up_starts_over_at_the_first_delay(component):
 
 
 def test_a_component_stopped_on_purpose_is_left_alone(component):
-    dog = stack.Watchdog(component.s, [component], initial=0, poll=0.1)
+    dog = Watchdog(component.s, [component], initial=0, poll=0.1)
     assert component.down() is True  # `make down` stops the watchdog first, then the components
     assert dog.check_once() == [] and dog.check_once() == []
     assert not component.proc.alive() and dog.state[component.name].restarts == 0
@@ -103,13 +115,13 @@ def test_a_component_stopped_on_purpose_is_left_alone(component):
 
 def test_up_and_down_start_and_stop_the_watchdog_process(tmp_path):
     s = replace(Settings.from_env(), state_dir=tmp_path)
-    assert stack.start_watchdog(s).startswith("started")
-    assert stack.start_watchdog(s).startswith("already running")
-    proc = stack.watchdog_proc(s)
-    stack.wait_until(lambda: "watchdog: watching" in proc.log_file.read_text(), 60, "the watchdog")
-    assert stack.stop_watchdog(s) is True and not proc.alive()
+    assert start_watchdog(s).startswith("started")
+    assert start_watchdog(s).startswith("already running")
+    proc = watchdog_proc(s)
+    wait_until(lambda: "watchdog: watching" in proc.log_file.read_text(), 60, "the watchdog")
+    assert stop_watchdog(s) is True and not proc.alive()
     assert "watchdog: stopped" in proc.log_file.read_text()
-    assert stack.watchdog_state_file(s).exists()  # it watched this state dir, not the environment's
+    assert watchdog_state_file(s).exists()  # it watched this state dir, not the environment's
 
 
 def test_two_starters_never_run_two_copies(component):
@@ -117,7 +129,7 @@ def test_two_starters_never_run_two_copies(component):
     a start finding a live process recorded (under the component's lock) reuses it."""
     pid = component.proc.pid()
     assert component.proc.spawn(component.argv(), component.env()) == pid
-    assert component.proc.pid() == pid and stack._group_alive(pid)
+    assert component.proc.pid() == pid and group_alive(pid)
 
 
 class LowPriorityServer(LoopbackServer):
@@ -143,7 +155,7 @@ def test_a_component_starts_and_restarts_at_its_lower_cpu_priority(tmp_path):
     at the first start and after a watchdog restart."""
     s = replace(Settings.from_env(), state_dir=tmp_path)
     comp = LowPriorityServer(s)
-    assert not stack.port_open("127.0.0.1", PORT), f"port {PORT} is taken: free it for this test"
+    assert not port_open("127.0.0.1", PORT), f"port {PORT} is taken: free it for this test"
     comp.up()
     try:
         nice, group = _priority(comp.proc.pid())
@@ -151,9 +163,9 @@ def test_a_component_starts_and_restarts_at_its_lower_cpu_priority(tmp_path):
         assert nice == max(base, 7)
         assert group is None or group.endswith(" nice 7")
         _kill(comp)
-        dog = stack.Watchdog(s, [comp], initial=0, poll=0.1)
+        dog = Watchdog(s, [comp], initial=0, poll=0.1)
         assert dog.check_once(now=0.0) == [comp.name]
-        stack.wait_until(comp.healthy, 30, "the restart")
+        wait_until(comp.healthy, 30, "the restart")
         again, group = _priority(comp.proc.pid())
         assert again == nice and (group is None or group.endswith(" nice 7"))
     finally:
@@ -163,10 +175,10 @@ def test_a_component_starts_and_restarts_at_its_lower_cpu_priority(tmp_path):
 def test_airflow_parts_take_their_nice_from_the_environment(monkeypatch):
     s = Settings.from_env()
     monkeypatch.delenv("DGB_AIRFLOW_NICE", raising=False)
-    assert stack.AirflowPart(s, "scheduler").nice() == 10
-    assert stack.CeleryWorker(s, 1).nice() == 10
+    assert AirflowPart(s, "scheduler").nice() == 10
+    assert CeleryWorker(s, 1).nice() == 10
     monkeypatch.setenv("DGB_AIRFLOW_NICE", "0")
-    assert stack.AirflowPart(s, "triggerer").nice() == 0
+    assert AirflowPart(s, "triggerer").nice() == 0
     monkeypatch.setenv("DGB_AIRFLOW_NICE", "25")
     with pytest.raises(ValueError, match="DGB_AIRFLOW_NICE"):
-        stack.AirflowPart(s, "scheduler").nice()
+        AirflowPart(s, "scheduler").nice()

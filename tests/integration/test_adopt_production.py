@@ -17,7 +17,7 @@ from dgb import db
 from dgb.pipeline import stages
 from dgb.pipeline.stage import run_stage
 from dgb.search import schema
-from dgb_dev import stack
+from dgb_dev.stack.postgres import Postgres, ensure_database
 
 pytestmark = pytest.mark.stack
 
@@ -88,8 +88,8 @@ VALUES ('mec', 'error', 'network_error', 0);
 @pytest.fixture
 def production_db(pg_server):
     name = f"dgb_adopt_{uuid.uuid4().hex[:8]}"
-    pg = stack.Postgres(pg_server)
-    stack.ensure_database(pg, name)
+    pg = Postgres(pg_server)
+    ensure_database(pg, name)
     dsn = pg_server.pg_dsn(name)
     conn = db.connect(dsn, autocommit=True)  # no transaction left open to block the ALTERs
     with db.transaction(conn) as cur:

@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from dgb import db
-from dgb_dev import stack
+from dgb_dev.stack.postgres import Postgres, ensure_database
 
 pytestmark = pytest.mark.stack
 
@@ -14,8 +14,8 @@ pytestmark = pytest.mark.stack
 @pytest.fixture
 def fresh_db(pg_server):
     name = f"dgb_migtest_{uuid.uuid4().hex[:8]}"
-    pg = stack.Postgres(pg_server)
-    stack.ensure_database(pg, name)
+    pg = Postgres(pg_server)
+    ensure_database(pg, name)
     dsn = pg_server.pg_dsn(name)
     yield dsn
     pg._psql_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -323,11 +323,11 @@ def test_relay_survives_pubsub_outage(pg, site_url, pubsub_server, tmp_path, mon
     """Stop the emulator, scrape, start it: every event arrives exactly once per outbox row."""
     from google.cloud import pubsub_v1
 
-    from dgb_dev import stack  # the dev package: absent in the Astro image
+    from dgb_dev.stack.pubsub import PubSubEmulator  # the dev package: absent in the Astro image
 
     site, server, base = site_url
     own = replace(pubsub_server, state_dir=tmp_path, pubsub_port=_free_port())
-    emulator = stack.PubSubEmulator(own)
+    emulator = PubSubEmulator(own)
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", own.pubsub_emulator_host)
     project = "dgb-outage"
     emulator.up()

@@ -26,7 +26,6 @@ GOVBR = "www.gov.br"
 DEFAULT_LISTING_PATH = "pt-br/assuntos/noticias"
 # The corpus stays in the shipped package: the scraper's mirror-mode agency selection reads it too.
 DEFAULT_CORPUS = CORPUS
-EXTRA_ENV = "DGB_MIRROR_EXTRA"
 PAGE_SIZE = 30
 EBC_PAGE_SIZE = 10
 EBC_REUSED = 12

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from dgb.config import dev as dev_settings
 from dgb_dev.mirror import pages
 from dgb_dev.mirror.content import (
     BRT,
@@ -48,7 +49,6 @@ from dgb_dev.mirror.content import (
     EBC_DEFAULTS,
     EBC_NAMES,
     EBC_REUSED,
-    EXTRA_ENV,
     GOVBR,
     Article,
     MirrorAgency,
@@ -200,7 +200,7 @@ class Site:
 
     @property
     def extra_dir(self) -> Path | None:
-        raw = os.environ.get(EXTRA_ENV) if self._extra_dir_arg is _UNSET else self._extra_dir_arg
+        raw = dev_settings.mirror_extra_dir() if self._extra_dir_arg is _UNSET else self._extra_dir_arg
         return Path(raw) if raw else None
 
     def refresh_extra(self) -> None:

@@ -96,13 +96,13 @@ def test_stack_passes_the_synthetic_corpus_settings_to_the_site(monkeypatch, tmp
     from dataclasses import replace
 
     from dgb.config import Settings
-    from dgb_dev import stack
     from dgb_dev.mirror.cli import register
+    from dgb_dev.stack.local_services import Mirror
 
     monkeypatch.setenv("DGB_MIRROR_SYNTHETIC", "300000")
     monkeypatch.setenv("DGB_MIRROR_SYNTHETIC_END", "2026-12-01T12:00:00+00:00")
     monkeypatch.setenv("DGB_MIRROR_SYNTHETIC_EXTRA_DAYS", "2")
-    argv = stack.Mirror(replace(Settings.from_env(), state_dir=tmp_path)).argv()
+    argv = Mirror(replace(Settings.from_env(), state_dir=tmp_path)).argv()
     flags = argv[argv.index("serve") + 1 :]
     assert flags[flags.index("--synthetic") + 1] == "300000"
     assert flags[flags.index("--synthetic-end") + 1] == "2026-12-01T12:00:00+00:00"
@@ -118,7 +118,7 @@ def test_stack_passes_the_synthetic_corpus_settings_to_the_site(monkeypatch, tmp
         2.0,
     )
     monkeypatch.setenv("DGB_MIRROR_SYNTHETIC", "0")
-    assert "--synthetic" not in stack.Mirror(replace(Settings.from_env(), state_dir=tmp_path)).argv()
+    assert "--synthetic" not in Mirror(replace(Settings.from_env(), state_dir=tmp_path)).argv()
 
 
 def test_escaped_listing_paths_and_synthetic_images_are_served():

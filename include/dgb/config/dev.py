@@ -1,0 +1,110 @@
+"""Settings of the local stack (``dgb_dev``: ``make up`` and the local gov.br-like site): read here
+and nowhere else.
+
+Each function reads the environment when called (the stack, the tests and the benchmarks change it
+between calls). Standard library only; ``dgb`` never imports the dev package, the dev package reads
+its settings here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dgb.config import env_number, env_str, read_env_file
+
+EXECUTORS = ("local", "celery")
+
+
+# -- PostgreSQL and the Pub/Sub emulator ---------------------------------------------------------
+
+
+def pg_cluster() -> tuple[str, str]:
+    """``DGB_PG_CLUSTER_VERSION`` / ``DGB_PG_CLUSTER_NAME`` (default ``15`` / ``main``): the
+    Debian cluster ``make up`` starts with pg_ctlcluster."""
+    return env_str("DGB_PG_CLUSTER_VERSION", "15"), env_str("DGB_PG_CLUSTER_NAME", "main")
+
+
+def pubsub_emulator_bin() -> str:
+    """``DGB_PUBSUB_EMULATOR_BIN`` (default empty: found through gcloud or the Cloud SDK): the
+    emulator launcher."""
+    return env_str("DGB_PUBSUB_EMULATOR_BIN", "")
+
+
+# -- the local site and the model service ---------------------------------------------------------
+
+
+def mirror_extra_dir() -> str:
+    """``DGB_MIRROR_EXTRA`` (default empty: none): folder of extra articles the local site serves."""
+    return env_str("DGB_MIRROR_EXTRA", "")
+
+
+def mirror_tick() -> str:
+    """``DGB_MIRROR_TICK`` (default empty: off): seconds between the local site publishing or
+    editing an article by itself (passed to ``dgb mirror serve --tick``)."""
+    return env_str("DGB_MIRROR_TICK", "")
+
+
+def mirror_synthetic() -> str:
+    """``DGB_MIRROR_SYNTHETIC`` (default empty or ``0``: off): N synthetic articles the local site
+    also serves (``--synthetic``)."""
+    return env_str("DGB_MIRROR_SYNTHETIC", "").strip()
+
+
+def mirror_synthetic_end() -> str:
+    """``DGB_MIRROR_SYNTHETIC_END`` (default empty: the site's start): end of the synthetic
+    corpus's 5 years (``--synthetic-end``)."""
+    return env_str("DGB_MIRROR_SYNTHETIC_END", "").strip()
+
+
+def mirror_synthetic_extra_days() -> str:
+    """``DGB_MIRROR_SYNTHETIC_EXTRA_DAYS`` (default empty: 0): days the synthetic corpus goes on
+    publishing after its end (``--synthetic-extra-days``)."""
+    return env_str("DGB_MIRROR_SYNTHETIC_EXTRA_DAYS", "").strip()
+
+
+def model_service_threads() -> str:
+    """The ``DGB_MODEL_THREADS`` the local stack gives its model service: as set, else one BLAS
+    thread fewer than the machine has cores (at least 1), since the service shares them with
+    Airflow, PostgreSQL and the tasks."""
+    raw = env_str("DGB_MODEL_THREADS", "")
+    return raw if raw.strip() else str(max(1, (os.cpu_count() or 1) - 1))
+
+
+# -- Airflow and Celery -------------------------------------------------------------------------
+
+
+def airflow_nice() -> int:
+    """``DGB_AIRFLOW_NICE`` (default 10, 0-19): the CPU priority the local stack gives Airflow's
+    processes (their tasks included), below the model service's, which a backlog waits on."""
+    return env_number("DGB_AIRFLOW_NICE", 10, integer=True, minimum=0, maximum=19)
+
+
+def executor() -> str:
+    """``DGB_EXECUTOR`` (default ``local``; ``celery``): the Airflow executor the stack runs on."""
+    value = env_str("DGB_EXECUTOR", "").strip().lower() or "local"
+    if value not in EXECUTORS:
+        raise ValueError(f"DGB_EXECUTOR must be one of {', '.join(EXECUTORS)}, got {value!r}")
+    return value
+
+
+def redis_port() -> int:
+    """``DGB_REDIS_PORT`` (default 6379 + ``DGB_PORT_BASE``): the Celery broker's port."""
+    return env_number("DGB_REDIS_PORT", 6379 + env_number("DGB_PORT_BASE", 0, integer=True), integer=True)
+
+
+def redis_password(state_dir: Path) -> str:
+    """``DGB_REDIS_PASSWORD`` (default: the one generated into ``<state_dir>/secrets.env``)."""
+    return env_str(
+        "DGB_REDIS_PASSWORD", read_env_file(state_dir / "secrets.env").get("DGB_REDIS_PASSWORD", "")
+    )
+
+
+def celery_workers() -> int:
+    """``DGB_CELERY_WORKERS`` (default 2, at least 1): Celery workers ``make up EXECUTOR=celery`` starts."""
+    return env_number("DGB_CELERY_WORKERS", 2, integer=True, minimum=1)
+
+
+def celery_concurrency() -> str:
+    """``DGB_CELERY_CONCURRENCY`` (default 4): task processes per Celery worker."""
+    return env_str("DGB_CELERY_CONCURRENCY", "4")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
-from dgb_airflow.ui.integrity import create_app
+from dgb_airflow.ui.app import create_app
 
 INTEGRITY_PREFIX = "/dgb-integrity"
 

@@ -830,7 +830,7 @@ def test_report_numbers_on_a_known_dataset(pg):
 def ui_app(pg_server):
     if str(PLUGINS) not in sys.path:
         sys.path.insert(0, str(PLUGINS))
-    from dgb_airflow.ui.integrity import create_app
+    from dgb_airflow.ui.app import create_app
 
     dsn = pg_server.pg_dsn()
     return create_app(lambda: db.connect(dsn), require_auth=False)
@@ -871,7 +871,7 @@ def test_ui_page_survives_a_database_outage():
         sys.path.insert(0, str(PLUGINS))
     from fastapi.testclient import TestClient
 
-    from dgb_airflow.ui.integrity import create_app
+    from dgb_airflow.ui.app import create_app
 
     def broken():
         raise OSError("connection refused")

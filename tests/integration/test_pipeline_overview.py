@@ -192,7 +192,7 @@ def ui_client(pg_server):
     _plugins()
     from fastapi.testclient import TestClient
 
-    from dgb_airflow.ui.integrity import create_app
+    from dgb_airflow.ui.app import create_app
 
     dsn = pg_server.pg_dsn()
     return TestClient(create_app(lambda: db.connect(dsn), require_auth=False))
@@ -239,7 +239,7 @@ def test_pipeline_routes_need_an_airflow_user_when_auth_is_on():
     _plugins()
     from fastapi.testclient import TestClient
 
-    from dgb_airflow.ui.integrity import create_app
+    from dgb_airflow.ui.app import create_app
 
     client = TestClient(create_app(lambda: None, require_auth=True))
     assert client.get("/pipeline").status_code in (401, 403)
@@ -267,7 +267,7 @@ def test_pipeline_page_survives_a_database_outage():
     _plugins()
     from fastapi.testclient import TestClient
 
-    from dgb_airflow.ui.integrity import create_app
+    from dgb_airflow.ui.app import create_app
 
     def broken():
         raise OSError("connection refused")

@@ -17,9 +17,10 @@ import pytest
 from dgb import db
 from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher
+from dgb.integrity.article_check import check_article
 from dgb.integrity.evidence import RemovalPolicy, tripped_breakers
 from dgb.integrity.report import format_table, integrity_report
-from dgb.integrity.service import check_article, run_tier
+from dgb.integrity.runs import run_tier
 from dgb.integrity.tiers import Schedule
 from dgb.pipeline.stage import run_stage
 from dgb.pipeline.stages import IndexStage
@@ -285,7 +286,7 @@ def _ui_page(dsn: str) -> str:
     plugins = str(Path(__file__).resolve().parents[2] / "plugins")
     if plugins not in sys.path:
         sys.path.insert(0, plugins)
-    from dgb_airflow.ui.integrity import create_app
+    from dgb_airflow.ui.app import create_app
 
     resp = TestClient(create_app(lambda: db.connect(dsn), require_auth=False)).get("/")
     assert resp.status_code == 200

@@ -1,26 +1,19 @@
-"""The "DGB integrity" page of the Airflow UI: a small FastAPI app (mounted by the plugin in
-``plugins/dgb_airflow_plugins.py`` under ``/dgb-integrity``) rendering the integrity report as
-server-side HTML with inline SVG charts (no scripts, no CDN), plus the same data as JSON.
+"""The "DGB integrity" page of the Airflow UI, rendering the integrity report as server-side HTML
+with inline SVG charts (no scripts, no CDN), plus the same data as JSON. Served by the DGB UI app
+(:func:`dgb_airflow.ui.app.create_app`, mounted under ``/dgb-integrity``):
 
 * ``GET /``            the page: totals, per-agency modification-rate and broken-link-rate bars,
                        check outcomes per tier (stacked bars), modification types, latest changes;
-* ``GET /api/report``  :func:`dgb.integrity.report.integrity_report` as JSON;
-* ``GET /health``      liveness.
-
-Data comes from PostgreSQL through the ``dgb_db`` Airflow connection, read with the postgres
-provider's hook (falling back to the ``DGB_PG_*`` settings). Inside the API server the routes
-require an authenticated Airflow user (the UI's session cookie or a bearer token), like the rest
-of the UI.
+* ``GET /api/report``  :func:`dgb.integrity.report.integrity_report` as JSON.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import Depends, FastAPI, HTTPException
+from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from dgb_airflow.ui.common import CSS, legend, svg_open
@@ -28,7 +21,6 @@ from dgb_airflow.ui.common import esc as _e
 from dgb_airflow.ui.common import hours_text as _hours
 from dgb_airflow.ui.common import pct as _pct
 from dgb_airflow.ui.common import short_time as _short_time
-from dgb_airflow.ui.pipeline import router as pipeline_router
 
 log = logging.getLogger(__name__)
 
@@ -45,39 +37,6 @@ FIELD_COLORS = {"title": "#1565c0", "content": "#00838f", "image": "#ef6c00", "s
 
 
 # -- data ------------------------------------------------------------------------------------------
-
-
-UI_CONN_ID = "dgb_db"
-
-
-def default_dsn() -> str:
-    """Conninfo of the ``dgb_db`` Airflow connection (resolved by the postgres provider's hook,
-    encoded by psycopg), else of the DGB_PG_* settings (outside Airflow, or no such connection)."""
-    try:
-        from airflow.providers.postgres.hooks.postgres import PostgresHook
-        from psycopg.conninfo import make_conninfo
-
-        hook = PostgresHook(postgres_conn_id=UI_CONN_ID)
-        c = hook.connection
-        if c.host:
-            return make_conninfo(
-                host=c.host,
-                port=c.port or 5432,
-                user=c.login or None,
-                password=c.password or None,
-                dbname=hook.database or c.schema or "dgb",
-            )
-    except Exception as exc:
-        log.debug("%s connection unavailable (%s); using DGB_PG_* settings", UI_CONN_ID, exc)
-    from dgb.config import Settings
-
-    return Settings.from_env().pg_dsn()
-
-
-def default_connect():
-    from dgb import db
-
-    return db.connect(default_dsn(), connect_timeout=5)
 
 
 def load_report(connect: Callable[[], Any]) -> dict:
@@ -296,42 +255,12 @@ schedule <b>{_e(report["schedule"]["mode"])}</b>
 </body></html>"""
 
 
-def _auth_dependencies(require_auth: bool) -> list:
-    """The routes' auth: Airflow's ``get_user`` (401/403 for anonymous requests). FAILS CLOSED:
-    when Airflow's auth cannot be imported, every route answers 503 and serves no data (only an
-    explicit ``require_auth=False`` / ``DGB_UI_REQUIRE_AUTH=0`` opens the page)."""
-    if not require_auth:
-        return []
-    try:
-        from airflow.api_fastapi.core_api.security import get_user
-    except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-        log.error("dgb integrity UI: Airflow auth unavailable (%s); refusing every request", reason)
+def router(connect: Callable[[], Any]) -> APIRouter:
+    """The integrity page's routes (``GET /``, ``GET /api/report``). ``connect`` returns a
+    psycopg connection."""
+    r = APIRouter()
 
-        def auth_unavailable() -> None:
-            raise HTTPException(
-                status_code=503,
-                detail="authentication unavailable: the integrity page is closed until Airflow's auth loads",
-            )
-
-        return [Depends(auth_unavailable)]
-    return [Depends(get_user)]
-
-
-def create_app(connect: Callable[[], Any] | None = None, *, require_auth: bool | None = None) -> FastAPI:
-    """The page's FastAPI app. ``connect`` returns a psycopg connection (default: ``dgb_db``)."""
-    connect = connect or default_connect
-    if require_auth is None:
-        require_auth = os.environ.get("DGB_UI_REQUIRE_AUTH", "1").lower() not in ("0", "false", "no")
-    app = FastAPI(
-        title="DGB integrity",
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        dependencies=_auth_dependencies(require_auth),
-    )
-
-    @app.get("/", response_class=HTMLResponse)
+    @r.get("/", response_class=HTMLResponse)
     def page() -> HTMLResponse:
         try:
             report = load_report(connect)
@@ -344,7 +273,7 @@ def create_app(connect: Callable[[], Any] | None = None, *, require_auth: bool |
             )
         return HTMLResponse(render_page(report))
 
-    @app.get("/api/report")
+    @r.get("/api/report")
     def report_json() -> JSONResponse:
         try:
             return JSONResponse(load_report(connect))
@@ -352,10 +281,4 @@ def create_app(connect: Callable[[], Any] | None = None, *, require_auth: bool |
             log.exception("dgb integrity UI: report failed")
             return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=503)
 
-    app.include_router(pipeline_router(connect))  # GET /pipeline, /api/pipeline (issue 14)
-
-    @app.get("/health")
-    def health() -> dict:
-        return {"status": "ok", "service": "dgb-integrity-ui"}
-
-    return app
+    return r

@@ -1,6 +1,7 @@
 """The "Pipeline" view of the DGB UI (issue 14, item 6): the operators' picture of the event
-pipeline beside the integrity charts, served by the same FastAPI app (``integrity.create_app``
-includes :func:`router`; mounted under ``/dgb-integrity``), server-side HTML with inline SVG.
+pipeline beside the integrity charts, served by the same FastAPI app
+(:func:`dgb_airflow.ui.app.create_app` includes :func:`router`; mounted under ``/dgb-integrity``),
+server-side HTML with inline SVG.
 
 * ``GET /pipeline``      the page: current backlog cards, per-stage backlog over the last hours,
                          commit -> searchable latency p50/p95 per hour, open dead letters by reason,

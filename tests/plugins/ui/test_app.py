@@ -1,7 +1,7 @@
-"""The "DGB integrity" page (dgb_airflow.ui.integrity): data through the ``dgb_db`` Airflow
-connection (the postgres provider's hook), the page and JSON served from the real database, and
-the routes closed to anonymous requests when Airflow auth is on. (Chart contents are checked in
-tests/integration/test_integrity.py.)"""
+"""The DGB UI app (dgb_airflow.ui.app): data through the ``dgb_db`` Airflow connection (the
+postgres provider's hook), the integrity page and JSON served from the real database, and the
+routes closed to anonymous requests when Airflow auth is on. (Chart contents are checked in
+tests/integration/test_integrity.py and tests/integration/test_pipeline_overview.py.)"""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import psycopg
 from fastapi.testclient import TestClient
 
-from dgb_airflow.ui import integrity as ui
+from dgb_airflow.ui import app as ui
 
 
 def test_dsn_comes_from_the_dgb_db_connection(monkeypatch):

@@ -20,6 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+from dgb.config import settings
+from dgb.config.embed import model_threads
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 BATCH_SIZES = (1, 8, 32, 64)
@@ -58,12 +61,12 @@ def rate(encode_batch, texts: list[str], batch: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=os.environ.get("DGB_EMBEDDING_MODEL", "use-multilingual-v3"))
+    parser.add_argument("--model", default=settings().embedding_model)
     parser.add_argument("--sentences", type=int, default=256)
     parser.add_argument("--words", type=int, default=69)
     args = parser.parse_args()
     texts = sentences(args.sentences, args.words)
-    threads = os.environ.get("DGB_MODEL_THREADS", str(os.cpu_count()))
+    threads = model_threads()
     print(
         f"model={args.model} sentences={len(texts)} words_per_sentence={args.words} "
         f"threads={threads} cpus={os.cpu_count()}"

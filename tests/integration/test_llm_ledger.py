@@ -9,7 +9,8 @@ from datetime import date
 import pytest
 
 from dgb.enrich.base import ArticleText
-from dgb.enrich.bedrock import BedrockClassifier, record_usage
+from dgb.enrich.bedrock import BedrockClassifier
+from dgb.enrich.ledger import record_usage
 from dgb.taxonomy import load_taxonomy
 from dgb_dev.bedrock_fake import FakeClient, converse_response
 

@@ -20,12 +20,11 @@ __all__ = ["Embedder", "check_texts", "get_embedder"]
 def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:
     """The embedder for this process: ``DGB_EMBEDDER=service`` (default when a model service
     URL answers) or ``local`` (load in-process)."""
-    import os
-
     from dgb.config import settings as current
+    from dgb.config.embed import embedder_mode
 
     settings = settings or current()
-    mode = prefer or os.environ.get("DGB_EMBEDDER", "auto")
+    mode = prefer or embedder_mode()
     if mode not in ("auto", "service", "local"):
         raise ValueError(f"DGB_EMBEDDER must be auto, service or local, got {mode!r}")
     if mode in ("auto", "service"):

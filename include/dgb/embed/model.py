@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from dgb.config.embed import model_threads
 from dgb.embed.contract import TEXT_CAP, TITLE_CAP, model_text
 from dgb.embed.contract import check_texts as _check_texts
 
@@ -87,19 +88,6 @@ def prepare_text(
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def model_threads() -> int:
-    raw = os.environ.get("DGB_MODEL_THREADS", "").strip()
-    if not raw:
-        return max(1, os.cpu_count() or 1)
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ValueError(f"DGB_MODEL_THREADS must be a positive integer, got {raw!r}") from exc
-    if value < 1:
-        raise ValueError(f"DGB_MODEL_THREADS must be a positive integer, got {raw!r}")
-    return value
 
 
 def _offline() -> None:

@@ -54,6 +54,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
+from dgb.config.embed import service_limits
 from dgb.embed.contract import TEXT_CAP
 
 log = logging.getLogger("dgb.embed.service")
@@ -84,12 +85,7 @@ class Limits:
     @classmethod
     def from_env(cls) -> Limits:
         """``DGB_MODEL_MAX_PENDING`` and ``DGB_MODEL_REQUEST_TIMEOUT`` override the defaults."""
-        from dgb.config import env_number
-
-        return cls(
-            max_pending=env_number("DGB_MODEL_MAX_PENDING", cls.max_pending, integer=True, minimum=1),
-            request_timeout=env_number("DGB_MODEL_REQUEST_TIMEOUT", cls.request_timeout, above=0),
-        )
+        return cls(**service_limits())
 
 
 class ServiceConfigError(ValueError):

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import re
 import time
@@ -34,8 +33,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from dgb.config.enrich import bedrock_aws_conn_id, bedrock_concurrency, bedrock_model_id, bedrock_region
 from dgb.enrich.contract import ArticleText, Classification, ClassificationFailure, now_utc
-from dgb.enrich.ledger import record_usage  # noqa: F401  (re-exported for the DAG)
 from dgb.taxonomy import Taxonomy
 
 log = logging.getLogger(__name__)
@@ -275,16 +274,16 @@ class BedrockClassifier:
 
             taxonomy = load_taxonomy()
         self.taxonomy = taxonomy
-        self.model_id = model_id or os.environ.get("DGB_BEDROCK_MODEL_ID") or DEFAULT_MODEL_ID
-        self.aws_conn_id = aws_conn_id or os.environ.get("DGB_AWS_CONN_ID") or "aws_default"
-        self.region_name = region_name or os.environ.get("DGB_BEDROCK_REGION") or None
+        self.model_id = model_id or bedrock_model_id(DEFAULT_MODEL_ID)
+        self.aws_conn_id = aws_conn_id or bedrock_aws_conn_id()
+        self.region_name = region_name or bedrock_region()
         self.version = f"{VERSION} ({self.model_id})"
         self._client = client
         self.sleep = sleep
         self.rand = rand
         self.backoff = tuple(backoff)
         self.reasks = reasks
-        self.concurrency = max(1, concurrency or int(os.environ.get("DGB_BEDROCK_CONCURRENCY", "1")))
+        self.concurrency = max(1, concurrency or bedrock_concurrency())
         self.system = system_prompt(taxonomy)
 
     @property

@@ -27,8 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / d) for d in ("include", "dev")]
 
+from dgb.config.bench import test_pg_db  # noqa: E402
+
 # the tests' database, not the dev stack's (as tests/conftest.py does)
-os.environ["DGB_PG_DB"] = os.environ.get("DGB_TEST_PG_DB", "dgb_test")
+os.environ["DGB_PG_DB"] = test_pg_db()
 
 
 def _peak_rss_mb() -> float:

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shlex
 import shutil
@@ -51,7 +50,11 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "include"))  # dgb.dags_meta (stdlib only): the pools
+# dgb.config (the deploy target's settings) and dgb.dags_meta (the pools): both stdlib only
+sys.path.insert(0, str(REPO_ROOT / "include"))
+
+from dgb.config.composer import ComposerTarget  # noqa: E402
+
 DEFAULT_STAGE = REPO_ROOT / "build" / "composer"
 PACKAGE = "dgb"
 IGNORE_FILE = ".airflowignore"
@@ -314,20 +317,21 @@ def run(cmd: list[str]) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    target = ComposerTarget.from_env()
     p = argparse.ArgumentParser(prog="deploy_composer.py", description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--environment",
-        default=os.environ.get("DGB_COMPOSER_ENV"),
+        default=target.environment,
         help="Composer environment name (default DGB_COMPOSER_ENV)",
     )
     p.add_argument(
         "--location",
-        default=os.environ.get("DGB_COMPOSER_LOCATION"),
+        default=target.location,
         help="its region, e.g. southamerica-east1 (default DGB_COMPOSER_LOCATION)",
     )
     p.add_argument(
         "--project",
-        default=os.environ.get("DGB_GCP_PROJECT"),
+        default=target.project,
         help="GCP project id (default DGB_GCP_PROJECT)",
     )
     p.add_argument(

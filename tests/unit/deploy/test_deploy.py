@@ -856,3 +856,15 @@ def test_configuration_reference_lists_every_setting():
         assert f"`{conn['conn_id']}`" in doc
     for pool in POOLS:
         assert f"`{pool}`" in doc
+
+
+def test_the_deploy_target_is_read_in_dgb_config_with_no_defaults(monkeypatch):
+    from dgb.config.composer import ComposerTarget
+
+    for key in ("DGB_COMPOSER_ENV", "DGB_COMPOSER_LOCATION", "DGB_GCP_PROJECT"):
+        monkeypatch.delenv(key, raising=False)
+    assert ComposerTarget.from_env() == ComposerTarget(None, None, None)
+    monkeypatch.setenv("DGB_COMPOSER_ENV", "e")
+    monkeypatch.setenv("DGB_COMPOSER_LOCATION", "")  # empty is unset
+    monkeypatch.setenv("DGB_GCP_PROJECT", "p")
+    assert ComposerTarget.from_env() == ComposerTarget("e", None, "p")

@@ -22,8 +22,8 @@ absolute ``B/<host>/...`` URL, external hosts included, so nothing leaves the mi
 ``<listing>`` is the agency's path from ``dgb.agencies.load_agencies()`` (the part of its
 ``url`` after ``/<key>/``), default ``pt-br/assuntos/noticias``.
 
-Markup of each page: :mod:`dgb_dev.mirror.pages`; images: :mod:`dgb_dev.mirror.images`;
-articles, agencies and variants: :mod:`dgb_dev.mirror.content`.
+Markup of each page: :mod:`dgb_dev.mirror.pages` (a module per page kind); images:
+:mod:`dgb_dev.mirror.images`; articles, agencies and variants: :mod:`dgb_dev.mirror.content`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from dgb.config import dev as dev_settings
-from dgb_dev.mirror import pages
 from dgb_dev.mirror.content import (
     BRT,
     DEFAULT_LISTING_PATH,
@@ -63,6 +62,7 @@ from dgb_dev.mirror.content import (
     slugify,
 )
 from dgb_dev.mirror.images import make_jpeg, make_png
+from dgb_dev.mirror.pages import ebc, plone_classic, plone_json, portal
 
 log = logging.getLogger("dgb_dev.mirror")
 
@@ -512,20 +512,21 @@ class Site:
         params = query_params(query)
         kind, ag = route.kind, route.agency
         if kind == "index":
-            return Response.html(pages.index_page(self, base))
+            return Response.html(portal.index_page(self, base))
         if kind == "robots":
             return Response(200, self.robots().encode(), "text/plain; charset=utf-8")
         if kind == "home":
-            return Response.html(pages.home_page(self, base, ag))
+            return Response.html(portal.home_page(self, base, ag))
         if kind == "privado":
-            restricted = pages.portal_page(base, ag, "Área restrita", "<p>Conteúdo de acesso restrito.</p>")
+            restricted = portal.portal_page(base, ag, "Área restrita", "<p>Conteúdo de acesso restrito.</p>")
             return Response.html(restricted)
         if kind == "listing":
             if ag.is_ebc:
-                return Response.html(pages.ebc_listing(self, base, ag, int_param(params, "page")))
-            return Response.html(pages.listing(self, base, ag, int_param(params, "b_start:int", "b_start")))
+                return Response.html(ebc.ebc_listing(self, base, ag, int_param(params, "page")))
+            start = int_param(params, "b_start:int", "b_start")
+            return Response.html(plone_classic.listing(self, base, ag, start))
         if kind == "api_search":
-            return Response.json(pages.plone_search(self, base, ag, route.path, params))
+            return Response.json(plone_json.plone_search(self, base, ag, route.path, params))
         if kind == "image":
             return self._image(route)
         if kind in ("article", "api_item"):
@@ -544,16 +545,16 @@ class Site:
                 code = status or 404
                 if kind == "api_item":
                     return Response.json({"type": "NotFound", "message": "Resource not found"}, code)
-                return Response.html(pages.error_page(base, code), code)
+                return Response.html(portal.error_page(base, code), code)
             if kind == "api_item":
-                return Response.json(pages.plone_item(self, base, a, full=True))
+                return Response.json(plone_json.plone_item(self, base, a, full=True))
             variant = article_variant(a)
             if malformed_jsonld:
                 variant = replace(variant, jsonld="malformed")
-            render_article = pages.ebc_article if ag.is_ebc else pages.article
+            render_article = ebc.ebc_article if ag.is_ebc else plone_classic.article
             page = render_article(self, base, ag, a, variant)
             return Response.html(page, last_modified=a.modified_at)
-        return Response.html(pages.error_page(base, 404), 404)
+        return Response.html(portal.error_page(base, 404), 404)
 
     def robots(self) -> str:
         keys = [k for k in self.agency_keys() if not self.agency_for(k).is_ebc]

@@ -17,7 +17,7 @@ from dgb.scraper.plone6 import parse_plone6_item
 from dgb_dev.mirror import Faults, Site, start_in_thread
 from dgb_dev.mirror.content import BRT, FIXED_SHAPES, article_variant
 from dgb_dev.mirror.images import make_jpeg
-from dgb_dev.mirror.pages import parse_blocks
+from dgb_dev.mirror.pages.blocks import parse_blocks
 
 AGENCIES = ("mec", "mds", "mma", "turismo", "saude")  # shapes: tileItem, ul, entries, div.item, hash
 PER_AGENCY = 35

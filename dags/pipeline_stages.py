@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
 import pendulum
@@ -12,12 +11,13 @@ import pendulum
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable
 
 from dgb import topology
+from dgb.config import settings
 from dgb.dags_meta import DEFAULT_ARGS
 from dgb.pipeline.dags import STAGE_DAGS
 from dgb_airflow.operators.stage import StageOperator
 from dgb_airflow.triggers.pubsub import PubSubAckTrigger
 
-PROJECT = os.environ.get("DGB_GCP_PROJECT", "local-dgb")
+PROJECT = settings().gcp_project  # DGB_GCP_PROJECT
 
 DOC = """
 ### {dag_id}

@@ -21,6 +21,23 @@ def stage_max_failures() -> int:
     return env_number("DGB_STAGE_MAX_FAILURES", 3, integer=True, minimum=1)
 
 
+def stage_deadline_s() -> float:
+    """``DGB_STAGE_DEADLINE_S`` (default 600, > 0): seconds after which a stage run starts no new
+    chunk (well inside the stage DAGs' 30 min run timeout)."""
+    return env_number("DGB_STAGE_DEADLINE_S", 600.0, above=0)
+
+
+def stage_linger_s() -> float:
+    """``DGB_STAGE_LINGER_S`` (default 3, >= 0): once its own work is done, a stage run goes on
+    sweeping until this many seconds pass with nothing to do (0: it ends at once)."""
+    return env_number("DGB_STAGE_LINGER_S", 3.0, minimum=0)
+
+
+def stage_linger_max_s() -> float:
+    """``DGB_STAGE_LINGER_MAX_S`` (default 60, >= 0): the longest a stage run goes on sweeping."""
+    return env_number("DGB_STAGE_LINGER_MAX_S", 60.0, minimum=0)
+
+
 def breaker_threshold() -> int:
     """``DGB_BREAKER_THRESHOLD`` (default 3, >= 1): consecutive transient failures that open a
     dependency's circuit breaker."""

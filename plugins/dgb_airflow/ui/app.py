@@ -12,12 +12,12 @@ of the UI.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException
 
+from dgb.config.ui import ui_require_auth
 from dgb_airflow.ui.integrity import router as integrity_router
 from dgb_airflow.ui.pipeline import router as pipeline_router
 
@@ -83,7 +83,7 @@ def create_app(connect: Callable[[], Any] | None = None, *, require_auth: bool |
     connection (default: the ``dgb_db`` connection's database)."""
     connect = connect or default_connect
     if require_auth is None:
-        require_auth = os.environ.get("DGB_UI_REQUIRE_AUTH", "1").lower() not in ("0", "false", "no")
+        require_auth = ui_require_auth()
     app = FastAPI(
         title="DGB integrity",
         docs_url=None,

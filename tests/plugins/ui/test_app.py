@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import psycopg
+import pytest
 from fastapi.testclient import TestClient
 
 from dgb_airflow.ui import app as ui
@@ -93,3 +94,16 @@ def test_routes_fail_closed_when_airflow_auth_cannot_be_imported(monkeypatch):
         assert resp.status_code == 503, (path, resp.text)
         assert "authentication unavailable" in resp.json()["detail"]
     assert reads == []
+
+
+def test_dgb_ui_require_auth_decides_when_not_given(monkeypatch):
+    """``DGB_UI_REQUIRE_AUTH`` (dgb.config.ui): on by default, only an explicit off opens the
+    routes, and a value that is no flag is refused rather than read as either."""
+    monkeypatch.delenv("DGB_UI_REQUIRE_AUTH", raising=False)
+    assert TestClient(ui.create_app(lambda: None)).get("/health").status_code in (401, 403)
+    for off in ("0", "false", "no", "off"):
+        monkeypatch.setenv("DGB_UI_REQUIRE_AUTH", off)
+        assert TestClient(ui.create_app(lambda: None)).get("/health").status_code == 200
+    monkeypatch.setenv("DGB_UI_REQUIRE_AUTH", "sometimes")
+    with pytest.raises(ValueError, match="DGB_UI_REQUIRE_AUTH"):
+        ui.create_app(lambda: None)

@@ -76,6 +76,8 @@ class Run:
                 for name in list(self.components.stopped):
                     log(f"{name} still stopped: starting it")
                     self.components.start_again(name)
+            if stop_when():  # the batch just completed: no idle turn before the next phase
+                break
             time.sleep(MONITOR_EVERY_S)
 
     def run(self) -> int:

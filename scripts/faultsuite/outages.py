@@ -18,6 +18,8 @@ from .context import Context
 from .deadletters import DeadLetterWatch
 from .plumbing import log
 
+SPENT_POLL_S = 2.0  # --quick, past an outage's floor: how often the retries-spent check runs
+
 
 @dataclass
 class Outages:
@@ -63,7 +65,11 @@ class Outages:
                     more = " (then until the batch spent its stage retries)" if adaptive else ""
                     log(f"{batch.fault}: {left:.0f}s of outage left{more}")
                     last_log = now
-                time.sleep(min(10.0, max(1.0, (end if now < end else cap) - now)))
+                # until the floor: dead letters observed every 10 s at most; past it (adaptive:
+                # the only way to be still here) whether the retries are spent, every SPENT_POLL_S
+                time.sleep(
+                    min(10.0 if now < end else SPENT_POLL_S, max(1.0, (end if now < end else cap) - now))
+                )
         finally:
             self.components.holding = False
             batch.note = batch.note.replace(

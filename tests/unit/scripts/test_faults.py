@@ -13,7 +13,7 @@ from types import SimpleNamespace
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "scripts"))  # scripts/ is not a package: its faultsuite is
 
-from faultsuite import budget, catalogue, report  # noqa: E402
+from faultsuite import budget, catalogue, outages, report  # noqa: E402
 from faultsuite.catalogue import Batch  # noqa: E402
 from faultsuite.reconciler import Reconciler  # noqa: E402
 
@@ -89,3 +89,47 @@ def test_reconciliation_is_due_for_an_incomplete_batch_after_its_fault_and_the_l
     pending.done_at = 1030.0
     assert not rec.due([pending], 1100.0)  # complete
     assert not rec.due([Batch("kill_task", "mec", ["t"])], 1100.0)  # its fault not over yet
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def held_for(monkeypatch, fault: str, floor: float, spent_after: float | None, quick: bool = True) -> float:
+    """How long Outages.hold keeps a dependency down, on a fake clock, when the batch's retries are
+    observed spent ``spent_after`` seconds into the outage (None: never)."""
+    clock = FakeClock()
+    monkeypatch.setattr(outages, "time", clock)
+    ctx = SimpleNamespace(quick=quick, args=SimpleNamespace(outage_s=None))
+    watch = SimpleNamespace(observe=lambda: None)
+    o = outages.Outages(ctx, SimpleNamespace(holding=False), None, None, watch)
+    t0 = clock.now
+    o.budget = SimpleNamespace(
+        retries_spent=lambda batch, since: spent_after is not None and clock.now - t0 >= spent_after
+    )
+    o.hold(Batch(fault, "mec", ["t"], note=f"outage_s={floor:.0f}"), floor)
+    assert not o.components.holding
+    return clock.now - t0
+
+
+def test_a_quick_outage_lasts_its_floor_even_when_the_retries_are_spent_sooner(monkeypatch):
+    assert held_for(monkeypatch, "typesense_down", 140.0, spent_after=0.0) == 140.0
+
+
+def test_past_its_floor_a_quick_outage_ends_within_seconds_of_the_retries_spent(monkeypatch):
+    held = held_for(monkeypatch, "model_down", 140.0, spent_after=163.0)
+    assert 163.0 <= held <= 163.0 + outages.SPENT_POLL_S
+
+
+def test_a_quick_outage_ends_at_the_cap_and_other_outages_at_their_length(monkeypatch):
+    held = held_for(monkeypatch, "bedrock_throttle", 140.0, spent_after=None)
+    assert catalogue.QUICK_OUTAGE_CAP_S <= held <= catalogue.QUICK_OUTAGE_CAP_S + outages.SPENT_POLL_S
+    assert held_for(monkeypatch, "emulator_down", 140.0, spent_after=None) == 140.0  # not adaptive
+    assert held_for(monkeypatch, "typesense_down", 600.0, spent_after=None, quick=False) == 600.0

@@ -25,6 +25,12 @@ OUTAGE_S = 600.0
 QUICK_OUTAGE_CAP_S = 300.0  # --quick: the outage ends by then even if the retries are not spent
 # --quick: faults whose batch must have spent a stage task's Airflow retries before recovery
 SPENDS_RETRIES = ("typesense_down", "model_down", "bedrock_throttle")
+# kill -9 faults: the component, what the log calls it, how long it stays dead before its restart
+KILLS = {
+    "kill_triggerer": ("airflow-triggerer", "triggerer", 2),
+    "kill_scheduler": ("airflow-scheduler", "scheduler process group", 2),
+    "kill_model": ("model", "model service", 5),
+}
 RECOVERY_LIMIT_S = 300.0  # every batch indexed within 5 min of its dependency's recovery
 BEDROCK_CONN_ID = "dgb_bedrock_fake"
 STAGE_DAGS = ("enrich_news", "embed_news", "index_news")

@@ -15,7 +15,7 @@ from dgb_dev import stack
 
 from .airflow_tasks import running_task
 from .articles import Articles
-from .catalogue import LONG_OUTAGES, STAGE_DAGS, Batch
+from .catalogue import KILLS, LONG_OUTAGES, STAGE_DAGS, Batch
 from .completion import Completion
 from .components import Components
 from .context import Context
@@ -43,21 +43,12 @@ class Injector:
         self.articles.await_in_flight(batch)
         self.completion.note_pending(batch)
         batch.fault_at = time.monotonic()
-        if f == "kill_triggerer":
-            pid = self.components.kill9("airflow-triggerer")
-            log(f"kill -9 triggerer (pid {pid})")
-            time.sleep(2)
-            self.components.start_again("airflow-triggerer")
-        elif f == "kill_scheduler":
-            pid = self.components.kill9("airflow-scheduler")
-            log(f"kill -9 scheduler process group (pid {pid})")
-            time.sleep(2)
-            self.components.start_again("airflow-scheduler")
-        elif f == "kill_model":
-            pid = self.components.kill9("model")
-            log(f"kill -9 model service (pid {pid})")
-            time.sleep(5)
-            self.components.start_again("model")
+        if f in KILLS:
+            name, what, down_s = KILLS[f]
+            pid = self.components.kill9(name)
+            log(f"kill -9 {what} (pid {pid})")
+            time.sleep(down_s)
+            self.components.start_again(name)
         elif f == "stop_typesense":
             seconds = 15 if self.ctx.quick else 60
             self.components.stop("typesense")

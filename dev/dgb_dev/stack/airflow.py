@@ -15,7 +15,7 @@ from dgb.config import REPO_ROOT, Settings, read_env_file
 from dgb.config import dev as dev_settings
 from dgb_dev.stack.broker import celery_env
 from dgb_dev.stack.component import ManagedProcess
-from dgb_dev.stack.process import StackError, http_ok, wait_until
+from dgb_dev.stack.process import StackError, http_ok
 
 AIRFLOW_PARTS = ("api-server", "scheduler", "triggerer", "dag-processor")
 
@@ -162,12 +162,7 @@ class AirflowPart(ManagedProcess):
     def up(self) -> str:
         if self.sub != "api-server":
             # only the api-server owns a port; the others are checked through its health API
-            if self.proc.alive():
-                wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
-                return "already running"
-            self.proc.spawn(self.argv(), self.env(), nice=self.nice())
-            wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
-            return f"started (pid {self.proc.pid()})"
+            return self.up_portless()
         return super().up()
 
 

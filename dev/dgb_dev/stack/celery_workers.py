@@ -9,7 +9,7 @@ from dgb.config import dev as dev_settings
 from dgb_dev.stack.airflow import AirflowPart, airflow_bin, airflow_env
 from dgb_dev.stack.broker import celery_env
 from dgb_dev.stack.component import ManagedProcess
-from dgb_dev.stack.process import StackError, log, wait_until
+from dgb_dev.stack.process import StackError, log
 
 
 class CeleryWorker(ManagedProcess):
@@ -56,12 +56,7 @@ class CeleryWorker(ManagedProcess):
         return " ready." in text.rsplit("\n--- ", 1)[-1]  # since the last start
 
     def up(self) -> str:
-        if self.proc.alive():
-            wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
-            return "already running"
-        self.proc.spawn(self.argv(), self.env(), nice=self.nice())
-        wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
-        return f"started (pid {self.proc.pid()})"
+        return self.up_portless()
 
     def describe(self) -> str:
         return (

@@ -77,5 +77,15 @@ class ManagedProcess(Component):
         wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
         return f"started (pid {self.proc.pid()})"
 
+    def up_portless(self) -> str:
+        """``up`` for a process that owns no port (checked some other way): reuse the live one,
+        else start it; either way wait until it is healthy."""
+        if self.proc.alive():
+            wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
+            return "already running"
+        self.proc.spawn(self.argv(), self.env(), nice=self.nice())
+        wait_until(self.healthy, self.start_timeout, self.name, self.proc.log_file, self.proc.alive)
+        return f"started (pid {self.proc.pid()})"
+
     def down(self) -> bool:
         return self.proc.stop()

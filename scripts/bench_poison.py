@@ -4,7 +4,7 @@ For each stage, inside ONE transaction that is rolled back at the end (nothing i
 no running stage ever sees the rows), it inserts ``--background`` articles done in every stage (a
 table of realistic shape), 1,000 real articles pending for the stage and
 times the stage's own sweep query (``definitions.<stage>.sweep``, ``ORDER BY since LIMIT 1000``,
-as ``dgb.pipeline.stage.run_stage`` sends it); then it adds 1,000 poison rows, older than the real
+as ``dgb.pipeline.runner.run_stage`` sends it); then it adds 1,000 poison rows, older than the real
 work (so they come first in the sweep order), held in the stage and parked after failing
 (``hold_stage``, ``parked_at``, ``problem='dead_letter'``), refreshes the planner's statistics and
 times the sweep again. Each timing is the median of ``--repeat`` runs (sub-millisecond figures

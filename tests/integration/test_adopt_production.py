@@ -15,7 +15,7 @@ import pytest
 
 from dgb import db
 from dgb.pipeline import stages
-from dgb.pipeline.stage import run_stage
+from dgb.pipeline.runner import RunOptions, run_stage
 from dgb.search import schema
 from dgb_dev.stack.postgres import Postgres, ensure_database
 
@@ -160,7 +160,7 @@ def test_migrate_adopts_production_rows_without_changing_them(production_db, typ
     ts = schema.client(s)
     schema.ensure_collection(s, ts)
     try:
-        report = run_stage(stages.IndexStage(ts, alias, conn, 3), conn, [], sweep_limit=100)
+        report = run_stage(stages.IndexStage(ts, alias, conn, 3), conn, [], RunOptions(sweep_limit=100))
         assert "merenda-escolar-recebe-reforco_a1b2c3" in report.processed
         doc = ts.collections[alias].documents["merenda-escolar-recebe-reforco_a1b2c3"].retrieve()
         assert doc["theme_1_level_3_label"] == "Alimentação Escolar"

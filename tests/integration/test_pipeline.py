@@ -12,7 +12,9 @@ import pytest
 from dgb import db, outbox, topology
 from dgb.fetch import Fetcher
 from dgb.pipeline import stages
-from dgb.pipeline.stage import InMessage, StageRetry, run_stage
+from dgb.pipeline.messages import InMessage
+from dgb.pipeline.report import StageRetry
+from dgb.pipeline.runner import RunOptions, run_stage
 from dgb.scraper.run import scrape_agency
 from dgb.search import schema
 
@@ -95,7 +97,7 @@ def test_each_message_three_times_gives_one_result_and_one_document(
 
     msgs = pull(project, topology.SUB_ENRICHMENT, N)
     assert len(msgs) == N
-    report = run_stage(stages.EnrichStage(classifier, pg), pg, msgs * 3, sweep_limit=0)
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, msgs * 3, RunOptions(sweep_limit=0))
     assert sorted(report.processed) == sorted(scraped) and report.dead_lettered == []
     assert count(pg, "SELECT count(*) FROM outbox WHERE topic = %s", topology.TOPIC_ENRICHED) == N
     assert (
@@ -107,14 +109,14 @@ def test_each_message_three_times_gives_one_result_and_one_document(
         == N
     )
     # delivered again later: nothing is classified twice
-    again = run_stage(stages.EnrichStage(classifier, pg), pg, msgs, sweep_limit=0)
+    again = run_stage(stages.EnrichStage(classifier, pg), pg, msgs, RunOptions(sweep_limit=0))
     assert again.processed == [] and len(again.skipped) == N
     assert count(pg, "SELECT count(*) FROM outbox WHERE topic = %s", topology.TOPIC_ENRICHED) == N
 
     # the enriched events fan out to embeddings and typesense (through the real emulator)
     outbox.relay(pg, pubsub_v1.PublisherClient(), project)
     emb_msgs = pull(project, topology.SUB_EMBEDDINGS, N)
-    emb = run_stage(stages.EmbedStage(embedder, embedder.name), pg, emb_msgs * 3, sweep_limit=0)
+    emb = run_stage(stages.EmbedStage(embedder, embedder.name), pg, emb_msgs * 3, RunOptions(sweep_limit=0))
     assert len(emb.processed) == N
     assert (
         count(
@@ -134,7 +136,7 @@ def test_each_message_three_times_gives_one_result_and_one_document(
         idx_msgs = pull(project, topology.SUB_TYPESENSE, N) + pull(project, topology.SUB_TYPESENSE_UPDATE, N)
         assert len(idx_msgs) == 2 * N
         index = stages.IndexStage(ts, alias, pg, 512)
-        rep = run_stage(index, pg, idx_msgs * 3, sweep_limit=0)
+        rep = run_stage(index, pg, idx_msgs * 3, RunOptions(sweep_limit=0))
         assert len(rep.processed) == N and rep.retry == []
         assert ts.collections[alias].retrieve()["num_documents"] == N
         doc = ts.collections[alias].documents[scraped[0]].retrieve()
@@ -163,7 +165,7 @@ def test_poison_messages_are_dead_lettered_and_the_rest_processed(pg, scraped, p
             {**msgs[0].attributes, "unique_id": "no-such-article_000000"},
         ),
     ]
-    report = run_stage(stages.EnrichStage(classifier, pg), pg, good + poison, sweep_limit=0)
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, good + poison, RunOptions(sweep_limit=0))
     assert len(report.processed) == N - 1
     with pg.cursor() as cur:
         cur.execute("SELECT reason, subscription, trace_id IS NOT NULL FROM dead_letters ORDER BY reason")
@@ -211,7 +213,7 @@ def test_transient_failure_is_retried_then_processed(pg, scraped, project, class
     victim = scraped[0]
     flaky = FlakyClassifier(classifier, {victim}, times=1)
     with pytest.raises(StageRetry, match=victim):
-        run_stage(stages.EnrichStage(flaky, pg), pg, msgs, sweep_limit=0)
+        run_stage(stages.EnrichStage(flaky, pg), pg, msgs, RunOptions(sweep_limit=0))
     # the others are committed; the victim carries its error, nothing dead-lettered
     assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL") == N - 1
     with pg.cursor() as cur:
@@ -219,7 +221,7 @@ def test_transient_failure_is_retried_then_processed(pg, scraped, project, class
         err, attempts = cur.fetchone()
     assert "throttled" in err and attempts == 1
     # Airflow's retry runs the same triggering messages again
-    report = run_stage(stages.EnrichStage(flaky, pg), pg, msgs, sweep_limit=0)
+    report = run_stage(stages.EnrichStage(flaky, pg), pg, msgs, RunOptions(sweep_limit=0))
     assert report.processed == [victim] and len(report.skipped) == N - 1
     assert count(pg, "SELECT count(*) FROM dead_letters") == 0
 
@@ -229,20 +231,20 @@ def test_transient_failure_on_the_last_attempt_dead_letters_nothing(pg, scraped,
     pending with their error, and the next run completes them."""
     msgs = pull(project, topology.SUB_ENRICHMENT, N)
     flaky = FlakyClassifier(classifier, set(scraped[:2]), times=1)
-    report = run_stage(stages.EnrichStage(flaky, pg), pg, msgs, sweep_limit=0, final_attempt=True)
+    report = run_stage(stages.EnrichStage(flaky, pg), pg, msgs, RunOptions(sweep_limit=0, final_attempt=True))
     assert report.dead_lettered == [] and sorted(k for k, _ in report.retry) == sorted(scraped[:2])
     assert count(pg, "SELECT count(*) FROM news WHERE problem IS NOT NULL OR hold_stage IS NOT NULL") == 0
     assert count(pg, "SELECT count(*) FROM dead_letters") == 0
-    report = run_stage(stages.EnrichStage(flaky, pg), pg, [], sweep_limit=100)
+    report = run_stage(stages.EnrichStage(flaky, pg), pg, [], RunOptions(sweep_limit=100))
     assert sorted(report.processed) == sorted(scraped[:2])
     assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL AND attempts = 0") == N
 
 
 def test_sweep_takes_up_work_that_no_message_announced(pg, scraped, classifier):
     # no messages at all (an asset event that got no DAG run): the timer's run sweeps PostgreSQL
-    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=3)
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=3))
     assert report.swept == 3 and len(report.processed) == 3
-    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100)
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=100))
     assert report.swept == N - 3
 
 
@@ -257,7 +259,7 @@ def test_edit_during_processing_is_left_to_its_own_event(pg, scraped, project, c
             return results
 
     report = run_stage(
-        stages.EnrichStage(EditingClassifier(classifier, set(), 0), pg), pg, msgs, sweep_limit=0
+        stages.EnrichStage(EditingClassifier(classifier, set(), 0), pg), pg, msgs, RunOptions(sweep_limit=0)
     )
     assert scraped[0] in report.skipped and len(report.processed) == N - 1
     with pg.cursor() as cur:
@@ -291,3 +293,28 @@ def test_dead_letters_from_topics_reach_the_table_once(pg, project, pubsub_serve
         cur.execute("SELECT subscription, message_key, reason, trace_id, payload, status FROM dead_letters")
         assert cur.fetchall() == [(sub.name, "m-1", "malformed_json", "t-1", "{broken", "open")]
     assert record_from_topics(pg, subscriber, project, timeout=3)[sub.name] == 0  # acked: not twice
+
+
+def test_the_one_dead_letter_upsert_counts_a_repeat_reopens_it_and_keeps_the_latest_error(pg):
+    """dgb.deadletters.upsert writes every dead letter (the stage runs' and the topics' recorder's):
+    one row per subscription, key and reason; a repeat counts, opens it again and keeps its error."""
+    from dgb.deadletters import upsert
+
+    letter = {
+        "subscription": topology.SUB_ENRICHMENT,
+        "message_key": "k1",
+        "message_id": "m1",
+        "unique_id": None,
+        "trace_id": "t-1",
+        "reason": "bad_input",
+        "attributes": {"a": "1"},
+    }
+    with db.transaction(pg) as cur:
+        upsert(cur, error="the first error", payload="{}", **letter)
+        cur.execute("UPDATE dead_letters SET status = 'redriven'")
+    with db.transaction(pg) as cur:
+        upsert(cur, error="x" * 5000, payload="another payload", **{**letter, "attributes": {"b": "2"}})
+    with pg.cursor() as cur:
+        cur.execute("SELECT attempts, status, error, payload, attributes FROM dead_letters")
+        assert cur.fetchall() == [(2, "open", "x" * 4000, "{}", {"a": "1"})]
+    pg.commit()

@@ -12,7 +12,7 @@ import pytest
 
 from dgb.fetch import Fetcher
 from dgb.pipeline import stages
-from dgb.pipeline.stage import run_stage
+from dgb.pipeline.runner import RunOptions, run_stage
 from dgb.scraper.run import scrape_agency
 from dgb.search import schema
 from dgb.search.query import server_version
@@ -93,7 +93,7 @@ def portal_index(pg, mirror, typesense_server, embedder):
         stages.EmbedStage(embedder, embedder.name),
         stages.IndexStage(ts, alias, pg, 512),
     ):
-        report = run_stage(stage, pg, [], sweep_limit=100)
+        report = run_stage(stage, pg, [], RunOptions(sweep_limit=100))
         assert len(report.processed) == len(ARTICLES), (stage.name, report)
     yield ts, alias
     target = ts.aliases[alias].retrieve()["collection_name"]

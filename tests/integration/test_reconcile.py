@@ -13,7 +13,8 @@ import pytest
 
 from dgb import db, events, outbox, topology
 from dgb.pipeline import stages
-from dgb.pipeline.stage import InMessage, run_stage
+from dgb.pipeline.messages import InMessage
+from dgb.pipeline.runner import RunOptions, run_stage
 from dgb.reconcile import redrive, repair, replay, resend, stuck
 from dgb.reconcile.stuck import Thresholds
 from dgb.search.drift import typesense_drift
@@ -426,7 +427,7 @@ def test_typesense_drift_missing_extra_older_detected_and_repaired(conn, ts_alia
         stages.IndexStage(ts, alias, conn, DIM),
         conn,
         as_messages(conn, topology.SUB_TYPESENSE_UPDATE),
-        sweep_limit=0,
+        RunOptions(sweep_limit=0),
     )
     assert sorted(report.processed) == ["missing", "older"]
     after = typesense_drift(conn, ts, alias, min_age_s=600)
@@ -543,8 +544,7 @@ def test_a_redriven_letter_that_fails_again_is_reopened(conn, local_classifier):
         stages.EnrichStage(rejecting, conn),
         conn,
         as_messages(conn, topology.SUB_ENRICHMENT),
-        sweep_limit=0,
-        final_attempt=True,
+        RunOptions(sweep_limit=0, final_attempt=True),
     )
     assert rejecting.seen == ["r1"]
     assert report.dead_lettered == [("r1", "bad_input")]
@@ -560,8 +560,8 @@ def test_an_outage_after_a_redrive_does_not_reopen_the_letter(conn, local_classi
         stages.EnrichStage(throttled, conn),
         conn,
         as_messages(conn, topology.SUB_ENRICHMENT),
-        sweep_limit=0,
-        final_attempt=True,  # even on the last Airflow try an outage dead-letters nothing
+        # even on the last Airflow try an outage dead-letters nothing
+        RunOptions(sweep_limit=0, final_attempt=True),
     )
     assert throttled.seen == ["r1"] and report.dead_lettered == [] and report.retry
     assert {r: s for r, s, _ in _letters(conn)}[d1] == "redriven"
@@ -594,10 +594,10 @@ def test_replay_republish_is_idempotent(conn, local_classifier):
     classifier = Counting(local_classifier)
     enrich = stages.EnrichStage(classifier, conn)
     messages = as_messages(conn, topology.SUB_ENRICHMENT)
-    first = run_stage(enrich, conn, messages, sweep_limit=0)
+    first = run_stage(enrich, conn, messages, RunOptions(sweep_limit=0))
     assert sorted(first.processed) == ["s1", "s2"] and first.skipped == ["e1"]
     # delivered once more: nothing is processed twice
-    second = run_stage(enrich, conn, messages, sweep_limit=0)
+    second = run_stage(enrich, conn, messages, RunOptions(sweep_limit=0))
     assert second.processed == [] and sorted(second.skipped) == ["e1", "s1", "s2"]
     assert sorted(classifier.seen) == ["s1", "s2"]
     assert len(outbox_rows(conn, topology.TOPIC_ENRICHED)) == 2  # one enriched event per article
@@ -670,7 +670,7 @@ def test_replay_seek_processes_acked_messages_on_a_new_subscription_from_a_snaps
         during.append(
             (subscription, sorted(m.attributes["unique_id"] for m in messages), _leftovers(project))
         )
-        return run_stage(enrich, conn, messages, sweep_limit=0).summary()
+        return run_stage(enrich, conn, messages, RunOptions(sweep_limit=0)).summary()
 
     rep = replay.replay(
         conn,

@@ -22,7 +22,7 @@ from dgb.integrity.evidence import RemovalPolicy, tripped_breakers
 from dgb.integrity.report import format_table, integrity_report
 from dgb.integrity.runs import run_tier
 from dgb.integrity.tiers import Schedule
-from dgb.pipeline.stage import run_stage
+from dgb.pipeline.runner import RunOptions, run_stage
 from dgb.pipeline.stages import IndexStage
 from dgb.scraper.run import scrape_agency
 from dgb.search import schema
@@ -120,7 +120,9 @@ class World:
     def index(self) -> None:
         """The index stage's sweep: the normal pipeline path that reflects flags in Typesense."""
         if self.ts is not None:
-            run_stage(IndexStage(self.ts, self.alias, self.pg, DIM), self.pg, [], sweep_limit=1000)
+            run_stage(
+                IndexStage(self.ts, self.alias, self.pg, DIM), self.pg, [], RunOptions(sweep_limit=1000)
+            )
 
     def searchable(self, agency: str) -> int:
         res = self.ts.collections[self.alias].documents.search(

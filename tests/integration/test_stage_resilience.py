@@ -15,8 +15,9 @@ from dgb import db, topology
 from dgb.cli import main
 from dgb.observe.status import pipeline_status
 from dgb.pipeline import stages
+from dgb.pipeline.report import StageRetry
 from dgb.pipeline.resilience import CLOSED, HALF_OPEN, MODEL_SERVICE, OPEN, Breakers
-from dgb.pipeline.stage import StageRetry, keep_sweeping, run_stage
+from dgb.pipeline.runner import RunOptions, keep_sweeping, run_stage
 from dgb.reconcile import redrive
 
 from .test_pipeline import classifier, count, embedder, project, pull, scraped  # noqa: F401  (fixtures)
@@ -80,7 +81,7 @@ def down_embedder(embedder):  # noqa: F811
 
 
 def _enrich_all(pg, classifier):  # noqa: F811
-    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100)
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=100))
     assert report.retry == [] and report.dead_lettered == []
 
 
@@ -119,7 +120,10 @@ def test_chunks_commit_mid_run_with_their_events_and_ledger(pg, pg_server, scrap
         with db.transaction(pg) as cur:
             cur.execute("DELETE FROM llm_usage_daily WHERE model_id = %s", (model_id,))
         report = run_stage(
-            stages.EnrichStage(bedrock, pg), pg, [], sweep_limit=100, chunk_size=2, on_chunk=observe
+            stages.EnrichStage(bedrock, pg),
+            pg,
+            [],
+            RunOptions(sweep_limit=100, chunk_size=2, on_chunk=observe),
         )
         n = len(scraped)
         assert len(report.processed) == n and report.chunks == (n + 1) // 2
@@ -135,12 +139,12 @@ def test_chunks_commit_mid_run_with_their_events_and_ledger(pg, pg_server, scrap
 
 def test_deadline_leaves_the_rest_pending_for_the_next_run(pg, scraped, classifier):  # noqa: F811
     report = run_stage(
-        stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100, chunk_size=2, deadline_s=0
+        stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=100, chunk_size=2, deadline_s=0)
     )
     assert report.deadline_hit and report.processed == [] and len(report.deferred) == len(scraped)
     assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NULL") == len(scraped)
     assert count(pg, "SELECT count(*) FROM dead_letters") == 0
-    again = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100, chunk_size=2)
+    again = run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=100, chunk_size=2))
     assert len(again.processed) == len(scraped)
 
 
@@ -152,7 +156,7 @@ def test_keep_sweeping_takes_work_that_arrives_and_ends_once_idle(pg, pg_server,
     other = db.connect(pg_server.pg_dsn())
     with db.transaction(other) as cur:  # the last two are not pending yet when the run starts
         cur.execute("UPDATE news SET removed_at = now() WHERE unique_id = ANY(%s)", (later,))
-    report = run_stage(enrich, pg, [], sweep_limit=100)
+    report = run_stage(enrich, pg, [], RunOptions(sweep_limit=100))
     assert sorted(report.processed) == sorted(first) and report.sweeps == 0
     naps: list[float] = []
 
@@ -164,7 +168,9 @@ def test_keep_sweeping_takes_work_that_arrives_and_ends_once_idle(pg, pg_server,
                 cur.execute("UPDATE news SET removed_at = NULL WHERE unique_id = ANY(%s)", (later,))
 
     try:
-        out = keep_sweeping(enrich, pg, report, idle_s=0.3, max_s=30, poll_s=0.05, sweep_limit=100, sleep=nap)
+        out = keep_sweeping(
+            enrich, pg, report, RunOptions(sweep_limit=100), idle_s=0.3, max_s=30, poll_s=0.05, sleep=nap
+        )
     finally:
         other.close()
     assert sorted(out.processed) == sorted(scraped) and out.retry == [] and out.dead_lettered == []
@@ -175,7 +181,7 @@ def test_keep_sweeping_takes_work_that_arrives_and_ends_once_idle(pg, pg_server,
 
 def test_keep_sweeping_stops_at_its_cap_and_not_after_an_outage(pg, scraped, classifier):  # noqa: F811
     enrich = stages.EnrichStage(classifier, pg)
-    busy = run_stage(enrich, pg, [], sweep_limit=100)
+    busy = run_stage(enrich, pg, [], RunOptions(sweep_limit=100))
     flips = iter(scraped * 1000)
 
     def edit(seconds: float) -> None:  # one article made pending before every sweep: never idle
@@ -183,26 +189,30 @@ def test_keep_sweeping_stops_at_its_cap_and_not_after_an_outage(pg, scraped, cla
             cur.execute("UPDATE news SET enriched_at = NULL WHERE unique_id = %s", (next(flips),))
 
     t0 = time.monotonic()
-    out = keep_sweeping(enrich, pg, busy, idle_s=0.2, max_s=1.0, poll_s=0.0, sweep_limit=100, sleep=edit)
+    out = keep_sweeping(
+        enrich, pg, busy, RunOptions(sweep_limit=100), idle_s=0.2, max_s=1.0, poll_s=0.0, sleep=edit
+    )
     assert out.sweeps >= 2 and 1.0 <= time.monotonic() - t0 < 10
 
-    from dgb.pipeline.stage import StageReport
+    from dgb.pipeline.report import StageReport
 
-    for stopped, knobs in (
-        (StageReport("enrich", retry=[("x", "timeout")]), {}),
-        (StageReport("enrich", breakers_open=[MODEL_SERVICE]), {}),
-        (StageReport("enrich", deadline_hit=True), {}),
-        (StageReport("enrich"), {"sweep_limit": 0}),  # nothing to sweep
-        (StageReport("enrich"), {"idle_s": 0}),  # lingering switched off
+    sweeping = RunOptions(sweep_limit=100)
+    for stopped, options, idle_s in (
+        (StageReport("enrich", retry=[("x", "timeout")]), sweeping, 5),
+        (StageReport("enrich", breakers_open=[MODEL_SERVICE]), sweeping, 5),
+        (StageReport("enrich", deadline_hit=True), sweeping, 5),
+        (StageReport("enrich"), RunOptions(sweep_limit=0), 5),  # nothing to sweep
+        (StageReport("enrich"), sweeping, 0),  # lingering switched off
     ):
-        args = {"idle_s": 5, "max_s": 5, "sweep_limit": 100, **knobs}
-        assert keep_sweeping(enrich, pg, stopped, sleep=edit, **args).sweeps == 0
+        assert keep_sweeping(enrich, pg, stopped, options, idle_s=idle_s, max_s=5, sleep=edit).sweeps == 0
 
 
 def test_bisection_isolates_the_bad_article(pg, scraped, classifier):  # noqa: F811
     bad = scraped[2]
     poisoning = Poisoning(classifier, {bad})
-    report = run_stage(stages.EnrichStage(poisoning, pg), pg, [], sweep_limit=100, chunk_size=len(scraped))
+    report = run_stage(
+        stages.EnrichStage(poisoning, pg), pg, [], RunOptions(sweep_limit=100, chunk_size=len(scraped))
+    )
     assert sorted(report.processed) == sorted(u for u in scraped if u != bad)
     assert report.dead_lettered == [(bad, "error")] and report.bisections >= 1
     assert [bad] in poisoning.calls  # it was tried alone
@@ -229,7 +239,9 @@ def test_a_data_error_at_commit_dead_letters_only_that_row(pg, scraped, classifi
                 for i, r in zip(items, self.inner.classify_batch(items))
             ]
 
-    report = run_stage(stages.EnrichStage(NulSummary(classifier, set()), pg), pg, [], sweep_limit=100)
+    report = run_stage(
+        stages.EnrichStage(NulSummary(classifier, set()), pg), pg, [], RunOptions(sweep_limit=100)
+    )
     assert sorted(report.processed) == sorted(u for u in scraped if u != bad)
     assert report.dead_lettered == [(bad, "persist_refused")]
     assert (
@@ -251,15 +263,17 @@ def test_an_outage_on_the_last_try_dead_letters_nothing_and_work_completes_after
     down = stages.EmbedStage(down_embedder, embedder.name)
     # not the last try: retryable, nothing dead-lettered
     with pytest.raises(StageRetry):
-        run_stage(down, pg, [], sweep_limit=100, chunk_size=2)
+        run_stage(down, pg, [], RunOptions(sweep_limit=100, chunk_size=2))
     # the last Airflow try: the run ends normally, still nothing dead-lettered or held
-    report = run_stage(down, pg, [], sweep_limit=100, chunk_size=2, final_attempt=True)
+    report = run_stage(down, pg, [], RunOptions(sweep_limit=100, chunk_size=2, final_attempt=True))
     assert report.dead_lettered == [] and report.processed == [] and report.retry
     assert count(pg, "SELECT count(*) FROM dead_letters") == 0
     assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL OR problem IS NOT NULL") == 0
     assert count(pg, "SELECT count(*) FROM news WHERE attempts > 0 AND last_error LIKE '%%unavailable%%'") > 0
     # the model service is back: every article goes through and the flags clear
-    report = run_stage(stages.EmbedStage(embedder, embedder.name), pg, [], sweep_limit=100, chunk_size=2)
+    report = run_stage(
+        stages.EmbedStage(embedder, embedder.name), pg, [], RunOptions(sweep_limit=100, chunk_size=2)
+    )
     assert len(report.processed) == n
     assert count(pg, "SELECT count(*) FROM news WHERE embedded_at IS NOT NULL AND attempts = 0") == n
     assert count(pg, "SELECT count(*) FROM news WHERE last_error IS NOT NULL") == 0
@@ -285,13 +299,13 @@ def test_circuit_breaker_opens_defers_then_half_open_probe(
     n = len(scraped)
     assert n >= 4
     down = stages.EmbedStage(down_embedder, embedder.name)
-    report = run_stage(down, pg, [], sweep_limit=100, chunk_size=1, final_attempt=True)
+    report = run_stage(down, pg, [], RunOptions(sweep_limit=100, chunk_size=1, final_attempt=True))
     # two failed calls open it; the rest is deferred without calling the service
     assert down_embedder.calls == 2 and report.breakers_open == [MODEL_SERVICE]
     assert len(report.retry) == 2 and len(report.deferred) == n - 2 and report.dead_lettered == []
     assert Breakers(pg, [MODEL_SERVICE]).state(MODEL_SERVICE) == OPEN
     # another run while it is open: no call at all, no raise (nothing was attempted)
-    report = run_stage(down, pg, [], sweep_limit=100, chunk_size=1)
+    report = run_stage(down, pg, [], RunOptions(sweep_limit=100, chunk_size=1))
     assert down_embedder.calls == 2 and len(report.deferred) == n
     # `dgb status` shows it
     status = pipeline_status(pg)
@@ -301,7 +315,7 @@ def test_circuit_breaker_opens_defers_then_half_open_probe(
     with db.transaction(pg) as cur:
         cur.execute("UPDATE stage_breakers SET open_until = now() - interval '1 second'")
     assert Breakers(pg, [MODEL_SERVICE]).state(MODEL_SERVICE) == HALF_OPEN
-    report = run_stage(down, pg, [], sweep_limit=100, chunk_size=3, final_attempt=True)
+    report = run_stage(down, pg, [], RunOptions(sweep_limit=100, chunk_size=3, final_attempt=True))
     assert down_embedder.calls == 3 and report.chunks == 1 and len(report.deferred) == n - 1
     assert one(pg, "SELECT opens FROM stage_breakers WHERE name = %s", MODEL_SERVICE) == (2,)
 
@@ -309,7 +323,9 @@ def test_circuit_breaker_opens_defers_then_half_open_probe(
     with db.transaction(pg) as cur:
         cur.execute("UPDATE stage_breakers SET open_until = now() - interval '1 second'")
     healthy = CountingEmbedder(embedder)
-    report = run_stage(stages.EmbedStage(healthy, embedder.name), pg, [], sweep_limit=100, chunk_size=3)
+    report = run_stage(
+        stages.EmbedStage(healthy, embedder.name), pg, [], RunOptions(sweep_limit=100, chunk_size=3)
+    )
     assert len(report.processed) == n and report.deferred == []
     assert healthy.calls == 1 + -(-(n - 1) // 3)  # the probe, then chunks of 3
     assert Breakers(pg, [MODEL_SERVICE]).state(MODEL_SERVICE) == CLOSED
@@ -353,9 +369,7 @@ def test_a_lock_conflict_is_retried_and_never_opens_a_breaker(
         stages.EmbedStage(conflicted, embedder.name),
         pg,
         [],
-        sweep_limit=100,
-        chunk_size=1,
-        final_attempt=True,
+        RunOptions(sweep_limit=100, chunk_size=1, final_attempt=True),
     )
     # every chunk was tried (none deferred by a breaker), every article left pending, none dead-lettered
     assert conflicted.calls == n and report.deferred == [] and report.breakers_open == []
@@ -371,7 +385,9 @@ def test_a_lock_conflict_is_retried_and_never_opens_a_breaker(
             (POSTGRESQL,),
         )
     assert Breakers(pg, [POSTGRESQL]).state(POSTGRESQL) == HALF_OPEN
-    report = run_stage(stages.EmbedStage(conflicted, embedder.name), pg, [], sweep_limit=100, chunk_size=5)
+    report = run_stage(
+        stages.EmbedStage(conflicted, embedder.name), pg, [], RunOptions(sweep_limit=100, chunk_size=5)
+    )
     assert len(report.processed) == n
     assert Breakers(pg, [POSTGRESQL]).state(POSTGRESQL) == CLOSED
     assert pipeline_status(pg)["breakers"] == []
@@ -387,18 +403,18 @@ def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks
     bad = scraped[0]
     poisoning = Poisoning(classifier, {bad})
     stage = stages.EnrichStage(poisoning, pg)
-    first = run_stage(stage, pg, [], sweep_limit=100, max_failures=2)
+    first = run_stage(stage, pg, [], RunOptions(sweep_limit=100, max_failures=2))
     assert first.dead_lettered == [(bad, "error")] and first.parked == []
     # held: the sweep no longer takes it (no paid call every minute)
     poisoning.calls.clear()
-    again = run_stage(stage, pg, [], sweep_limit=100, max_failures=2)
+    again = run_stage(stage, pg, [], RunOptions(sweep_limit=100, max_failures=2))
     assert again.swept == 0 and poisoning.calls == []
     # a message still brings it back; the second permanent failure parks it
     msgs = [
         m for m in pull(project, topology.SUB_ENRICHMENT, len(scraped)) if m.attributes["unique_id"] == bad
     ]
     assert len(msgs) == 1
-    parked = run_stage(stage, pg, msgs, sweep_limit=100, max_failures=2)
+    parked = run_stage(stage, pg, msgs, RunOptions(sweep_limit=100, max_failures=2))
     assert parked.parked == [(bad, "error")]
     assert one(pg, "SELECT hold_failures, parked_at IS NOT NULL FROM news WHERE unique_id = %s", bad) == (
         2,
@@ -406,7 +422,7 @@ def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks
     )
     # parked: even its message is skipped now
     poisoning.calls.clear()
-    skipped = run_stage(stage, pg, msgs, sweep_limit=100, max_failures=2)
+    skipped = run_stage(stage, pg, msgs, RunOptions(sweep_limit=100, max_failures=2))
     assert skipped.skipped == [bad] and poisoning.calls == []
 
     status = pipeline_status(pg)
@@ -423,7 +439,7 @@ def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks
     rep = redrive.redrive(pg, reason="error")
     assert len(rep.redriven) == 1
     assert one(pg, "SELECT hold_stage, parked_at FROM news WHERE unique_id = %s", bad) == (None, None)
-    fixed = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=100)
+    fixed = run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=100))
     assert fixed.processed == [bad]
     assert one(
         pg,
@@ -435,7 +451,7 @@ def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks
 
 def test_a_later_success_clears_the_flags_and_resolves_the_dead_letter(pg, scraped, project, classifier):  # noqa: F811
     bad = scraped[0]
-    run_stage(stages.EnrichStage(Poisoning(classifier, {bad}), pg), pg, [], sweep_limit=100)
+    run_stage(stages.EnrichStage(Poisoning(classifier, {bad}), pg), pg, [], RunOptions(sweep_limit=100))
     assert one(pg, "SELECT hold_stage, problem FROM news WHERE unique_id = %s", bad) == (
         "enrich",
         "dead_letter",
@@ -444,7 +460,7 @@ def test_a_later_success_clears_the_flags_and_resolves_the_dead_letter(pg, scrap
     msgs = [
         m for m in pull(project, topology.SUB_ENRICHMENT, len(scraped)) if m.attributes["unique_id"] == bad
     ]
-    report = run_stage(stages.EnrichStage(classifier, pg), pg, msgs, sweep_limit=0)
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, msgs, RunOptions(sweep_limit=0))
     assert report.processed == [bad]
     assert one(pg, "SELECT hold_stage, problem, last_error FROM news WHERE unique_id = %s", bad) == (
         None,
@@ -485,7 +501,7 @@ def test_thousands_of_held_rows_do_not_hide_real_work_from_the_sweep(pg, classif
     from dgb.taxonomy import load_taxonomy, themes_rows
 
     db.upsert_themes(pg, themes_rows(load_taxonomy()))
-    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], sweep_limit=3)
+    report = run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=3))
     assert report.swept == 3 and all(u.startswith("real-") for u in report.processed)
 
 
@@ -502,19 +518,21 @@ def test_typesense_down_dead_letters_nothing_and_the_index_catches_up(
     from dgb.search import schema
 
     _enrich_all(pg, classifier)
-    run_stage(stages.EmbedStage(embedder, embedder.name), pg, [], sweep_limit=100)
+    run_stage(stages.EmbedStage(embedder, embedder.name), pg, [], RunOptions(sweep_limit=100))
     n = len(scraped)
     alias = f"t_{uuid.uuid4().hex[:8]}"
     s = replace(typesense_server, typesense_collection=alias, embedding_dim=512)
     down = schema.client(replace(s, typesense_port=closed_port()), timeout=1)
-    report = run_stage(stages.IndexStage(down, alias, pg, 512), pg, [], sweep_limit=100, final_attempt=True)
+    report = run_stage(
+        stages.IndexStage(down, alias, pg, 512), pg, [], RunOptions(sweep_limit=100, final_attempt=True)
+    )
     assert report.processed == [] and report.dead_lettered == [] and len(report.retry) == n
     assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL OR problem IS NOT NULL") == 0
     assert one(pg, "SELECT failures >= 3 FROM stage_breakers WHERE name = 'typesense'") == (True,)
 
     # still down: the breaker is open and Typesense's /health does not answer: nothing is tried
     assert Breakers(pg, ["typesense"]).state("typesense") == OPEN
-    report = run_stage(stages.IndexStage(down, alias, pg, 512), pg, [], sweep_limit=100)
+    report = run_stage(stages.IndexStage(down, alias, pg, 512), pg, [], RunOptions(sweep_limit=100))
     assert report.breakers_open == ["typesense"] and len(report.deferred) == n and report.chunks == 0
 
     ts = schema.client(s)
@@ -523,7 +541,7 @@ def test_typesense_down_dead_letters_nothing_and_the_index_catches_up(
         # back within the cool-down (still open): /health answers, so one probe goes at once
         # and, as it succeeds, the rest follows in the same run
         assert Breakers(pg, ["typesense"]).state("typesense") == OPEN
-        report = run_stage(stages.IndexStage(ts, alias, pg, 512), pg, [], sweep_limit=100)
+        report = run_stage(stages.IndexStage(ts, alias, pg, 512), pg, [], RunOptions(sweep_limit=100))
         assert len(report.processed) == n and report.dead_lettered == [] and report.deferred == []
         assert Breakers(pg, ["typesense"]).state("typesense") == CLOSED
         assert ts.collections[alias].retrieve()["num_documents"] == n
@@ -550,14 +568,21 @@ def test_documents_typesense_lost_are_indexed_again_by_the_next_index_run(
     from dgb.search import schema
 
     _enrich_all(pg, classifier)
-    run_stage(stages.EmbedStage(embedder, embedder.name), pg, [], sweep_limit=100)
+    run_stage(stages.EmbedStage(embedder, embedder.name), pg, [], RunOptions(sweep_limit=100))
     n = len(scraped)
     alias = f"t_{uuid.uuid4().hex[:8]}"
     s = replace(typesense_server, typesense_collection=alias, embedding_dim=512)
     ts = schema.client(s)
     schema.ensure_collection(s, ts)
     try:
-        assert len(run_stage(stages.IndexStage(ts, alias, pg, 512), pg, [], sweep_limit=100).processed) == n
+        assert (
+            len(
+                run_stage(
+                    stages.IndexStage(ts, alias, pg, 512), pg, [], RunOptions(sweep_limit=100)
+                ).processed
+            )
+            == n
+        )
         assert stages.IndexStage(ts, alias, pg, 512).restore_lost_documents() == 0  # nothing lost
         with db.transaction(pg) as cur:  # settled long ago: not in flight
             cur.execute("UPDATE news SET updated_at = now() - interval '1 hour'")
@@ -568,7 +593,7 @@ def test_documents_typesense_lost_are_indexed_again_by_the_next_index_run(
         assert sorted(
             r[0] for r in _rows(pg, "SELECT unique_id FROM news WHERE indexed_version IS NULL")
         ) == sorted(gone)
-        report = run_stage(stages.IndexStage(ts, alias, pg, 512), pg, [], sweep_limit=100)
+        report = run_stage(stages.IndexStage(ts, alias, pg, 512), pg, [], RunOptions(sweep_limit=100))
         assert sorted(report.processed) == sorted(gone)
         assert ts.collections[alias].retrieve()["num_documents"] == n
         # Typesense unreachable: the check gives up quietly (the run's breaker handles outages)
@@ -600,7 +625,9 @@ def test_an_unknown_error_on_a_whole_chunk_is_not_poison_until_it_repeats(
 
     # a systemic fault (every article fails the same unexpected way): nothing is dead-lettered
     broken = Poisoning(classifier, set(scraped))
-    report = run_stage(stages.EnrichStage(broken, pg), pg, [], sweep_limit=100, final_attempt=True)
+    report = run_stage(
+        stages.EnrichStage(broken, pg), pg, [], RunOptions(sweep_limit=100, final_attempt=True)
+    )
     assert report.dead_lettered == [] and len(report.retry) == len(scraped)
     assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL") == 0
     assert report.breakers_open or one(pg, "SELECT failures FROM stage_breakers")[0] >= 3
@@ -608,7 +635,7 @@ def test_an_unknown_error_on_a_whole_chunk_is_not_poison_until_it_repeats(
     bad = scraped[0]
     alone = stages.EnrichStage(Poisoning(classifier, {bad}), pg)
     for attempt in range(2, UNKNOWN_LIMIT + 1):
-        report = run_stage(alone, pg, [], sweep_limit=0, unique_ids=[bad], final_attempt=True)
+        report = run_stage(alone, pg, [], RunOptions(sweep_limit=0, final_attempt=True), unique_ids=[bad])
         if attempt < UNKNOWN_LIMIT:
             assert report.dead_lettered == [] and [u for u, _ in report.retry] == [bad]
     assert report.dead_lettered == [(bad, "error")]

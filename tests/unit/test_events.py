@@ -98,7 +98,7 @@ def test_the_asset_payload_round_trip():
 
 
 def test_a_stage_message_from_an_asset_payload():
-    from dgb.pipeline.stage import InMessage
+    from dgb.pipeline.messages import InMessage
 
     msg = InMessage.from_payload(
         "sub", {"message_id": 7, "data": base64.b64encode(b"{}").decode(), "attributes": {"trace_id": "t"}}

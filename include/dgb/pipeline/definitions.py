@@ -2,7 +2,7 @@
 which order.
 
 Three consumers read these definitions, so they cannot drift apart: the stage run
-(:mod:`dgb.pipeline.stage`: its sweep of pending work and its idempotency check on every loaded
+(:mod:`dgb.pipeline.runner`: its sweep of pending work and its idempotency check on every loaded
 row), ``dgb status`` (:mod:`dgb.observe.status`: the backlog per stage) and reconciliation
 (:mod:`dgb.reconcile.stuck`: an article stuck in a stage is one pending there for too long).
 

@@ -202,7 +202,7 @@ class IndexStage(Stage):
     """Builds each Typesense document whole from PostgreSQL and upserts it (or deletes it when
     the article was removed); marks ``indexed_version`` for the version it indexed.
 
-    The one stage that writes inside :meth:`process` (see dgb.pipeline.stage's module doc):
+    The one stage that writes inside :meth:`process` (see dgb.pipeline.runner's module doc):
     :func:`dgb.search.sync.sync` writes Typesense and then commits the ``indexed_version``
     marks itself, for the rows still at the version it read. :meth:`persist` writes nothing."""
 

@@ -225,7 +225,7 @@ def _stage_process(conn, s):
     """replay's seek callback: the stage consuming the subscription, run over the messages (the
     embedder and Typesense client of the settings, built only when the stage asks)."""
     from dgb.pipeline import stages
-    from dgb.pipeline.stage import run_stage
+    from dgb.pipeline.runner import run_stage
     from dgb.reconcile.replay import stage_of
 
     def embedder():

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from dgb import topology
 from dgb.db import transaction
 from dgb.pipeline.definitions import DEFINITIONS
-from dgb.pipeline.stage import InMessage
+from dgb.pipeline.messages import InMessage
 from dgb.reconcile.resend import enqueue, event_for, load_rows
 from dgb.reconcile.runs import record
 

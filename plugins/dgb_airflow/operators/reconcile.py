@@ -237,7 +237,7 @@ class ReplayOperator(_SafetyNetOperator):
 
     def execute(self, context: Any) -> dict:
         from dgb import topology
-        from dgb.pipeline.stage import run_stage
+        from dgb.pipeline.runner import run_stage
         from dgb.reconcile.replay import replay, stage_of
         from dgb_airflow.operators.stage import build_stage
 

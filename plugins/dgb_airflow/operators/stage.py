@@ -9,7 +9,7 @@ from airflow.sdk import BaseOperator
 
 def triggering_messages(context: Any) -> list:
     """Every message of every asset event that triggered this run (events get coalesced)."""
-    from dgb.pipeline.stage import InMessage
+    from dgb.pipeline.messages import InMessage
 
     accessor = context.get("triggering_asset_events") or {}
     messages = []
@@ -59,7 +59,7 @@ class StageOperator(BaseOperator):
     so the next stage starts on the first chunk. No new chunk starts past ``deadline_s``; the
     rest stays pending for the next run. Transient failures (outages) never dead-letter: the task
     ends retryable (``StageRetry``) while Airflow tries remain, and succeeds on the last try with
-    the work still pending for the 1-minute sweep (see dgb.pipeline.stage).
+    the work still pending for the 1-minute sweep (see dgb.pipeline.runner).
 
     :param stage: ``enrich``, ``embed`` or ``index``.
     :param postgres_conn_id: Airflow connection of the news database.
@@ -74,7 +74,7 @@ class StageOperator(BaseOperator):
         (every 0.5 s) until this many seconds pass with nothing to do (default
         ``DGB_STAGE_LINGER_S``, 3; 0: end at once), so a backlog flowing in from the previous
         stage is taken chunk after chunk by one run instead of one DAG run per event
-        (:func:`dgb.pipeline.stage.keep_sweeping`; not after an outage or the deadline).
+        (:func:`dgb.pipeline.runner.keep_sweeping`; not after an outage or the deadline).
     :param linger_max_s: the longest a run goes on sweeping (default ``DGB_STAGE_LINGER_MAX_S``, 60).
     """
 
@@ -116,7 +116,7 @@ class StageOperator(BaseOperator):
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
         from dgb.config.pipeline import stage_deadline_s, stage_linger_max_s, stage_linger_s
-        from dgb.pipeline.stage import keep_sweeping, run_stage, unavailable_at_start
+        from dgb.pipeline.runner import RunOptions, keep_sweeping, run_stage, unavailable_at_start
         from dgb_airflow.hooks.outbox import OutboxRelayHook, preload_publisher
 
         preload_publisher()  # ready by the time the results are committed and relayed
@@ -145,28 +145,15 @@ class StageOperator(BaseOperator):
             stage.start_run()
             relay_hook = OutboxRelayHook(self.gcp_conn_id)  # one publisher for every chunk's relay
             relay = lambda: relay_hook.relay_soon(conn, self.log)  # noqa: E731
-            report = run_stage(
-                stage,
-                conn,
-                messages,
+            options = RunOptions(
                 sweep_limit=self.sweep_limit,
                 final_attempt=final_attempt,
-                unique_ids=unique_ids,
                 chunk_size=self.chunk_size,
                 deadline_s=deadline_s,
                 on_chunk=relay,
             )
-            report = keep_sweeping(
-                stage,
-                conn,
-                report,
-                idle_s=linger_s,
-                max_s=linger_max_s,
-                sweep_limit=self.sweep_limit,
-                chunk_size=self.chunk_size,
-                deadline_s=deadline_s,
-                on_chunk=relay,
-            )
+            report = run_stage(stage, conn, messages, options, unique_ids=unique_ids)
+            report = keep_sweeping(stage, conn, report, options, idle_s=linger_s, max_s=linger_max_s)
             self.log.info("stage %s: %s", self.stage, report.summary())
             relay()
         finally:

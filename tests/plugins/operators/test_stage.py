@@ -155,7 +155,7 @@ def test_model_service_down_on_every_try_dead_letters_nothing(pg, mirror, projec
     """The outage path through ``execute``: retryable while tries remain; the last try ends
     normally with the work still pending; nothing is dead-lettered; after recovery it completes."""
     from dgb import db
-    from dgb.pipeline.stage import StageRetry
+    from dgb.pipeline.report import StageRetry
     from dgb.taxonomy import load_taxonomy, themes_rows
 
     _site, _server, base = mirror(ARTICLES)

@@ -13,7 +13,7 @@ from dgb import db
 from dgb.cli import main
 from dgb.observe.status import pipeline_status
 from dgb.pipeline import definitions, stages
-from dgb.pipeline.stage import run_stage
+from dgb.pipeline.runner import RunOptions, run_stage
 from dgb.reconcile.stuck import Thresholds, find_stuck
 
 pytestmark = pytest.mark.stack
@@ -93,7 +93,7 @@ def test_a_vector_of_an_older_model_is_pending_for_embed_in_the_sweep_the_status
     # the stage run: its sweep takes both up and re-embeds the older model's vector
     stage = stages.EmbedStage(embedder, current)
     assert _pending(pg, "embed", current) == want
-    report = run_stage(stage, pg, [], sweep_limit=10)
+    report = run_stage(stage, pg, [], RunOptions(sweep_limit=10))
     assert report.swept == 2 and sorted(report.processed) == sorted(want)
     with pg.cursor() as cur:
         cur.execute("SELECT unique_id, embedding_model, embedding_dim FROM news ORDER BY unique_id")
@@ -105,7 +105,7 @@ def test_a_vector_of_an_older_model_is_pending_for_embed_in_the_sweep_the_status
     pg.commit()
 
     # now no consumer sees embed work; the new vectors made the articles pending for index
-    assert run_stage(stage, pg, [], sweep_limit=10).swept == 0
+    assert run_stage(stage, pg, [], RunOptions(sweep_limit=10)).swept == 0
     assert main(["status", "--json"]) == 0
     backlog = json.loads(capsys.readouterr().out)["backlog"]
     assert backlog["embed"]["pending"] == 0 and backlog["index"]["pending"] == 2
@@ -116,7 +116,7 @@ def test_a_vector_of_an_older_model_is_pending_for_embed_in_the_sweep_the_status
 def test_a_message_for_an_article_embedded_by_another_model_is_not_skipped_as_done(pg, embedder):
     """The stage's idempotency check is the same ``done`` rule: an older model's vector is not done."""
     from dgb import events, topology
-    from dgb.pipeline.stage import InMessage
+    from dgb.pipeline.messages import InMessage
 
     with db.transaction(pg) as cur:
         _article(cur, "old-model", model=OLD_MODEL)
@@ -133,7 +133,7 @@ def test_a_message_for_an_article_embedded_by_another_model_is_not_skipped_as_do
             },
         )
         msgs.append(InMessage(topology.SUB_EMBEDDINGS, uid, ev.data(), ev.attributes))
-    report = run_stage(stages.EmbedStage(embedder, embedder.name), pg, msgs, sweep_limit=0)
+    report = run_stage(stages.EmbedStage(embedder, embedder.name), pg, msgs, RunOptions(sweep_limit=0))
     assert report.processed == ["old-model"] and report.skipped == ["current-model"]
 
 

@@ -221,12 +221,10 @@ def cmd_redrive(args) -> int:
     return 0
 
 
-def _stage_process(conn, s):
-    """replay's seek callback: the stage consuming the subscription, run over the messages (the
-    embedder and Typesense client of the settings, built only when the stage asks)."""
+def _stage_builder(conn, s):
+    """A stage by name, with the embedder and Typesense client of the settings (built only when
+    the stage asks): what a seek replay runs over the replayed messages."""
     from dgb.pipeline import stages
-    from dgb.pipeline.runner import run_stage
-    from dgb.reconcile.replay import stage_of
 
     def embedder():
         from dgb.embed import get_embedder
@@ -239,16 +237,11 @@ def _stage_process(conn, s):
         return schema.client(s)
 
     deps = stages.Dependencies(embedder=embedder, typesense=typesense)
-
-    def process(subscription: str, messages: list) -> dict:
-        stage = stages.build(stage_of(subscription), conn, s, deps)
-        return run_stage(stage, conn, messages, sweep_limit=0).summary()
-
-    return process
+    return lambda name: stages.build(name, conn, s, deps)
 
 
 def cmd_replay(args) -> int:
-    from dgb.reconcile.replay import SeekUnavailable, replay
+    from dgb.reconcile.replay import ReplayRequest, SeekUnavailable, replay_through_stages
 
     s, conn = _setup(args)
     try:
@@ -258,20 +251,23 @@ def cmd_replay(args) -> int:
 
             subscriber, publisher = subscriber_client(), publisher_client()
         try:
-            rep = replay(
-                conn,
+            request = ReplayRequest(
                 args.start,
                 args.end,
-                args.topic,
-                args.mode,
-                project=s.gcp_project,
-                subscriber=subscriber,
-                publisher=publisher,
-                process=_stage_process(conn, s),
+                topic=args.topic,
+                mode=args.mode,
                 subscription=args.subscription,
                 limit=args.limit,
                 dry_run=args.dry_run,
                 fallback_republish=args.fallback_republish,
+            )
+            rep = replay_through_stages(
+                conn,
+                request,
+                _stage_builder(conn, s),
+                project=s.gcp_project,
+                subscriber=subscriber,
+                publisher=publisher,
             )
         except ValueError as exc:
             print(f"dgb replay: {exc}", file=sys.stderr)

@@ -20,6 +20,10 @@ the new subscription and the snapshot. The running subscription and its DAGs are
 A seek that cannot run (no client, a server or topic that cannot snapshot/seek, a window older
 than the topic's retention) is an error (:class:`SeekUnavailable`) unless the caller opts in to
 ``fallback_republish``: then replay logs why and republishes from PostgreSQL instead.
+
+``dgb replay`` and the ``replay_events`` DAG's operator both ask through :class:`ReplayRequest` and
+:func:`replay_through_stages` (the seek callback: the consuming stage run over the window's
+messages); they differ only in where their clients come from (settings or Airflow connections).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from dgb import topology
 from dgb.db import transaction
 from dgb.pipeline.definitions import DEFINITIONS
 from dgb.pipeline.messages import InMessage
+from dgb.pipeline.runner import RunOptions, run_stage
+from dgb.pipeline.stage import Stage
 from dgb.reconcile.resend import enqueue, event_for, load_rows
 from dgb.reconcile.runs import record
 
@@ -361,3 +367,75 @@ def replay(
         )
     log.info(rep.line())
     return rep
+
+
+# --------------------------------------------------------------------------- wired to the stages
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    """What to replay (``dgb replay``'s options, the ``replay_events`` DAG's conf): the window
+    ``[start, end)`` (ISO 8601) of ``topic``, how (``mode``), and the bounds of :func:`replay`."""
+
+    start: str
+    end: str
+    topic: str = topology.TOPIC_SCRAPED
+    mode: str = "republish"
+    subscription: str | None = None
+    limit: int = 50_000
+    dry_run: bool = False
+    fallback_republish: bool = False
+
+    @classmethod
+    def from_conf(cls, conf: dict) -> ReplayRequest:
+        """From the ``replay_events`` DAG's conf/params: ``start`` and ``end`` required, the rest
+        optional (unset or empty: the defaults)."""
+        if not conf.get("start") or not conf.get("end"):
+            raise ValueError("replay_events needs conf 'start' and 'end' (ISO 8601)")
+        return cls(
+            conf["start"],
+            conf["end"],
+            topic=conf.get("topic") or topology.TOPIC_SCRAPED,
+            mode=conf.get("mode") or "republish",
+            subscription=conf.get("subscription") or None,
+            limit=int(conf.get("limit") or 50_000),
+            dry_run=bool(conf.get("dry_run", False)),
+            fallback_republish=bool(conf.get("fallback_republish", False)),
+        )
+
+
+def replay_through_stages(
+    conn,
+    request: ReplayRequest,
+    build_stage: Callable[[str], Stage],
+    *,
+    project: str | None = None,
+    subscriber=None,
+    publisher=None,
+) -> ReplayReport:
+    """:func:`replay` of ``request`` with the stages as its seek callback: each subscription's
+    window goes to the stage that consumes it (``build_stage(name)``: the caller's clients), run
+    over those messages alone (no sweep). ``project``, ``subscriber`` and ``publisher``: the
+    Pub/Sub clients seek mode needs (republish needs none)."""
+
+    def process(subscription: str, messages: list[InMessage]) -> dict:
+        stage = build_stage(stage_of(subscription))
+        summary = run_stage(stage, conn, messages, RunOptions(sweep_limit=0)).summary()
+        log.info("replayed %d message(s) of %s: %s", len(messages), subscription, summary)
+        return summary
+
+    return replay(
+        conn,
+        request.start,
+        request.end,
+        request.topic,
+        request.mode,
+        project=project,
+        subscriber=subscriber,
+        publisher=publisher,
+        process=process,
+        subscription=request.subscription,
+        limit=request.limit,
+        dry_run=request.dry_run,
+        fallback_republish=request.fallback_republish,
+    )

@@ -236,60 +236,35 @@ class ReplayOperator(_SafetyNetOperator):
         self.model_conn_id = model_conn_id
 
     def execute(self, context: Any) -> dict:
-        from dgb import topology
-        from dgb.pipeline.runner import run_stage
-        from dgb.reconcile.replay import replay, stage_of
+        from dgb.reconcile.replay import ReplayRequest, replay_through_stages
         from dgb_airflow.operators.stage import build_stage
 
-        conf = _conf(context)
-        if not conf.get("start") or not conf.get("end"):
-            raise ValueError("replay_events needs conf 'start' and 'end' (ISO 8601)")
-        mode = conf.get("mode") or "republish"
-        topic = conf.get("topic") or topology.TOPIC_SCRAPED
-        dry_run = bool(conf.get("dry_run", False))
-        fallback = bool(conf.get("fallback_republish", False))
+        request = ReplayRequest.from_conf(_conf(context))
         project, subscriber, publisher = None, None, None
-        if mode == "seek":
+        if request.mode == "seek":
             from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
 
             try:
                 hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
                 project, subscriber, publisher = hook.project_id, hook.subscriber_client, hook.get_conn()
             except Exception as exc:
-                if not fallback:
+                if not request.fallback_republish:
                     raise
                 self.log.warning("no Pub/Sub clients for seek: %s", exc)
         conn = self._pg()
         try:
-
-            def process(subscription: str, messages: list) -> dict:
-                stage = build_stage(
-                    stage_of(subscription),
-                    conn,
-                    typesense_conn_id=self.typesense_conn_id,
-                    model_conn_id=self.model_conn_id,
-                )
-                summary = run_stage(stage, conn, messages, sweep_limit=0).summary()
-                self.log.info("replayed %d message(s) of %s: %s", len(messages), subscription, summary)
-                return summary
-
-            rep = replay(
+            rep = replay_through_stages(
                 conn,
-                conf["start"],
-                conf["end"],
-                topic,
-                mode,
+                request,
+                lambda name: build_stage(
+                    name, conn, typesense_conn_id=self.typesense_conn_id, model_conn_id=self.model_conn_id
+                ),
                 project=project,
                 subscriber=subscriber,
                 publisher=publisher,
-                process=process,
-                subscription=conf.get("subscription") or None,
-                limit=int(conf.get("limit") or 50_000),
-                dry_run=dry_run,
-                fallback_republish=fallback,
             )
             # the republished events, and the next stage's events the replayed messages produced
-            relayed = None if dry_run else self._relay(conn)
+            relayed = None if request.dry_run else self._relay(conn)
         finally:
             conn.close()
         self.log.info("%s (reconcile_runs id %s)", rep.line(), rep.run_id)

@@ -12,13 +12,14 @@ overrides the selection.
 from __future__ import annotations
 
 import json
-import os
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from dgb.config import Settings
+from dgb.config import dev as config_dev
+from dgb.config import scrape as config_scrape
 
 EBC_DAG_ID = "scrape_ebc_sources"
 RELAY_DAG_ID = "outbox_relay"
@@ -78,7 +79,7 @@ def _mirror_keys_cached(corpus_mtime: float, extra: str, extra_state: tuple) -> 
 
 def mirror_agency_keys() -> frozenset[str]:
     """Agencies the local site serves: the corpus's plus those of DGB_MIRROR_EXTRA files."""
-    extra = os.environ.get("DGB_MIRROR_EXTRA", "")
+    extra = config_dev.mirror_extra_dir()
     state: tuple = ()
     if extra and Path(extra).is_dir():
         state = tuple((p.name, p.stat().st_mtime) for p in sorted(Path(extra).glob("*.json*")))
@@ -92,7 +93,7 @@ def selected_agencies(settings: Settings | None = None) -> list:
 
     settings = settings or Settings.from_env()
     found = catalogue.agencies_for_settings(settings)
-    wanted = os.environ.get("DGB_SCRAPE_AGENCIES", "").strip()
+    wanted = config_scrape.scrape_agencies()
     if settings.source_mode == "mirror":
         keys = {k for k in mirror_agency_keys() if catalogue.KEY_RE.match(k)}
         base = settings.mirror_url

@@ -60,11 +60,10 @@ def dgb_bootstrap():
 
     @step
     def pubsub_topology() -> dict:
-        from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
-
         from dgb import topology
+        from dgb_airflow.hooks.pubsub import DgbPubSubHook
 
-        hook = PubSubHook(gcp_conn_id="google_cloud_default")
+        hook = DgbPubSubHook(gcp_conn_id="google_cloud_default")
         return topology.apply(hook.project_id, hook.get_conn(), hook.subscriber_client)
 
     @step

@@ -74,11 +74,10 @@ class _SafetyNetOperator(BaseOperator):
     def _record_dead_letters(self, conn) -> None:
         """Dead letters that never reached a stage (trigger rejects) into the table (logged, never raised)."""
         try:
-            from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
-
             from dgb.deadletters import record_from_topics
+            from dgb_airflow.hooks.pubsub import DgbPubSubHook
 
-            hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
+            hook = DgbPubSubHook(gcp_conn_id=self.gcp_conn_id)
             self.log.info(
                 "dead letters recorded from topics: %s",
                 record_from_topics(conn, hook.subscriber_client, hook.project_id),
@@ -242,10 +241,10 @@ class ReplayOperator(_SafetyNetOperator):
         request = ReplayRequest.from_conf(_conf(context))
         project, subscriber, publisher = None, None, None
         if request.mode == "seek":
-            from airflow.providers.google.cloud.hooks.pubsub import PubSubHook
+            from dgb_airflow.hooks.pubsub import DgbPubSubHook
 
             try:
-                hook = PubSubHook(gcp_conn_id=self.gcp_conn_id)
+                hook = DgbPubSubHook(gcp_conn_id=self.gcp_conn_id)
                 project, subscriber, publisher = hook.project_id, hook.subscriber_client, hook.get_conn()
             except Exception as exc:
                 if not request.fallback_republish:

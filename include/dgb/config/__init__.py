@@ -24,6 +24,12 @@ def env_str(name: str, default: str) -> str:
     return default if value is None or value == "" else value
 
 
+def only_set(**values):
+    """The keyword arguments whose setting is set (not None): a policy class keeps its defaults
+    in its own fields, and its ``from_env`` passes on only what the operator set."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     """Parse a KEY=VALUE file (the generated secrets file); missing file -> {}."""
     try:

@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgb.config import env_flag, env_number, env_str
+from dgb.config import env_flag, env_number, env_str, only_set
 
 ALLOWED_HOSTS = "DGB_INTEGRITY_ALLOWED_HOSTS"
-
-
-def _set(**values: Any) -> dict[str, Any]:
-    """The keyword arguments whose setting is set (not None)."""
-    return {name: value for name, value in values.items() if value is not None}
 
 
 def _whole(value: float | None) -> int | None:
@@ -37,7 +32,7 @@ def fetch_policy() -> dict[str, Any]:
     """``DGB_FETCH_CONNECT_TIMEOUT``, ``_READ_TIMEOUT``, ``_TOTAL_TIMEOUT``, ``_MAX_BYTES``,
     ``_RETRIES``, ``_MIN_INTERVAL`` (numbers; bytes and retries whole) and the flag
     ``DGB_FETCH_RESPECT_ROBOTS`` (default on): the ones set, as ``FetchPolicy`` keyword arguments."""
-    return _set(
+    return only_set(
         connect_timeout=env_number("DGB_FETCH_CONNECT_TIMEOUT", None),
         read_timeout=env_number("DGB_FETCH_READ_TIMEOUT", None),
         total_timeout=env_number("DGB_FETCH_TOTAL_TIMEOUT", None),
@@ -66,7 +61,7 @@ def host_budget() -> dict[str, Any]:
     """``DGB_HOST_RPS``, ``DGB_HOST_MAX_IN_FLIGHT``, ``DGB_HOST_RESERVED_IN_FLIGHT``,
     ``DGB_HOST_LEASE``, ``DGB_HOST_WAIT_TIMEOUT``, ``DGB_HOST_ERROR_STREAK``,
     ``DGB_HOST_BACKOFF_MAX``: the ones set, as ``BudgetConfig`` keyword arguments."""
-    return _set(
+    return only_set(
         default_rps=env_number("DGB_HOST_RPS", None, above=0),
         default_in_flight=env_number("DGB_HOST_MAX_IN_FLIGHT", None, integer=True, minimum=1),
         reserved=env_number("DGB_HOST_RESERVED_IN_FLIGHT", None, integer=True, minimum=0),

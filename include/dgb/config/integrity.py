@@ -13,13 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgb.config import env_number, env_str
-
-
-def _set(**values: Any) -> dict[str, Any]:
-    """The keyword arguments whose setting is set (not None)."""
-    return {name: value for name, value in values.items() if value is not None}
-
+from dgb.config import env_number, env_str, only_set
 
 # -- removal evidence and breakers (dgb.integrity.evidence.RemovalPolicy) -----------------------
 
@@ -32,7 +26,7 @@ def removal_policy() -> dict[str, Any]:
     def whole(name: str, minimum: int) -> int | None:
         return env_number(name, None, integer=True, minimum=minimum)
 
-    return _set(
+    return only_set(
         confirm_checks=whole("DGB_INTEGRITY_REMOVAL_CONFIRM_CHECKS", 1),
         delay_s=whole("DGB_INTEGRITY_REMOVAL_DELAY_S", 0),
         gone_confirm_checks=whole("DGB_INTEGRITY_GONE_CONFIRM_CHECKS", 1),
@@ -53,7 +47,7 @@ def schedule() -> dict[str, Any]:
     ``DGB_INTEGRITY_BATCH`` (positive numbers): the ones set, as ``Schedule`` keyword arguments."""
     mode = env_str("DGB_INTEGRITY_SCHEDULE", "").strip().lower()
     batch = env_number("DGB_INTEGRITY_BATCH", None, above=0.0)
-    return _set(
+    return only_set(
         mode=mode or None,
         base_minutes=env_number("DGB_INTEGRITY_BASE_MINUTES", None, above=0.0),
         lam=env_number("DGB_INTEGRITY_LAMBDA", None, minimum=0.0),
@@ -71,7 +65,7 @@ def budget_policy() -> dict[str, Any]:
         return env_number(name, None, above=0.0)
 
     max_unchecked_days = positive("DGB_INTEGRITY_MAX_UNCHECKED_DAYS")
-    return _set(
+    return only_set(
         budget_rps=positive("DGB_INTEGRITY_BUDGET_RPS"),
         slot_seconds=positive("DGB_INTEGRITY_SLOT_S"),
         fresh_interval_s=positive("DGB_INTEGRITY_FRESH_INTERVAL_S"),

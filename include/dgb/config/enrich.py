@@ -16,9 +16,9 @@ def bedrock_model_id(default: str) -> str:
     return env_str("DGB_BEDROCK_MODEL_ID", default)
 
 
-def bedrock_aws_conn_id() -> str:
+def bedrock_aws_conn_id(default_conn_id: str = "aws_default") -> str:
     """``DGB_AWS_CONN_ID``: the Airflow AWS connection Bedrock is reached through."""
-    return env_str("DGB_AWS_CONN_ID", "aws_default")
+    return env_str("DGB_AWS_CONN_ID", default_conn_id)
 
 
 def bedrock_region() -> str | None:

@@ -67,7 +67,7 @@ def main() -> int:
     args = ap.parse_args()
     s = settings()
     os.environ.setdefault("PUBSUB_EMULATOR_HOST", s.pubsub_emulator_host)
-    from google.cloud import pubsub_v1
+    from dgb import pubsub_clients
 
     templates = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
     run = uuid.uuid4().hex[:6]
@@ -118,7 +118,7 @@ def main() -> int:
     ids: list[str] = []
     for agency, batch in by_agency.items():
         ids += save_articles(conn, agency, None, batch).new
-    outbox.relay(conn, pubsub_v1.PublisherClient(), s.gcp_project, batch_size=1000, max_batches=10)
+    outbox.relay(conn, pubsub_clients.publisher_client(), s.gcp_project, batch_size=1000, max_batches=10)
     done = 0
     while time.monotonic() - t0 < args.timeout:
         with conn.cursor() as cur:

@@ -67,9 +67,9 @@ def main() -> int:
     args = ap.parse_args()
     s = settings()
     os.environ.setdefault("PUBSUB_EMULATOR_HOST", s.pubsub_emulator_host)
-    from google.cloud import pubsub_v1
+    from dgb import pubsub_clients
 
-    publisher = pubsub_v1.PublisherClient()
+    publisher = pubsub_clients.publisher_client()
     conn = db.connect(s.pg_dsn())
     agency = agency_by_key(args.agency, s)
     templates = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -84,9 +84,9 @@ def main() -> int:
     args = ap.parse_args()
     s = settings()
     os.environ.setdefault("PUBSUB_EMULATOR_HOST", s.pubsub_emulator_host)
-    from google.cloud import pubsub_v1
+    from dgb import pubsub_clients
 
-    publisher = pubsub_v1.PublisherClient()
+    publisher = pubsub_clients.publisher_client()
     news_conn = db.connect(s.pg_dsn())
     airflow_conn = db.connect(s.pg_dsn(s.pg_airflow_db))
     verdicts = []

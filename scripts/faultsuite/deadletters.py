@@ -33,9 +33,9 @@ class DeadLetterWatch:
         self.dead_lettered: dict[str, set[str]] = {}
 
     def send_poison(self, count: int) -> None:
-        from google.cloud import pubsub_v1
+        from dgb import pubsub_clients
 
-        publisher = pubsub_v1.PublisherClient()
+        publisher = pubsub_clients.publisher_client()
         kinds = (
             "malformed_json",
             "missing_attributes",
@@ -89,7 +89,8 @@ class DeadLetterWatch:
         """Poison seen dead-lettered: on the dead-letter topics (inspect subscriptions; others'
         messages are released at once) or in the dead_letters table."""
         from google.api_core import exceptions
-        from google.cloud import pubsub_v1
+
+        from dgb import pubsub_clients
 
         ours = set(self.articles.all_uids())
         if not self.poison_sent and not ours:
@@ -101,7 +102,7 @@ class DeadLetterWatch:
                 (self.ctx.run_id, f"{self.ctx.tag}-poison-%"),
             )
             self.poison_seen |= {r[0] for r in rows if r[0]}
-            sub = pubsub_v1.SubscriberClient()
+            sub = pubsub_clients.subscriber_client()
             for s in topology.SUBSCRIPTIONS:
                 path = f"projects/{self.ctx.s.gcp_project}/subscriptions/{s.dead_letter_subscription}"
                 try:

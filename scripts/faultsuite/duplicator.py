@@ -30,9 +30,9 @@ class Duplicator:
 
     def run(self) -> None:
         """Publish every outbox event of the run's articles twice more: each is delivered 3x."""
-        from google.cloud import pubsub_v1
+        from dgb import pubsub_clients
 
-        publisher = pubsub_v1.PublisherClient()
+        publisher = pubsub_clients.publisher_client()
         db = Db(self.ctx.s.pg_dsn())
         while not self.stop_event.is_set():
             try:

@@ -32,7 +32,7 @@ class Reconciler:
         )
 
     def reconcile_now(self) -> None:
-        from google.cloud import pubsub_v1
+        from dgb import pubsub_clients
 
         s = self.ctx.s
         try:
@@ -46,7 +46,9 @@ class Reconciler:
                 thresholds=t,
                 model=s.embedding_model,
             )
-            res = outbox.relay(conn, pubsub_v1.PublisherClient(), s.gcp_project, timeout=10.0, max_batches=5)
+            res = outbox.relay(
+                conn, pubsub_clients.publisher_client(), s.gcp_project, timeout=10.0, max_batches=5
+            )
             self.reconcile_runs += 1
             log(f"{rep.line()}; relay {res}")
         except Exception as exc:

@@ -23,14 +23,14 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "include"), str(REPO / "tests" / "integration")]
+sys.path[:0] = [str(REPO / "include"), str(REPO)]
 
 from dgb.config import settings  # noqa: E402
 from dgb.hostbudget import BudgetConfig, HostBudget  # noqa: E402
 
 
 def _recorder():
-    from support import Recorder  # tests/integration/support.py: the loopback recording site
+    from tests.support.recorder import Recorder  # the loopback recording site of the tests
 
     srv = Recorder(delay=0.05)
     threading.Thread(target=srv.serve_forever, daemon=True).start()

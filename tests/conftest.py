@@ -128,6 +128,29 @@ def typesense_server(settings):
     return settings
 
 
+@pytest.fixture
+def mirror(tmp_path, monkeypatch):
+    """The local gov.br site, as a factory: ``mirror(articles) -> (site, server, base_url)``; the
+    fetcher's URL guard allows it as the configured mirror; servers stop after the test."""
+    from tests.support.local_site import start_site
+
+    monkeypatch.delenv("DGB_MIRROR_EXTRA", raising=False)
+    servers = []
+
+    def start(articles):
+        site, server, base = start_site(articles, tmp_path)
+        servers.append(server)
+        # the fetcher's URL guard allows the local site as the configured mirror (mirror mode)
+        monkeypatch.setenv("DGB_SOURCE_MODE", "mirror")
+        monkeypatch.setenv("DGB_MIRROR_URL", base)
+        return site, server, base
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
 # --------------------------------------------------------------------------- container profile
 # `astro dev pytest` runs this suite inside the Astro image, where no PostgreSQL, Pub/Sub emulator
 # or Typesense runs. Under DGB_TEST_PROFILE=container (the default inside an Astro Runtime

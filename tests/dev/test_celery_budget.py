@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from dgb_dev.stack.broker import Redis
-
-from ..integration.support import Recorder, stop_process_group
+from tests.support.processes import stop_process_group
+from tests.support.recorder import Recorder
 
 pytestmark = pytest.mark.stack
 

@@ -1,23 +1,53 @@
+"""Fixtures of the pipeline's end-to-end tests (test_pipeline.py, test_stage_resilience.py): the
+bundled model and the local classifier, a fresh Pub/Sub project with the topology applied, and mec's
+articles scraped from the local gov.br site with their events relayed."""
+
+from __future__ import annotations
+
+import uuid
+
 import pytest
 
-from .support import start_site
+from dgb import db, outbox, topology
+from dgb.fetch import Fetcher
+from dgb.scraper.run import scrape_agency
+from tests.support.articles import ARTICLES, mirrored_agency
+from tests.support.fetch import FAST
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from dgb.embed.model import load_model
+
+    return load_model("use-multilingual-v3", 512)
+
+
+@pytest.fixture(scope="module")
+def classifier(embedder):
+    from dgb.enrich.base import get_classifier
+
+    return get_classifier(embedder=embedder, backend="local")
 
 
 @pytest.fixture
-def mirror(tmp_path, monkeypatch):
-    """Factory: ``mirror(articles) -> (site, server, base_url)``; servers stop after the test."""
-    monkeypatch.delenv("DGB_MIRROR_EXTRA", raising=False)
-    servers = []
+def project(pubsub_server):
+    name = f"dgb-pipe-{uuid.uuid4().hex[:8]}"
+    topology.apply(name)
+    return name
 
-    def start(articles):
-        site, server, base = start_site(articles, tmp_path)
-        servers.append(server)
-        # the fetcher's URL guard allows the local site as the configured mirror (mirror mode)
-        monkeypatch.setenv("DGB_SOURCE_MODE", "mirror")
-        monkeypatch.setenv("DGB_MIRROR_URL", base)
-        return site, server, base
 
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+@pytest.fixture
+def scraped(pg, mirror, project, pubsub_server):
+    """mec's articles scraped from the local site, their events relayed to the emulator."""
+    from google.cloud import pubsub_v1
+
+    _site, _server, base = mirror(ARTICLES)
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
+    from dgb.taxonomy import load_taxonomy, themes_rows
+
+    db.upsert_themes(pg, themes_rows(load_taxonomy()))
+    assert outbox.relay(pg, pubsub_v1.PublisherClient(), project).published == len(
+        [a for a in ARTICLES if a[0] == "mec"]
+    )
+    return report.new

@@ -22,8 +22,7 @@ import pytest
 from dgb.fetch import Fetcher, FetchPolicy
 from dgb.hostbudget import BudgetConfig, BudgetTimeout, HostBudget, snapshot
 from dgb.urlpolicy import UrlPolicy
-
-from .support import Recorder
+from tests.support.recorder import Recorder
 
 pytestmark = pytest.mark.stack
 

@@ -20,8 +20,7 @@ from dgb.scraper.models import Article
 from dgb.scraper.run import scrape_agency
 from dgb.scraper.store import save_articles
 from dgb_dev.hostile import LISTING_PATH, OFF_SITE_LINKS, HostileSite, hostile_pages
-
-from .support import FAST
+from tests.support.fetch import FAST
 
 pytestmark = pytest.mark.stack
 

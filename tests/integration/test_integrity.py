@@ -19,17 +19,16 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from dgb import db, topology
-from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher
 from dgb.integrity import tiers
 from dgb.integrity.article_check import check_article
 from dgb.integrity.report import integrity_report
 from dgb.integrity.runs import run_tier
 from dgb.integrity.tiers import DEFAULT_TIERS, Schedule, assign_tiers, due_articles
-from dgb.scraper.run import scrape_agency
 from dgb.urlpolicy import UrlPolicy, guarded_transport
-
-from .support import FAST
+from tests.support.fetch import FAST
+from tests.support.integrity import checker, insert_news, scrape_site, uid_of
+from tests.support.sql import all_rows, one_row
 
 pytestmark = pytest.mark.stack
 
@@ -67,57 +66,15 @@ def site_url(mirror):
     return mirror(ARTICLES)
 
 
-def _agency(base, key, kind=None):
-    a = load_agencies(base_url=base)[key]
-    return replace(a, site_kind=kind) if kind else a
-
-
-def _policy(base) -> UrlPolicy:
-    return UrlPolicy(allowed_hosts=["gov.br", "*.gov.br", urlsplit(base).netloc], allow_loopback=True)
-
-
-def _checker(base, sleep=None, policy=FAST) -> Fetcher:
-    pol = _policy(base)
-    kw = {"sleep": sleep} if sleep else {}
-    return Fetcher(policy, url_guard=pol.guard, transport=guarded_transport(pol), **kw)
-
-
-def _scrape(pg, base, key="mec", kind=None):
-    with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, key, kind), f)
-    assert report.status == "success", report
-    return report
-
-
-def _one(conn, sql, *args):
-    with conn.cursor() as cur:
-        cur.execute(sql, args or None)
-        row = cur.fetchone()
-    conn.commit()
-    return row
-
-
-def _all(conn, sql, *args):
-    with conn.cursor() as cur:
-        cur.execute(sql, args or None)
-        rows = cur.fetchall()
-    conn.commit()
-    return rows
-
-
-def _uid(conn, slug):
-    return _one(conn, "SELECT unique_id FROM news WHERE url LIKE %s", f"%/{slug}")[0]
-
-
 # -- content: unchanged via 304, modified, removed --------------------------------------------------
 
 
 def test_unchanged_page_answers_304_with_a_tiny_fetch(pg, site_url):
     site, server, base = site_url
-    _scrape(pg, base)
-    uid = _uid(pg, "enem-tem-recorde")
+    scrape_site(pg, base)
+    uid = uid_of(pg, "enem-tem-recorde")
     assert (
-        _one(
+        one_row(
             pg,
             "SELECT count(*) FROM integrity_state s JOIN news n ON n.id = s.news_id"
             " WHERE n.unique_id = %s AND s.tier IS NULL",
@@ -125,7 +82,7 @@ def test_unchanged_page_answers_304_with_a_tiny_fetch(pg, site_url):
         )[0]
         == 1
     )  # enrolled on insert
-    with _checker(base) as f:
+    with checker(base) as f:
         first = check_article(pg, f, uid)
         second = check_article(pg, f, uid)
     assert (
@@ -135,7 +92,7 @@ def test_unchanged_page_answers_304_with_a_tiny_fetch(pg, site_url):
     assert second.outcome == "unchanged" and second.content.http_status == 304 and second.content.not_modified
     assert second.content.bytes_fetched < 600 < first.content.bytes_fetched
     assert second.content.bytes_fetched * 20 <= first.content.bytes_fetched
-    checks, etag, lm, cstatus, istatus, fails, due, last = _one(
+    checks, etag, lm, cstatus, istatus, fails, due, last = one_row(
         pg,
         "SELECT checks, etag, last_modified, content_status, image_status, consecutive_failures, next_due_at,"
         " last_checked_at FROM integrity_state s JOIN news n ON n.id = s.news_id WHERE n.unique_id = %s",
@@ -143,9 +100,11 @@ def test_unchanged_page_answers_304_with_a_tiny_fetch(pg, site_url):
     )
     assert checks == 2 and etag and etag.startswith('"') and lm and cstatus == "unchanged" and istatus == "ok"
     assert fails == 0 and due > last
-    assert _one(pg, "SELECT count(*) FROM news_update_history")[0] == 0
-    assert _one(pg, "SELECT count(*) FROM outbox WHERE aggregate_id = %s", uid)[0] == 1  # the scrape's only
-    assert _all(pg, "SELECT outcome, content_status, http_status FROM integrity_checks ORDER BY id") == [
+    assert one_row(pg, "SELECT count(*) FROM news_update_history")[0] == 0
+    assert (
+        one_row(pg, "SELECT count(*) FROM outbox WHERE aggregate_id = %s", uid)[0] == 1
+    )  # the scrape's only
+    assert all_rows(pg, "SELECT outcome, content_status, http_status FROM integrity_checks ORDER BY id") == [
         ("unchanged", "unchanged", 200),
         ("unchanged", "unchanged", 304),
     ]
@@ -153,11 +112,11 @@ def test_unchanged_page_answers_304_with_a_tiny_fetch(pg, site_url):
 
 def test_edited_article_is_updated_with_exact_history_and_reenters_the_pipeline(pg, site_url):
     site, server, base = site_url
-    _scrape(pg, base)
-    uid = _uid(pg, "pe-de-meia-paga")
-    with _checker(base) as f:
+    scrape_site(pg, base)
+    uid = uid_of(pg, "pe-de-meia-paga")
+    with checker(base) as f:
         check_article(pg, f, uid)  # stores the validators
-    old_title, old_content, old_etag = _one(
+    old_title, old_content, old_etag = one_row(
         pg,
         "SELECT n.title, n.content, s.etag FROM news n JOIN integrity_state s ON s.news_id = n.id"
         " WHERE n.unique_id = %s",
@@ -176,48 +135,48 @@ def test_edited_article_is_updated_with_exact_history_and_reenters_the_pipeline(
     site.edit(
         "mec", "pe-de-meia-paga", title="Pé-de-Meia paga parcela extra a estudantes", content=new_content
     )
-    with _checker(base) as f:
+    with checker(base) as f:
         result = check_article(pg, f, uid)
     assert result.outcome == "modified" and result.content.http_status == 200
     assert result.content.changed_fields == ["title", "content"]
     assert result.history_rows == 2 and result.event_enqueued and result.content.date_moved
-    title, content, version, enriched, summary, embedded = _one(
+    title, content, version, enriched, summary, embedded = one_row(
         pg,
         "SELECT title, content, version, enriched_at, summary, embedded_at FROM news WHERE unique_id = %s",
         uid,
     )
     assert title == "Pé-de-Meia paga parcela extra a estudantes" and "números finais" in content
     assert version == 2 and enriched is None and summary is None and embedded is None  # downstream reset
-    history = _all(
+    history = all_rows(
         pg, "SELECT field_changed, old_value, new_value, source FROM news_update_history ORDER BY id"
     )
     assert history == [
         ("title", old_title, title, "integrity"),
         ("content", old_content, content, "integrity"),
     ]
-    events = _all(
+    events = all_rows(
         pg, "SELECT topic, payload->>'unique_id' FROM outbox WHERE aggregate_id = %s ORDER BY created_at", uid
     )
     assert events == [(topology.TOPIC_SCRAPED, uid), (topology.TOPIC_SCRAPED, uid)]
-    assert _one(pg, "SELECT count(*) FROM news")[0] == 3  # no duplicate row
-    new_etag, cstatus = _one(
+    assert one_row(pg, "SELECT count(*) FROM news")[0] == 3  # no duplicate row
+    new_etag, cstatus = one_row(
         pg,
         "SELECT etag, content_status FROM integrity_state s JOIN news n ON"
         " n.id = s.news_id WHERE n.unique_id = %s",
         uid,
     )
     assert new_etag != old_etag and cstatus == "modified"
-    with _checker(base) as f:  # the new validators now give 304
+    with checker(base) as f:  # the new validators now give 304
         again = check_article(pg, f, uid)
     assert again.outcome == "unchanged" and again.content.http_status == 304
-    assert _one(pg, "SELECT count(*) FROM news_update_history")[0] == 2
+    assert one_row(pg, "SELECT count(*) FROM news_update_history")[0] == 2
 
 
 def test_plone6_api_article_is_compared_through_the_api(pg, site_url):
     site, server, base = site_url
-    _scrape(pg, base, "mulheres", "plone6_api")
-    uid = _uid(pg, "casa-da-mulher")
-    with _checker(base) as f:
+    scrape_site(pg, base, "mulheres", "plone6_api")
+    uid = uid_of(pg, "casa-da-mulher")
+    with checker(base) as f:
         first = check_article(pg, f, uid)
         assert first.outcome == "unchanged" and "/++api++/" in first.content.fetched_url, first.as_dict()
         site.edit("mulheres", "casa-da-mulher", subtitle="Nova linha fina")
@@ -229,33 +188,33 @@ def test_plone6_api_article_is_compared_through_the_api(pg, site_url):
 def test_removed_article_is_suspect_first_then_hidden_once_confirmed(pg, site_url, status, delay):
     """Issue 16: one gone answer only flags; the same answer after the delay hides the article."""
     site, server, base = site_url
-    _scrape(pg, base)
-    uid = _uid(pg, "enem-tem-recorde")
+    scrape_site(pg, base)
+    uid = uid_of(pg, "enem-tem-recorde")
     t0 = datetime.now(UTC)
-    with _checker(base) as f:
+    with checker(base) as f:
         check_article(pg, f, uid, now=t0)
     with db.transaction(pg) as cur:
         cur.execute("UPDATE news SET indexed_version = version WHERE unique_id = %s", (uid,))
     site.remove("mec", "enem-tem-recorde", status)
-    with _checker(base) as f:
+    with checker(base) as f:
         first = check_article(pg, f, uid, now=t0 + timedelta(minutes=1))
         early = check_article(pg, f, uid, now=t0 + timedelta(minutes=1) + delay - timedelta(seconds=5))
     assert first.outcome == early.outcome == "suspect_removed" and first.content.http_status == status
     assert first.image is None and first.flags == ["suspect_removed"] and early.flags == []
     assert first.evidence.checks == 1 and early.evidence.checks == 2 and not early.evidence.confirmed
     assert first.next_due_at == t0 + timedelta(minutes=1) + delay  # re-checked when the delay is up
-    removed_at, problem, indexed_version = _one(
+    removed_at, problem, indexed_version = one_row(
         pg, "SELECT removed_at, problem, indexed_version = version FROM news WHERE unique_id = %s", uid
     )
     assert removed_at is None and problem == "suspect_removed" and indexed_version  # still searchable
-    with _checker(base) as f:
+    with checker(base) as f:
         result = check_article(pg, f, uid, now=t0 + timedelta(minutes=1) + delay)
     assert result.outcome == "removed" and result.flags == ["removed"] and result.evidence.confirmed
-    removed_at, problem, indexed_version, image_broken = _one(
+    removed_at, problem, indexed_version, image_broken = one_row(
         pg, "SELECT removed_at, problem, indexed_version, image_broken FROM news WHERE unique_id = %s", uid
     )
     assert removed_at is not None and problem == "removed" and indexed_version is None and not image_broken
-    etag, cstatus, fails, gone_checks = _one(
+    etag, cstatus, fails, gone_checks = one_row(
         pg,
         "SELECT etag, content_status, consecutive_failures, gone_checks FROM integrity_state s"
         " JOIN news n ON n.id = s.news_id WHERE n.unique_id = %s",
@@ -263,19 +222,19 @@ def test_removed_article_is_suspect_first_then_hidden_once_confirmed(pg, site_ur
     )
     assert etag and cstatus == "removed" and fails == 0 and gone_checks == 3
     assert (
-        _one(pg, "SELECT count(*) FROM integrity_problems WHERE unique_id = %s AND problem = 'removed'", uid)[
-            0
-        ]
+        one_row(
+            pg, "SELECT count(*) FROM integrity_problems WHERE unique_id = %s AND problem = 'removed'", uid
+        )[0]
         == 1
     )
-    assert _one(pg, "SELECT count(*) FROM outbox WHERE aggregate_id = %s", uid)[0] == 1  # nothing enqueued
-    assert [r[0] for r in _all(pg, "SELECT outcome FROM integrity_checks ORDER BY id")] == [
+    assert one_row(pg, "SELECT count(*) FROM outbox WHERE aggregate_id = %s", uid)[0] == 1  # nothing enqueued
+    assert [r[0] for r in all_rows(pg, "SELECT outcome FROM integrity_checks ORDER BY id")] == [
         "unchanged",
         "suspect_removed",
         "suspect_removed",
         "removed",
     ]
-    with _checker(base) as f:  # still gone: no second flag change
+    with checker(base) as f:  # still gone: no second flag change
         assert check_article(pg, f, uid, now=t0 + 2 * delay).flags == []
 
 
@@ -284,17 +243,19 @@ def test_removed_article_is_suspect_first_then_hidden_once_confirmed(pg, site_ur
 
 def test_broken_image_is_flagged_then_cleared(pg, site_url):
     site, server, base = site_url
-    _scrape(pg, base)
-    uid = _uid(pg, "mec-anuncia-novas-vagas")
-    image_url = _one(pg, "SELECT image_url FROM news WHERE unique_id = %s", uid)[0]
+    scrape_site(pg, base)
+    uid = uid_of(pg, "mec-anuncia-novas-vagas")
+    image_url = one_row(pg, "SELECT image_url FROM news WHERE unique_id = %s", uid)[0]
     server.faults.add({"path_prefix": urlsplit(image_url).path, "fault": "broken_image", "count": None})
     with db.transaction(pg) as cur:
         cur.execute("UPDATE news SET indexed_version = version WHERE unique_id = %s", (uid,))
-    with _checker(base) as f:
+    with checker(base) as f:
         result = check_article(pg, f, uid)
     assert result.outcome == "image_broken" and result.image.status == "broken"
     assert result.image.http_status == 404 and result.content.status == "unchanged"
-    assert _one(pg, "SELECT image_broken, problem, indexed_version FROM news WHERE unique_id = %s", uid) == (
+    assert one_row(
+        pg, "SELECT image_broken, problem, indexed_version FROM news WHERE unique_id = %s", uid
+    ) == (
         True,
         "image_broken",
         None,
@@ -302,10 +263,12 @@ def test_broken_image_is_flagged_then_cleared(pg, site_url):
     server.faults.clear()
     with db.transaction(pg) as cur:
         cur.execute("UPDATE news SET indexed_version = version WHERE unique_id = %s", (uid,))
-    with _checker(base) as f:
+    with checker(base) as f:
         healed = check_article(pg, f, uid)
     assert healed.outcome == "unchanged" and healed.image.status == "ok" and healed.flags == ["image_ok"]
-    assert _one(pg, "SELECT image_broken, problem, indexed_version FROM news WHERE unique_id = %s", uid) == (
+    assert one_row(
+        pg, "SELECT image_broken, problem, indexed_version FROM news WHERE unique_id = %s", uid
+    ) == (
         False,
         None,
         None,
@@ -314,11 +277,11 @@ def test_broken_image_is_flagged_then_cleared(pg, site_url):
 
 def test_head_405_image_is_ok_through_ranged_get(pg, site_url):
     site, server, base = site_url
-    _scrape(pg, base)
-    uid = _uid(pg, "enem-tem-recorde")
-    image_url = _one(pg, "SELECT image_url FROM news WHERE unique_id = %s", uid)[0]
+    scrape_site(pg, base)
+    uid = uid_of(pg, "enem-tem-recorde")
+    image_url = one_row(pg, "SELECT image_url FROM news WHERE unique_id = %s", uid)[0]
     server.faults.add({"path_prefix": urlsplit(image_url).path, "fault": "head_405", "count": None})
-    with _checker(base) as f:
+    with checker(base) as f:
         result = check_article(pg, f, uid)
     assert (
         result.image.status == "ok"
@@ -327,18 +290,18 @@ def test_head_405_image_is_ok_through_ranged_get(pg, site_url):
     )
     assert result.image.content_type.startswith("image/")
     assert result.outcome == "unchanged"
-    assert not _one(pg, "SELECT image_broken FROM news WHERE unique_id = %s", uid)[0]
+    assert not one_row(pg, "SELECT image_broken FROM news WHERE unique_id = %s", uid)[0]
 
 
 def test_article_without_image_reports_no_image(pg, site_url):
     site, server, base = site_url
-    _scrape(pg, base)
-    uid = _uid(pg, "enem-tem-recorde")
+    scrape_site(pg, base)
+    uid = uid_of(pg, "enem-tem-recorde")
     with db.transaction(pg) as cur:
         cur.execute("UPDATE news SET image_url = NULL WHERE unique_id = %s", (uid,))
     from dgb.integrity.checks import check_image
 
-    with _checker(base) as f:
+    with checker(base) as f:
         assert check_image(f, None).status == "no_image"
         assert (
             check_image(f, f"{base}/www.gov.br/mec/pt-br/assuntos/noticias/enem-tem-recorde").status
@@ -348,12 +311,12 @@ def test_article_without_image_reports_no_image(pg, site_url):
 
 def test_image_redirect_loop_is_broken_and_slow_image_is_a_transient_timeout(pg, site_url):
     site, server, base = site_url
-    _scrape(pg, base)
-    uid = _uid(pg, "enem-tem-recorde")
-    image_url = _one(pg, "SELECT image_url FROM news WHERE unique_id = %s", uid)[0]
+    scrape_site(pg, base)
+    uid = uid_of(pg, "enem-tem-recorde")
+    image_url = one_row(pg, "SELECT image_url FROM news WHERE unique_id = %s", uid)[0]
     prefix = urlsplit(image_url).path
     server.faults.add({"path_prefix": prefix, "fault": "redirect_loop", "count": None})
-    with _checker(base) as f:
+    with checker(base) as f:
         looped = check_article(pg, f, uid)
     assert looped.image.status == "broken" and "redirects" in looped.image.error
     assert looped.outcome == "image_broken"
@@ -362,26 +325,26 @@ def test_image_redirect_loop_is_broken_and_slow_image_is_a_transient_timeout(pg,
         cur.execute("UPDATE news SET image_broken = false, problem = NULL WHERE unique_id = %s", (uid,))
     server.faults.add({"path_prefix": prefix, "fault": "slow", "delay": 4, "chunks": 2, "count": None})
     impatient = replace(FAST, retries=0, read_timeout=1.0, total_timeout=1.0)
-    with _checker(base, policy=impatient) as f:
+    with checker(base, policy=impatient) as f:
         slow = check_article(pg, f, uid)
     assert slow.image.status == "timeout" and slow.outcome == "error" and slow.consecutive_failures == 1
-    assert _one(pg, "SELECT image_broken, problem FROM news WHERE unique_id = %s", uid) == (False, None)
+    assert one_row(pg, "SELECT image_broken, problem FROM news WHERE unique_id = %s", uid) == (False, None)
 
 
 def test_article_back_at_the_source_is_unflagged(pg, site_url):
     site, server, base = site_url
-    _scrape(pg, base)
-    uid = _uid(pg, "enem-tem-recorde")
+    scrape_site(pg, base)
+    uid = uid_of(pg, "enem-tem-recorde")
     with db.transaction(pg) as cur:  # flagged by an earlier check; the page is served again now
         cur.execute(
             "UPDATE news SET removed_at = now(), problem = 'removed', indexed_version = version"
             " WHERE unique_id = %s",
             (uid,),
         )
-    with _checker(base) as f:
+    with checker(base) as f:
         result = check_article(pg, f, uid)
     assert result.outcome == "unchanged" and result.flags == ["restored"]
-    assert _one(pg, "SELECT removed_at, problem, indexed_version FROM news WHERE unique_id = %s", uid) == (
+    assert one_row(pg, "SELECT removed_at, problem, indexed_version FROM news WHERE unique_id = %s", uid) == (
         None,
         None,
         None,
@@ -394,11 +357,11 @@ def test_article_back_at_the_source_is_unflagged(pg, site_url):
 @pytest.mark.parametrize("fault,retry_after", [("429", 1), ("503", None)])
 def test_misbehaving_host_backs_off_and_keeps_state(pg, site_url, fault, retry_after):
     site, server, base = site_url
-    _scrape(pg, base)
-    uid = _uid(pg, "enem-tem-recorde")
-    with _checker(base) as f:
+    scrape_site(pg, base)
+    uid = uid_of(pg, "enem-tem-recorde")
+    with checker(base) as f:
         check_article(pg, f, uid)
-    before = _one(
+    before = one_row(
         pg,
         "SELECT s.etag, s.last_modified, s.checks, n.title, n.version, n.problem"
         " FROM integrity_state s JOIN news n ON n.id = s.news_id WHERE n.unique_id = %s",
@@ -413,7 +376,7 @@ def test_misbehaving_host_backs_off_and_keeps_state(pg, site_url, fault, retry_a
         spec["retry_after"] = retry_after
     server.faults.add(spec)
     slept: list[float] = []
-    with _checker(base, sleep=slept.append) as f:
+    with checker(base, sleep=slept.append) as f:
         result = check_article(pg, f, uid)
         retries = f.stats.retries
     assert result.outcome == "error" and result.content.status == "error"
@@ -424,7 +387,7 @@ def test_misbehaving_host_backs_off_and_keeps_state(pg, site_url, fault, retry_a
         )  # Retry-After honoured
     else:
         assert len([s for s in slept if s > 0]) >= FAST.retries, slept  # exponential backoff
-    etag, lm, checks, title, version, problem = _one(
+    etag, lm, checks, title, version, problem = one_row(
         pg,
         "SELECT s.etag, s.last_modified, s.checks, n.title, n.version, n.problem"
         " FROM integrity_state s JOIN news n ON n.id = s.news_id WHERE n.unique_id = %s",
@@ -432,7 +395,7 @@ def test_misbehaving_host_backs_off_and_keeps_state(pg, site_url, fault, retry_a
     )
     assert (etag, lm, title, version, problem) == (before[0], before[1], before[3], before[4], before[5])
     assert checks == before[2] + 1
-    fails, last_error, due, last = _one(
+    fails, last_error, due, last = one_row(
         pg,
         "SELECT s.consecutive_failures, s.last_error, s.next_due_at, s.last_checked_at"
         " FROM integrity_state s JOIN news n ON n.id = s.news_id"
@@ -441,7 +404,7 @@ def test_misbehaving_host_backs_off_and_keeps_state(pg, site_url, fault, retry_a
     )
     assert fails == 1 and f"HTTP {fault}" in last_error and due > last
     server.faults.clear()
-    with _checker(base) as f:  # the host recovers: 304 on the kept validators
+    with checker(base) as f:  # the host recovers: 304 on the kept validators
         ok = check_article(pg, f, uid)
     assert ok.outcome == "unchanged" and ok.content.http_status == 304 and ok.consecutive_failures == 0
 
@@ -502,17 +465,6 @@ def helpers():
         s.server_close()
 
 
-def _insert_news(conn, uid, url, image_url=None, agency="mec", published=None, title="Artigo"):
-    published = published or datetime.now(UTC) - timedelta(days=1)
-    with db.transaction(conn) as cur:
-        cur.execute(
-            "INSERT INTO news (unique_id, agency_key, agency_name, title, url, image_url, content,"
-            " published_at) VALUES (%s, %s, %s, %s, %s, %s, 'texto', %s) RETURNING id",
-            (uid, agency, agency.upper(), title, url, image_url, published),
-        )
-        return cur.fetchone()[0]
-
-
 @pytest.mark.parametrize("target", ["other_port", "127.0.0.2"])
 def test_live_redirect_into_non_allowlisted_loopback_is_refused_on_the_hop(pg, helpers, target, caplog):
     redirector, redirector_url, internal, internal_url = helpers
@@ -522,7 +474,7 @@ def test_live_redirect_into_non_allowlisted_loopback_is_refused_on_the_hop(pg, h
         else f"http://127.0.0.2:{internal.server_address[1]}/admin"
     )
     article_url = f"{redirector_url}/redirect?to={dest}"
-    _insert_news(pg, "redir-1", article_url, image_url=f"{redirector_url}/redirect?to={dest}.jpg")
+    insert_news(pg, "redir-1", article_url, image_url=f"{redirector_url}/redirect?to={dest}.jpg")
     policy = UrlPolicy(allowed_hosts=[urlsplit(redirector_url).netloc], allow_loopback=True)
     assert policy.decide(article_url).allowed and not policy.decide(dest).allowed
     caplog.clear()
@@ -540,7 +492,7 @@ def test_live_redirect_into_non_allowlisted_loopback_is_refused_on_the_hop(pg, h
     assert internal.hits == []  # target never contacted
     refusals = [r.getMessage() for r in caplog.records if "decision=refused" in r.getMessage()]
     assert refusals and all("unique_id=redir-1" in m for m in refusals)
-    state = _one(
+    state = one_row(
         pg,
         "SELECT content_status, consecutive_failures, last_error FROM integrity_state"
         " WHERE news_id = (SELECT id FROM news WHERE unique_id = 'redir-1')",
@@ -563,12 +515,12 @@ def test_due_set_never_checked_first_then_longest_overdue(pg):
         ("week", 5),
         ("old", 200),
     ]:
-        ids[name] = _insert_news(
+        ids[name] = insert_news(
             pg, name, f"http://127.0.0.1:9/{name}", published=now - timedelta(days=age_days)
         )
     assert assign_tiers(pg, Schedule(), now) == 7
     assert dict(
-        _all(pg, "SELECT n.unique_id, s.tier FROM integrity_state s JOIN news n ON n.id = s.news_id")
+        all_rows(pg, "SELECT n.unique_id, s.tier FROM integrity_state s JOIN news n ON n.id = s.news_id")
     ) == {
         "fresh-a": "0_2d",
         "fresh-b": "0_2d",
@@ -677,19 +629,19 @@ def test_tier_schedule_math_exponential(monkeypatch):
 
 def test_run_tier_checks_due_articles_and_yields_on_backlog(pg, site_url):
     site, server, base = site_url
-    _scrape(pg, base)
+    scrape_site(pg, base)
     with db.transaction(pg) as cur:  # the pipeline is up to date
         cur.execute("UPDATE news SET enriched_at = now()")
         cur.execute("UPDATE outbox SET published_at = now()")
     now = datetime.now(UTC)
-    published = dict(_all(pg, "SELECT unique_id, published_at FROM news"))
-    tier = Schedule().tier_for(published[_uid(pg, "enem-tem-recorde")], now).name
+    published = dict(all_rows(pg, "SELECT unique_id, published_at FROM news"))
+    tier = Schedule().tier_for(published[uid_of(pg, "enem-tem-recorde")], now).name
     in_tier = [u for u, p in published.items() if Schedule().tier_for(p, now).name == tier]
-    with _checker(base) as f:
+    with checker(base) as f:
         summary = run_tier(pg, f, tier, limit=10)
     assert summary.skipped_backlog is False and summary.placed == 3
     assert summary.checked == len(in_tier) == summary.outcomes["unchanged"]
-    with _checker(base) as f:
+    with checker(base) as f:
         assert run_tier(pg, f, tier, limit=10).checked == 0  # nothing due any more
     # a stale outbox row: the run yields before checking anything
     with db.transaction(pg) as cur:
@@ -698,14 +650,14 @@ def test_run_tier_checks_due_articles_and_yields_on_backlog(pg, site_url):
             "INSERT INTO outbox (topic, aggregate_id, payload, created_at) VALUES"
             " ('dgb.news.scraped', 'x', '{}', now() - interval '5 minutes')"
         )
-    with _checker(base) as f:
+    with checker(base) as f:
         skipped = run_tier(pg, f, tier, limit=10)
     assert skipped.skipped_backlog and skipped.checked == 0 and "outbox" in skipped.note
     assert skipped.note.startswith("skipped_backlog")
     with db.transaction(pg) as cur:
         cur.execute("UPDATE outbox SET published_at = now()")
         cur.execute("UPDATE news SET enriched_at = NULL")
-    with _checker(base) as f:
+    with checker(base) as f:
         behind = run_tier(pg, f, tier, limit=10, backlog_threshold=2)
         assert behind.skipped_backlog and "enrichment" in behind.note
         assert run_tier(pg, f, tier, limit=10, backlog_threshold=0).checked == len(in_tier)
@@ -715,8 +667,8 @@ def test_integrity_check_cli_prints_the_result(pg, site_url, monkeypatch, capsys
     from dgb.cli import main
 
     site, server, base = site_url
-    _scrape(pg, base)
-    uid = _uid(pg, "enem-tem-recorde")
+    scrape_site(pg, base)
+    uid = uid_of(pg, "enem-tem-recorde")
     monkeypatch.setenv("DGB_SOURCE_MODE", "mirror")
     monkeypatch.setenv("DGB_MIRROR_URL", base)
     monkeypatch.setenv("DGB_FETCH_MIN_INTERVAL", "0")
@@ -749,7 +701,7 @@ def _known_dataset(conn):
         ("y1", "agy"),
         ("y2", "agy"),
     ]:
-        rows[uid] = _insert_news(
+        rows[uid] = insert_news(
             conn, uid, f"http://127.0.0.1:9/{uid}", agency=agency, published=pub, title=f"Título {uid}"
         )
     with db.transaction(conn) as cur:

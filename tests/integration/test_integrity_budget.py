@@ -16,8 +16,8 @@ from dgb.integrity.backpressure import system_load
 from dgb.integrity.report import band_figures, format_table, integrity_report
 from dgb.integrity.runs import run_budget
 from dgb.integrity.tiers import BudgetPolicy, load_candidates
-
-from .test_integrity import _all, _checker, _insert_news, _one, _scrape, _uid
+from tests.support.integrity import checker, insert_news, scrape_site, uid_of
+from tests.support.sql import all_rows, one_row
 
 pytestmark = pytest.mark.stack
 
@@ -50,62 +50,62 @@ def _quiet_pipeline(pg):
 
 def test_budget_run_checks_the_fresh_article_first_within_the_budget(pg, site):
     site_, server, base = site
-    _scrape(pg, base)
+    scrape_site(pg, base)
     _quiet_pipeline(pg)
-    fresh = _uid(pg, "aviso-de-agora")
+    fresh = uid_of(pg, "aviso-de-agora")
     now = datetime.now(UTC)
     with db.transaction(pg) as cur:  # every article last seen 20 min ago (the scrape)
         cur.execute("UPDATE integrity_state SET last_checked_at = %s", (now - timedelta(minutes=20),))
     policy = BudgetPolicy(budget_rps=3.0, slot_seconds=1.0)  # room for three requests
-    with _checker(base) as f:
+    with checker(base) as f:
         one = run_budget(pg, f, policy=policy, clock=lambda: now)
     # the fresh article (content + its never-checked image); the next one would need two more
     assert one.capacity == 3.0 and one.planned == 1 and one.planned_by_reason["fresh"] == 1
     assert one.checked == 1 and one.requests == 2
-    assert _all(pg, "SELECT n.unique_id FROM integrity_checks c JOIN news n ON n.id = c.news_id") == [
+    assert all_rows(pg, "SELECT n.unique_id FROM integrity_checks c JOIN news n ON n.id = c.news_id") == [
         (fresh,)
     ]
     policy = BudgetPolicy(budget_rps=10.0, slot_seconds=60.0)
     later = now + timedelta(minutes=1)
-    with _checker(base) as f:
+    with checker(base) as f:
         rest = run_budget(pg, f, policy=policy, clock=lambda: later)
     # the fresh article was just checked: the two older ones by expected value, nothing more
     assert rest.checked == 2 and rest.planned_by_reason == {"fresh": 0, "forced": 0, "score": 2}
     assert rest.outcomes["unchanged"] == 2 and rest.requests == 4
-    checked_at, image_at = _one(
+    checked_at, image_at = one_row(
         pg,
         "SELECT s.last_checked_at, s.image_checked_at FROM integrity_state s JOIN news n ON n.id = s.news_id"
         " WHERE n.unique_id = %s",
         fresh,
     )
     assert checked_at == image_at == now
-    with _checker(base) as f:  # 11 min later: the fresh article again, its image not yet (hourly)
+    with checker(base) as f:  # 11 min later: the fresh article again, its image not yet (hourly)
         again = run_budget(pg, f, policy=policy, clock=lambda: now + timedelta(minutes=11))
     assert again.planned_by_reason["fresh"] == 1 and again.requests == again.checked
 
 
 def test_first_modification_is_dated_by_the_pages_date_modified(pg, site):
     site_, server, base = site
-    _scrape(pg, base)
+    scrape_site(pg, base)
     _quiet_pipeline(pg)
-    uid = _uid(pg, "enem-tem-recorde")
+    uid = uid_of(pg, "enem-tem-recorde")
     edited_at = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
     real_clock = site_.clock
     site_.clock = lambda: edited_at
     site_.edit("mec", "enem-tem-recorde", title="Enem tem recorde de inscritos (corrigido)")
     site_.clock = real_clock
     policy = BudgetPolicy(budget_rps=10.0, slot_seconds=60.0)
-    with _checker(base) as f:
+    with checker(base) as f:
         out = run_budget(pg, f, policy=policy)
     assert out.outcomes["modified"] == 1
-    first, last, published = _one(
+    first, last, published = one_row(
         pg,
         "SELECT s.first_modified_at, s.last_changed_at, n.published_at FROM integrity_state s"
         " JOIN news n ON n.id = s.news_id WHERE n.unique_id = %s",
         uid,
     )
     assert first == last == edited_at  # the page's dateModified, not when we noticed (now)
-    hours = _one(
+    hours = one_row(
         pg, "SELECT mean_hours_to_first_modification FROM integrity_agency_metrics WHERE agency_key = 'mec'"
     )[0]
     assert float(hours) == pytest.approx((edited_at - published).total_seconds() / 3600, abs=0.01)
@@ -126,16 +126,14 @@ def test_band_figures_count_coverage_overdue_and_the_oldest_overdue(pg):
         (timedelta(days=400), timedelta(days=40)),  # > 90 d, overdue
     ]
     for i, (age, since) in enumerate(specs):
-        news_id = _insert_news(pg, f"band_{i}", f"https://www.gov.br/mec/x/{i}", published=now - age)
+        news_id = insert_news(pg, f"band_{i}", f"https://www.gov.br/mec/x/{i}", published=now - age)
         if since is not None:
             with db.transaction(pg) as cur:
                 cur.execute(
                     "UPDATE integrity_state SET last_checked_at = %s WHERE news_id = %s",
                     (now - since, news_id),
                 )
-    removed = _insert_news(
-        pg, "band_removed", "https://www.gov.br/mec/x/r", published=now - timedelta(days=1)
-    )
+    removed = insert_news(pg, "band_removed", "https://www.gov.br/mec/x/r", published=now - timedelta(days=1))
     with db.transaction(pg) as cur:
         cur.execute("UPDATE news SET removed_at = now() WHERE id = %s", (removed,))
     bands = {b["band"]: b for b in band_figures(pg, now)}

@@ -21,8 +21,7 @@ import pytest
 from dgb.config import REPO_ROOT
 from dgb.embed.client import ModelServiceError, ModelServiceUnavailable, ServiceEmbedder
 from dgb.embed.model import load_model
-
-from .support import stop_process_group
+from tests.support.processes import stop_process_group
 
 pytestmark = pytest.mark.model
 

@@ -10,84 +10,18 @@ from dataclasses import replace
 import pytest
 
 from dgb import db, outbox, topology
-from dgb.fetch import Fetcher
 from dgb.pipeline import stages
 from dgb.pipeline.messages import InMessage
 from dgb.pipeline.report import StageRetry
 from dgb.pipeline.runner import RunOptions, run_stage
-from dgb.scraper.run import scrape_agency
 from dgb.search import schema
-
-from .support import FAST
-from .test_scrape import ARTICLES, _agency
+from tests.support.articles import ARTICLES
+from tests.support.pubsub import pull
+from tests.support.sql import count
 
 pytestmark = pytest.mark.stack
 
 N = len([a for a in ARTICLES if a[0] == "mec"])
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    from dgb.embed.model import load_model
-
-    return load_model("use-multilingual-v3", 512)
-
-
-@pytest.fixture(scope="module")
-def classifier(embedder):
-    from dgb.enrich.base import get_classifier
-
-    return get_classifier(embedder=embedder, backend="local")
-
-
-@pytest.fixture
-def project(pubsub_server):
-    name = f"dgb-pipe-{uuid.uuid4().hex[:8]}"
-    topology.apply(name)
-    return name
-
-
-@pytest.fixture
-def scraped(pg, mirror, project, pubsub_server):
-    """mec's articles scraped from the local site, their events relayed to the emulator."""
-    from google.cloud import pubsub_v1
-
-    _site, _server, base = mirror(ARTICLES)
-    with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f)
-    from dgb.taxonomy import load_taxonomy, themes_rows
-
-    db.upsert_themes(pg, themes_rows(load_taxonomy()))
-    assert outbox.relay(pg, pubsub_v1.PublisherClient(), project).published == N
-    return report.new
-
-
-def pull(project: str, subscription: str, want: int, ack: bool = True) -> list[InMessage]:
-    """Pull messages as the trigger hands them to a DAG run (its raw-event payload)."""
-    from google.cloud import pubsub_v1
-
-    from dgb_airflow.triggers.pubsub import raw_event
-
-    sub = pubsub_v1.SubscriberClient()
-    path = f"projects/{project}/subscriptions/{subscription}"
-    out = []
-    for _ in range(20):
-        resp = sub.pull(request={"subscription": path, "max_messages": 100}, timeout=5)
-        for m in resp.received_messages:
-            out.append(InMessage.from_payload(subscription, raw_event(m)))
-        if resp.received_messages and ack:
-            sub.acknowledge(
-                request={"subscription": path, "ack_ids": [m.ack_id for m in resp.received_messages]}
-            )
-        if len(out) >= want:
-            break
-    return out
-
-
-def count(conn, sql, *args):
-    with conn.cursor() as cur:
-        cur.execute(sql, args or None)
-        return cur.fetchone()[0]
 
 
 def test_each_message_three_times_gives_one_result_and_one_document(

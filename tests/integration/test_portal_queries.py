@@ -16,9 +16,8 @@ from dgb.pipeline.runner import RunOptions, run_stage
 from dgb.scraper.run import scrape_agency
 from dgb.search import schema
 from dgb.search.query import server_version
-
-from .support import FAST
-from .test_scrape import ARTICLES, _agency
+from tests.support.articles import ARTICLES, mirrored_agency
+from tests.support.fetch import FAST
 
 pytestmark = pytest.mark.stack
 
@@ -82,7 +81,7 @@ def portal_index(pg, mirror, typesense_server, embedder):
     _site, _server, base = mirror(ARTICLES)
     with Fetcher(FAST) as f:
         for key in ("mec", "mulheres"):
-            scrape_agency(pg, _agency(base, key), f)
+            scrape_agency(pg, mirrored_agency(base, key), f)
     alias = f"t_{uuid.uuid4().hex[:8]}"
     s = replace(typesense_server, typesense_collection=alias, embedding_dim=512)
     ts = schema.client(s)

@@ -27,8 +27,7 @@ from dgb.pipeline.stages import IndexStage
 from dgb.scraper.run import scrape_agency
 from dgb.search import schema
 from dgb.urlpolicy import UrlPolicy, guarded_transport
-
-from .support import FAST
+from tests.support.fetch import FAST
 
 pytestmark = pytest.mark.stack
 

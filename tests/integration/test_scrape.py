@@ -13,41 +13,15 @@ from dgb import outbox, topology
 from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher
 from dgb.scraper.run import ScrapeParams, scrape_agency
-
-from .support import FAST, article_dict
+from tests.support.articles import ARTICLES, article_dict, mirrored_agency
+from tests.support.fetch import FAST
 
 pytestmark = pytest.mark.stack
-
-ARTICLES = [
-    # (agency, slug, title, published_at)
-    (
-        "mec",
-        "mec-anuncia-novas-vagas",
-        "MEC anuncia novas vagas no ensino técnico",
-        "2026-11-20T10:15:00-03:00",
-    ),
-    ("mec", "enem-tem-recorde", "Enem tem recorde de inscritos confirmados", "2026-11-18T09:00:00-03:00"),
-    ("mec", "pe-de-meia-paga", "Pé-de-Meia paga nova parcela a estudantes", "2026-11-12T16:40:00-03:00"),
-    ("mec", "escolas-conectadas", "Escolas conectadas chegam a mais municípios", "2026-11-05T11:30:00-03:00"),
-    ("mec", "merenda-escolar", "Programa amplia recursos para merenda escolar", "2026-10-28T08:00:00-03:00"),
-    (
-        "mulheres",
-        "casa-da-mulher",
-        "Nova Casa da Mulher Brasileira é inaugurada",
-        "2026-11-19T14:00:00-03:00",
-    ),
-    ("mulheres", "ligue-180", "Ligue 180 amplia atendimento por mensagem", "2026-11-10T10:00:00-03:00"),
-]
 
 
 @pytest.fixture
 def site_url(mirror):
     return mirror(ARTICLES)
-
-
-def _agency(base, key, kind="html"):
-    """The catalogue's entry (its listing path), pointed at the mirror, with a chosen site kind."""
-    return replace(load_agencies(base_url=base)[key], site_kind=kind)
 
 
 def _fault(server, **spec):
@@ -62,7 +36,7 @@ def _count(conn, sql, *args):
 
 def test_scrape_stores_articles_and_events_once(pg, site_url):
     site, server, base = site_url
-    mec = _agency(base, "mec")
+    mec = mirrored_agency(base, "mec")
     with Fetcher(FAST) as f:
         report = scrape_agency(pg, mec, f)
     assert report.status == "success", report
@@ -100,7 +74,7 @@ def test_scrape_stores_articles_and_events_once(pg, site_url):
 
 def test_edit_updates_row_records_history_and_emits_one_event(pg, site_url):
     site, server, base = site_url
-    mec = _agency(base, "mec")
+    mec = mirrored_agency(base, "mec")
     with Fetcher(FAST) as f:
         scrape_agency(pg, mec, f)
     with pg.cursor() as cur:
@@ -133,7 +107,7 @@ def test_edit_updates_row_records_history_and_emits_one_event(pg, site_url):
 def test_plone6_api_agency(pg, site_url):
     site, server, base = site_url
     with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mulheres", "plone6_api"), f)
+        report = scrape_agency(pg, mirrored_agency(base, "mulheres", "plone6_api"), f)
     assert report.status == "success" and len(report.new) == 2
     with pg.cursor() as cur:
         cur.execute(
@@ -181,14 +155,14 @@ def test_backfill_window_and_no_update(pg, site_url):
     site, server, base = site_url
     params = ScrapeParams(start_date=date(2026, 11, 10), end_date=date(2026, 11, 19))
     with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f, params)
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f, params)
     with pg.cursor() as cur:
         cur.execute("SELECT url FROM news ORDER BY published_at")
         urls = [r[0].rsplit("/", 1)[1] for r in cur.fetchall()]
     assert urls == ["pe-de-meia-paga", "enem-tem-recorde"], report
     site.edit("mec", "enem-tem-recorde", title="Enem bate recorde")
     with Fetcher(FAST) as f:
-        scrape_agency(pg, _agency(base, "mec"), f, replace(params, allow_update=False))
+        scrape_agency(pg, mirrored_agency(base, "mec"), f, replace(params, allow_update=False))
     assert _count(pg, "SELECT count(*) FROM news_update_history") == 0
 
 
@@ -208,7 +182,7 @@ def test_listing_misbehaviour_gives_category_and_stores_nothing(pg, site_url, fa
     site, server, base = site_url
     _fault(server, path_prefix="/www.gov.br/mec/pt-br/assuntos/noticias", fault=fault, count=None, **params)
     with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f)
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
     assert report.status == "failed" and report.error_category == category, report
     assert _count(pg, "SELECT count(*) FROM news") == 0
     assert _count(pg, "SELECT count(*) FROM outbox") == 0
@@ -226,7 +200,7 @@ def test_broken_article_is_skipped_whole(pg, site_url):
         count=None,
     )
     with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f)
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
     assert report.status == "partial" and report.article_errors == 1
     assert report.error_category == "html_changed"
     assert len(report.new) == 4
@@ -238,7 +212,7 @@ def test_retry_after_is_honoured_per_host(pg, site_url):
     _fault(server, path_prefix="/www.gov.br/mec/pt-br/assuntos/noticias", fault="429", retry_after=1, count=1)
     slept = []
     with Fetcher(FAST, sleep=lambda s: slept.append(s)) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f)
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
     assert report.status == "success" and len(report.new) == 5
     assert any(abs(s - 1.0) < 0.2 for s in slept), slept  # waited the server's Retry-After
     assert f.stats.retries == 1
@@ -247,16 +221,16 @@ def test_retry_after_is_honoured_per_host(pg, site_url):
 def test_regular_run_stops_at_known_urls_without_rereading_them(pg, site_url):
     site, server, base = site_url
     with Fetcher(FAST) as f:
-        scrape_agency(pg, _agency(base, "mec"), f)
+        scrape_agency(pg, mirrored_agency(base, "mec"), f)
     with Fetcher(FAST) as f:
-        again = scrape_agency(pg, _agency(base, "mec"), f)
+        again = scrape_agency(pg, mirrored_agency(base, "mec"), f)
         assert f.stats.requests == 2  # robots.txt + the first listing page: no known article re-read
     assert again.new == [] and again.known_skipped == 2  # the 3rd known URL is the fence
     # two new articles on top of the listing: exactly those are fetched, then the fence stops
     site.publish(article_dict("mec", "novo-edital", "MEC abre novo edital", "2026-11-30T09:00:00-03:00"))
     site.publish(article_dict("mec", "novo-programa", "MEC lança programa", "2026-11-30T10:00:00-03:00"))
     with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f)
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
         assert f.stats.requests == 2 + 2  # robots + listing + the 2 new articles
     assert len(report.new) == 2 and report.updated == [] and report.known_skipped == 2
     assert _count(pg, "SELECT count(*) FROM news WHERE agency_key = 'mec'") == 7
@@ -267,11 +241,11 @@ def test_regular_run_passes_a_known_item_above_a_new_one(pg, site_url):
     fence needs 3 known URLs in a row."""
     site, server, base = site_url
     with Fetcher(FAST) as f:
-        scrape_agency(pg, _agency(base, "mec"), f)
+        scrape_agency(pg, mirrored_agency(base, "mec"), f)
     # dated between the two newest known articles: listed below the newest
     site.publish(article_dict("mec", "edital-tardio", "MEC publica edital", "2026-11-19T09:00:00-03:00"))
     with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f)
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
         assert f.stats.requests == 3  # robots + listing + the new article
     assert len(report.new) == 1 and report.known_skipped == 3
 
@@ -303,7 +277,7 @@ def test_relay_publishes_each_event_once(pg, site_url, pubsub_server):
     project = f"dgb-relay-{uuid.uuid4().hex[:8]}"
     topology.apply(project)
     with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f)
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
     publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
     result = outbox.relay(pg, publisher, project)
     assert result.published == 5 and result.failed == 0
@@ -334,7 +308,7 @@ def test_relay_survives_pubsub_outage(pg, site_url, pubsub_server, tmp_path, mon
     topology.apply(project)
     emulator.down()
     with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f)
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
     assert len(report.new) == 5
     publisher = pubsub_v1.PublisherClient()
     down = outbox.relay(pg, publisher, project, timeout=3.0)
@@ -367,7 +341,7 @@ def test_parser_moving_images_is_not_an_edit(pg, site_url):
     """Content compared for edits ignores images and photo credits (image_url tracks images)."""
     site, server, base = site_url
     with Fetcher(FAST) as f:
-        scrape_agency(pg, _agency(base, "mec"), f)
+        scrape_agency(pg, mirrored_agency(base, "mec"), f)
     with pg.cursor() as cur:  # as if stored by an older parser that kept the lead image + credit
         cur.execute(
             "UPDATE news SET content = '![Título](http://x/img.jpg)' || E'\\n\\nFoto: Divulgação/MEC\\n\\n'"
@@ -375,6 +349,8 @@ def test_parser_moving_images_is_not_an_edit(pg, site_url):
         )
     pg.commit()
     with Fetcher(FAST) as f:  # a backfill re-reads the known pages and compares them
-        report = scrape_agency(pg, _agency(base, "mec"), f, ScrapeParams(start_date=date(2026, 10, 1)))
+        report = scrape_agency(
+            pg, mirrored_agency(base, "mec"), f, ScrapeParams(start_date=date(2026, 10, 1))
+        )
     assert report.unchanged == 5
     assert report.updated == [] and _count(pg, "SELECT count(*) FROM news_update_history") == 0

@@ -19,8 +19,8 @@ from dgb.pipeline.report import StageRetry
 from dgb.pipeline.resilience import CLOSED, HALF_OPEN, MODEL_SERVICE, OPEN, Breakers
 from dgb.pipeline.runner import RunOptions, keep_sweeping, run_stage
 from dgb.reconcile import redrive
-
-from .test_pipeline import classifier, count, embedder, project, pull, scraped  # noqa: F401  (fixtures)
+from tests.support.pubsub import pull
+from tests.support.sql import count
 
 pytestmark = pytest.mark.stack
 
@@ -69,7 +69,7 @@ class CountingEmbedder:
 
 
 @pytest.fixture
-def down_embedder(embedder):  # noqa: F811
+def down_embedder(embedder):
     """The model service's client on a loopback port where nothing listens (a real outage), one
     attempt per call; ``dim`` answered locally (the stage checks the vectors' shape)."""
     from dgb.embed.client import ServiceEmbedder
@@ -80,12 +80,12 @@ def down_embedder(embedder):  # noqa: F811
     client.close()
 
 
-def _enrich_all(pg, classifier):  # noqa: F811
+def _enrich_all(pg, classifier):
     report = run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=100))
     assert report.retry == [] and report.dead_lettered == []
 
 
-def test_chunks_commit_mid_run_with_their_events_and_ledger(pg, pg_server, scraped, classifier):  # noqa: F811
+def test_chunks_commit_mid_run_with_their_events_and_ledger(pg, pg_server, scraped, classifier):
     """Each chunk's results, next events and token ledger are visible before the run ends."""
     from dgb.enrich.bedrock import BedrockClassifier
     from dgb.taxonomy import load_taxonomy
@@ -137,7 +137,7 @@ def test_chunks_commit_mid_run_with_their_events_and_ledger(pg, pg_server, scrap
             cur.execute("DELETE FROM llm_usage_daily WHERE model_id = %s", (model_id,))
 
 
-def test_deadline_leaves_the_rest_pending_for_the_next_run(pg, scraped, classifier):  # noqa: F811
+def test_deadline_leaves_the_rest_pending_for_the_next_run(pg, scraped, classifier):
     report = run_stage(
         stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=100, chunk_size=2, deadline_s=0)
     )
@@ -148,7 +148,7 @@ def test_deadline_leaves_the_rest_pending_for_the_next_run(pg, scraped, classifi
     assert len(again.processed) == len(scraped)
 
 
-def test_keep_sweeping_takes_work_that_arrives_and_ends_once_idle(pg, pg_server, scraped, classifier):  # noqa: F811
+def test_keep_sweeping_takes_work_that_arrives_and_ends_once_idle(pg, pg_server, scraped, classifier):
     """A run that lingers takes the work committed after its own (here: two articles whose
     theme an edit cleared), then ends once ``idle_s`` passes with nothing new."""
     first, later = scraped[:-2], scraped[-2:]
@@ -179,7 +179,7 @@ def test_keep_sweeping_takes_work_that_arrives_and_ends_once_idle(pg, pg_server,
     assert 3 <= out.sweeps == len(naps) < 200 and out.summary()["sweeps"] == out.sweeps
 
 
-def test_keep_sweeping_stops_at_its_cap_and_not_after_an_outage(pg, scraped, classifier):  # noqa: F811
+def test_keep_sweeping_stops_at_its_cap_and_not_after_an_outage(pg, scraped, classifier):
     enrich = stages.EnrichStage(classifier, pg)
     busy = run_stage(enrich, pg, [], RunOptions(sweep_limit=100))
     flips = iter(scraped * 1000)
@@ -207,7 +207,7 @@ def test_keep_sweeping_stops_at_its_cap_and_not_after_an_outage(pg, scraped, cla
         assert keep_sweeping(enrich, pg, stopped, options, idle_s=idle_s, max_s=5, sleep=edit).sweeps == 0
 
 
-def test_bisection_isolates_the_bad_article(pg, scraped, classifier):  # noqa: F811
+def test_bisection_isolates_the_bad_article(pg, scraped, classifier):
     bad = scraped[2]
     poisoning = Poisoning(classifier, {bad})
     report = run_stage(
@@ -227,7 +227,7 @@ def test_bisection_isolates_the_bad_article(pg, scraped, classifier):  # noqa: F
     assert (uid, reason, status) == (bad, "error", "open") and "cannot parse" in error
 
 
-def test_a_data_error_at_commit_dead_letters_only_that_row(pg, scraped, classifier):  # noqa: F811
+def test_a_data_error_at_commit_dead_letters_only_that_row(pg, scraped, classifier):
     bad = scraped[1]
 
     class NulSummary(Poisoning):
@@ -251,9 +251,9 @@ def test_a_data_error_at_commit_dead_letters_only_that_row(pg, scraped, classifi
 
 def test_an_outage_on_the_last_try_dead_letters_nothing_and_work_completes_after_recovery(
     pg,
-    scraped,  # noqa: F811
-    classifier,  # noqa: F811
-    embedder,  # noqa: F811
+    scraped,
+    classifier,
+    embedder,
     down_embedder,
     monkeypatch,
 ):
@@ -286,9 +286,9 @@ def test_an_outage_on_the_last_try_dead_letters_nothing_and_work_completes_after
 
 def test_circuit_breaker_opens_defers_then_half_open_probe(
     pg,
-    scraped,  # noqa: F811
-    classifier,  # noqa: F811
-    embedder,  # noqa: F811
+    scraped,
+    classifier,
+    embedder,
     down_embedder,
     monkeypatch,
 ):
@@ -350,9 +350,9 @@ class Deadlocking(CountingEmbedder):
 
 def test_a_lock_conflict_is_retried_and_never_opens_a_breaker(
     pg,
-    scraped,  # noqa: F811
-    classifier,  # noqa: F811
-    embedder,  # noqa: F811
+    scraped,
+    classifier,
+    embedder,
     monkeypatch,
 ):
     import psycopg
@@ -395,9 +395,9 @@ def test_a_lock_conflict_is_retried_and_never_opens_a_breaker(
 
 def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks(
     pg,
-    scraped,  # noqa: F811
-    project,  # noqa: F811
-    classifier,  # noqa: F811
+    scraped,
+    project,
+    classifier,
     capsys,
 ):
     bad = scraped[0]
@@ -449,7 +449,7 @@ def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks
     assert pipeline_status(pg)["parked"] == []
 
 
-def test_a_later_success_clears_the_flags_and_resolves_the_dead_letter(pg, scraped, project, classifier):  # noqa: F811
+def test_a_later_success_clears_the_flags_and_resolves_the_dead_letter(pg, scraped, project, classifier):
     bad = scraped[0]
     run_stage(stages.EnrichStage(Poisoning(classifier, {bad}), pg), pg, [], RunOptions(sweep_limit=100))
     assert one(pg, "SELECT hold_stage, problem FROM news WHERE unique_id = %s", bad) == (
@@ -473,7 +473,7 @@ def test_a_later_success_clears_the_flags_and_resolves_the_dead_letter(pg, scrap
     )
 
 
-def test_thousands_of_held_rows_do_not_hide_real_work_from_the_sweep(pg, classifier):  # noqa: F811
+def test_thousands_of_held_rows_do_not_hide_real_work_from_the_sweep(pg, classifier):
     """1,200 poison rows older than the real work: the sweep's LIMIT still reaches the real work,
     through the partial index that leaves them out."""
     with db.transaction(pg) as cur:
@@ -507,9 +507,9 @@ def test_thousands_of_held_rows_do_not_hide_real_work_from_the_sweep(pg, classif
 
 def test_typesense_down_dead_letters_nothing_and_the_index_catches_up(
     pg,
-    scraped,  # noqa: F811
-    classifier,  # noqa: F811
-    embedder,  # noqa: F811
+    scraped,
+    classifier,
+    embedder,
     typesense_server,
 ):
     import uuid
@@ -554,9 +554,9 @@ def test_typesense_down_dead_letters_nothing_and_the_index_catches_up(
 
 def test_documents_typesense_lost_are_indexed_again_by_the_next_index_run(
     pg,
-    scraped,  # noqa: F811
-    classifier,  # noqa: F811
-    embedder,  # noqa: F811
+    scraped,
+    classifier,
+    embedder,
     typesense_server,
 ):
     """A Typesense that comes back without some documents (this one, 0.24 single-node, can come
@@ -615,8 +615,8 @@ def _rows(conn, sql):
 
 def test_an_unknown_error_on_a_whole_chunk_is_not_poison_until_it_repeats(
     pg,
-    scraped,  # noqa: F811
-    classifier,  # noqa: F811
+    scraped,
+    classifier,
     monkeypatch,
 ):
     from dgb.pipeline.resilience import UNKNOWN_LIMIT

@@ -5,8 +5,7 @@ package is not installed), and a failing backend never fails the caller."""
 from __future__ import annotations
 
 from dgb_airflow import metrics
-
-from .conftest import StatsRecorder, install_stats_backend, restore_stats_backend
+from tests.support.airflow_stats import StatsRecorder, install_stats_backend, restore_stats_backend
 
 
 def test_incr_reaches_the_backend_with_tags(recorded_metrics):

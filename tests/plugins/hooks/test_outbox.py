@@ -13,8 +13,7 @@ from dgb.cli import main
 from dgb.config import messaging
 from dgb.observe.status import pipeline_status
 from dgb_airflow.hooks.outbox import OutboxRelayHook, relay_outbox
-
-from ..conftest import pull_all
+from tests.support.pubsub import pull_all
 
 
 def _enqueue(pg, n: int) -> list[str]:
@@ -108,8 +107,7 @@ def test_relay_operator_fails_only_on_retryable_errors_and_purges(pg, project):
     """The outbox_relay DAG's task: a terminal row is logged, not raised (the DAG no longer fails
     every minute); published rows past the retention are purged, recent ones and failed ones kept."""
     from dgb_airflow.operators.outbox import OutboxRelayOperator
-
-    from ..conftest import task_context
+    from tests.support.airflow_context import task_context
 
     _enqueue(pg, 2)
     _enqueue_raw(pg, topology.TOPIC_SCRAPED, "bad-attr", {"unique_id": "bad-attr"}, {"k": "v" * 2000})

@@ -11,8 +11,7 @@ from google.api_core import exceptions
 
 from dgb import topology
 from dgb_airflow.hooks.pubsub import DgbPubSubAsyncHook, DgbPubSubHook, subscription_path
-
-from ..conftest import pull_all
+from tests.support.pubsub import pull_all
 
 SUB = topology.subscription(topology.SUB_ENRICHMENT)
 

@@ -10,10 +10,9 @@ import pytest
 from dgb.fetch import Fetcher
 from dgb.scraper.run import scrape_agency
 from dgb_airflow.operators.integrity import IntegrityTierOperator
-
-from ...integration.support import FAST
-from ...integration.test_scrape import ARTICLES, _agency
-from ..conftest import task_context
+from tests.support.airflow_context import task_context
+from tests.support.articles import ARTICLES, mirrored_agency
+from tests.support.fetch import FAST
 
 
 def _in_tier(published: str, tier: str) -> bool:
@@ -33,7 +32,7 @@ def scraped_site(pg, mirror, monkeypatch):
     """mec's articles scraped from the site the checks reach (most are 8-30 days old)."""
     site, server, base = mirror(ARTICLES)
     with Fetcher(FAST) as f:
-        scrape_agency(pg, _agency(base, "mec"), f)
+        scrape_agency(pg, mirrored_agency(base, "mec"), f)
     monkeypatch.setenv("DGB_SOURCE_MODE", "mirror")
     monkeypatch.setenv("DGB_MIRROR_URL", base)
     monkeypatch.setenv("DGB_FETCH_MIN_INTERVAL", "0")

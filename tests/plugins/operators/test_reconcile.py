@@ -15,10 +15,10 @@ from dgb import db, outbox, topology
 from dgb.fetch import Fetcher
 from dgb.scraper.run import scrape_agency
 from dgb_airflow.operators.reconcile import ReconcileOperator, ReplayOperator
-
-from ...integration.support import FAST
-from ...integration.test_scrape import ARTICLES, _agency
-from ..conftest import pull_all, task_context
+from tests.support.airflow_context import task_context
+from tests.support.articles import ARTICLES, mirrored_agency
+from tests.support.fetch import FAST
+from tests.support.pubsub import pull_all
 
 MEC = [a for a in ARTICLES if a[0] == "mec"]
 
@@ -28,7 +28,7 @@ def scraped(pg, mirror, project):
     """mec's articles scraped, their scraped events published (and consumed by nobody)."""
     _site, _server, base = mirror(ARTICLES)
     with Fetcher(FAST) as f:
-        report = scrape_agency(pg, _agency(base, "mec"), f)
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
     from google.cloud import pubsub_v1
 
     outbox.relay(pg, pubsub_v1.PublisherClient(), project)
@@ -102,8 +102,7 @@ def test_replay_seek_runs_the_index_stage_on_a_new_subscription(pg, project, ind
 
     from dgb.reconcile import resend
     from dgb.taxonomy import load_taxonomy, themes_rows
-
-    from ...integration.test_reconcile import add
+    from tests.support.news import add
 
     db.upsert_themes(pg, themes_rows(load_taxonomy()))
     start = datetime.now(UTC)

@@ -10,9 +10,9 @@ import pytest
 from dgb import topology
 from dgb_airflow.operators.outbox import OutboxRelayOperator
 from dgb_airflow.operators.scrape import ScrapeAgencyOperator
-
-from ...integration.test_scrape import ARTICLES
-from ..conftest import pull_all, task_context
+from tests.support.airflow_context import task_context
+from tests.support.articles import ARTICLES
+from tests.support.pubsub import pull_all
 
 MEC = [a for a in ARTICLES if a[0] == "mec"]
 

@@ -22,10 +22,11 @@ from dgb.fetch import Fetcher
 from dgb.scraper.run import scrape_agency
 from dgb_airflow.operators.stage import StageOperator
 from dgb_airflow.triggers.pubsub import raw_batch, raw_event
-
-from ...integration.support import FAST, stop_process_group
-from ...integration.test_scrape import ARTICLES, _agency
-from ..conftest import pull_all, task_context
+from tests.support.airflow_context import task_context
+from tests.support.articles import ARTICLES, mirrored_agency
+from tests.support.fetch import FAST
+from tests.support.processes import stop_process_group
+from tests.support.pubsub import pull_all
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +114,7 @@ def test_stages_enrich_embed_index_from_their_triggering_events(pg, mirror, proj
 
     _site, _server, base = mirror(ARTICLES)
     with Fetcher(FAST) as f:
-        new = scrape_agency(pg, _agency(base, "mec"), f).new
+        new = scrape_agency(pg, mirrored_agency(base, "mec"), f).new
     db.upsert_themes(pg, themes_rows(load_taxonomy()))
     outbox.relay(pg, pubsub_v1.PublisherClient(), project)
     n = len(new)
@@ -142,7 +143,7 @@ def test_stages_enrich_embed_index_from_their_triggering_events(pg, mirror, proj
 def test_a_manual_run_takes_unique_ids_and_refuses_bad_conf(pg, mirror, project, stack_env):
     _site, _server, base = mirror(ARTICLES)
     with Fetcher(FAST) as f:
-        new = scrape_agency(pg, _agency(base, "mec"), f).new
+        new = scrape_agency(pg, mirrored_agency(base, "mec"), f).new
     out = StageOperator(task_id="enrich", stage="enrich", sweep_limit=0).execute(
         task_context(conf={"unique_ids": new[:1]})
     )
@@ -160,7 +161,7 @@ def test_model_service_down_on_every_try_dead_letters_nothing(pg, mirror, projec
 
     _site, _server, base = mirror(ARTICLES)
     with Fetcher(FAST) as f:
-        new = scrape_agency(pg, _agency(base, "mec"), f).new
+        new = scrape_agency(pg, mirrored_agency(base, "mec"), f).new
     db.upsert_themes(pg, themes_rows(load_taxonomy()))
     up = os.environ["AIRFLOW_CONN_DGB_MODEL_SERVICE"]
     with socket.socket() as s:

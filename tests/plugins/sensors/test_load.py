@@ -10,8 +10,7 @@ from airflow.sdk.exceptions import AirflowSkipException, TaskDeferred
 from dgb import db
 from dgb_airflow.sensors.load import PipelineLoadSensor
 from dgb_airflow.triggers.load import PipelineLoadTrigger
-
-from ..conftest import task_context
+from tests.support.airflow_context import task_context
 
 THRESHOLDS = {"outbox_max_age_s": 60, "backlog_threshold": 0, "max_active": 0, "max_lock_waits": 0}
 

@@ -22,8 +22,7 @@ from dgb_airflow.triggers.pubsub import (
     event_groups,
     reject_reason,
 )
-
-from ..conftest import pull_all
+from tests.support.pubsub import pull_all
 
 SUB = topology.subscription(topology.SUB_TYPESENSE)
 

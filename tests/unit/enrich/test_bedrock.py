@@ -26,6 +26,7 @@ from dgb.enrich.bedrock import (
 )
 from dgb.taxonomy import load_taxonomy
 from dgb_dev.bedrock_fake import FakeClient, converse_response  # the one Bedrock fake
+from tests.support.bedrock import Sleeps, client_error
 
 MODEL = DEFAULT_MODEL_ID
 
@@ -47,11 +48,6 @@ GOOD = {
     "theme_l3": "03.02.01",
     "summary": "O Ministério da Saúde ampliou a vacinação contra a dengue para 600 novos municípios.",
 }
-
-
-class Sleeps(list):
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +193,7 @@ def test_backoff_delays_have_jitter_within_bounds(taxonomy):
 
     sleeps = Sleeps()
     rng = random.Random(7)
-    fake = FakeClient(*[_client_error("ThrottlingException")] * 4)
+    fake = FakeClient(*[client_error("ThrottlingException")] * 4)
     clf = BedrockClassifier(taxonomy, client=fake, model_id=MODEL, sleep=sleeps, rand=rng.random)
     [result] = clf.classify_batch([ARTICLE])
     assert isinstance(result, ClassificationFailure)
@@ -210,7 +206,7 @@ def test_backoff_delays_have_jitter_within_bounds(taxonomy):
     "code", ["ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"]
 )
 def test_throttling_exhausted_is_retryable_failure(taxonomy, sleeps, code):
-    fake = FakeClient(*[_client_error(code)] * 4)
+    fake = FakeClient(*[client_error(code)] * 4)
     [result] = make(taxonomy, fake, sleeps).classify_batch([ARTICLE])
     assert isinstance(result, ClassificationFailure)
     assert result.retryable is True and result.reason == "throttled"
@@ -219,26 +215,16 @@ def test_throttling_exhausted_is_retryable_failure(taxonomy, sleeps, code):
 
 
 def test_validation_error_is_not_retried(taxonomy, sleeps):
-    fake = FakeClient(_client_error("ValidationException", "Input is too long for requested model."))
+    fake = FakeClient(client_error("ValidationException", "Input is too long for requested model."))
     [result] = make(taxonomy, fake, sleeps).classify_batch([ARTICLE])
     assert isinstance(result, ClassificationFailure) and result.retryable is False
     assert "ValidationException" in result.detail and sleeps == []
 
 
 def test_access_denied_fails_the_batch(taxonomy, sleeps):
-    fake = FakeClient(_client_error("AccessDeniedException", "You don't have access to the model."))
+    fake = FakeClient(client_error("AccessDeniedException", "You don't have access to the model."))
     with pytest.raises(BedrockError, match="AccessDeniedException"):
         make(taxonomy, fake, sleeps).classify_batch([ARTICLE])
-
-
-def _client_error(code: str, message: str = "x"):
-    from botocore.exceptions import ClientError
-
-    status = {"ThrottlingException": 429, "ServiceUnavailableException": 503}.get(code, 400)
-    return ClientError(
-        {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status}},
-        "Converse",
-    )
 
 
 # --------------------------------------------------------------------------- malformed output

@@ -31,7 +31,8 @@ from dgb.enrich.local import LocalClassifier
 from dgb.enrich.summary import SUMMARY_MAX_CHARS
 from dgb.enrich.text import paragraphs, split_sentences
 from dgb.taxonomy import load_taxonomy
-from tests.unit.enrich.test_bedrock import FakeClient, Sleeps, _client_error, converse_response
+from dgb_dev.bedrock_fake import FakeClient, converse_response
+from tests.support.bedrock import Sleeps, client_error
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "classifier" / "real_news.jsonl"
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
@@ -363,7 +364,7 @@ def test_hybrid_routes_only_the_unsure_articles(classifier, results, taxonomy):
 
 
 def test_hybrid_keeps_the_local_answer_when_bedrock_is_throttled(classifier, results, taxonomy):
-    bed, _, sleeps = bedrock(taxonomy, *[_client_error("ThrottlingException")] * 4)
+    bed, _, sleeps = bedrock(taxonomy, *[client_error("ThrottlingException")] * 4)
     hybrid = HybridClassifier(classifier, bed, 0.999)
     [out] = hybrid.classify_batch([as_item(real_news()[5])])
     assert isinstance(out, Classification) and out.classifier == "local"
@@ -375,7 +376,7 @@ def test_hybrid_keeps_the_local_answer_when_bedrock_is_throttled(classifier, res
 
 
 def test_hybrid_fatal_bedrock_error_fails_the_batch(classifier, taxonomy):
-    bed, _, _ = bedrock(taxonomy, _client_error("AccessDeniedException"))
+    bed, _, _ = bedrock(taxonomy, client_error("AccessDeniedException"))
     with pytest.raises(BedrockError):
         HybridClassifier(classifier, bed, 0.999).classify_batch([as_item(real_news()[5])])
 

@@ -44,7 +44,7 @@ def test_a_fresh_checkout_gets_its_secrets_when_pytest_starts(tmp_path):
             "-q",
             "-p",
             "no:cacheprovider",
-            "tests/unit/test_taxonomy.py",
+            "tests/unit/reference/test_taxonomy.py",
             "-k",
             "nothing_matches_this",
         ],

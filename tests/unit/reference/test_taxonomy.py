@@ -20,7 +20,7 @@ from dgb.taxonomy import (
     themes_rows,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ALL_FILES_PRESENT = all((DEFAULT_FOLDER / f"{code}.yaml").exists() for code in LEVEL1)
 
 

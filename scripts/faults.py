@@ -8,8 +8,8 @@
 Uses the running local stack (``make up``) or starts it. For each fault, one at a time, a batch of
 uniquely identified articles (titles carry the run id) is published on the local gov.br site
 (control API ``POST /_control/publish``) of its own agency, ``scrape_<agency>`` is triggered through
-the Airflow CLI, and while the batch is on its way scrape -> enrich -> embed -> index the fault is
-injected:
+the Airflow REST API (the CLI if the API cannot be reached), and while the batch is on its way
+scrape -> enrich -> embed -> index the fault is injected:
 
 * ``kill_triggerer``  kill -9 of the triggerer (just as the batch's events are pulled), restarted
 * ``kill_scheduler``  kill -9 of the scheduler's process group (its LocalExecutor workers too), restarted

@@ -1,10 +1,14 @@
 """The outage helpers: the stack's components as the run stops, kills and starts them, and the
-process supervisor that starts any component found down (unless an outage is being held)."""
+process supervisor that starts any component found down (unless an outage is being held). The
+suite's own Pub/Sub callers are paused while it has the emulator stopped (see
+:meth:`faultsuite.duplicator.Duplicator.pause`)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import time
+from typing import Protocol
 
 from dgb import topology
 from dgb_dev import stack
@@ -13,12 +17,19 @@ from .context import Context
 from .plumbing import log, wait_for
 
 
+class Pausable(Protocol):
+    def pause(self) -> bool: ...
+
+    def resume(self) -> None: ...
+
+
 class Components:
     def __init__(self, ctx: Context):
         self.ctx = ctx
         self.stopped: set[str] = set()  # components we stopped and must start again
         self.restarted_by_supervisor: list[str] = []
         self.holding = False  # during a long outage: the supervisor must not "repair" it
+        self.pubsub_callers: list[Pausable] = []  # paused while the suite has the emulator stopped
 
     def names(self) -> list[str]:
         return [n for n in stack.SERVICES if stack.available(n)] + [
@@ -65,16 +76,25 @@ class Components:
     def stop(self, name: str) -> None:
         """Stop a component; it is started again by :meth:`start_again` (also on failure)."""
         self.stopped.add(name)
+        if name == "pubsub":
+            for caller in self.pubsub_callers:
+                if not caller.pause():
+                    log(f"{type(caller).__name__} still publishing when the emulator stops")
         stack.component(self.ctx.s, name).down()
 
     def start_again(self, name: str) -> None:
         comp = stack.component(self.ctx.s, name)
         try:
+            t0 = time.monotonic()
             comp.up()
             if name == "pubsub":
                 topology.apply_to_emulator(self.ctx.s)
+                log(f"pubsub emulator up, topology applied, in {time.monotonic() - t0:.1f}s")
         finally:
             self.stopped.discard(name)
+            if name == "pubsub":
+                for caller in self.pubsub_callers:
+                    caller.resume()
 
     def kill9(self, name: str) -> int | None:
         proc = stack.Proc(name, self.ctx.s)

@@ -39,6 +39,7 @@ class Run:
         self.completion = Completion(ctx, self.articles)
         self.dead_letters = DeadLetterWatch(ctx, self.articles)
         self.duplicator = Duplicator(ctx, self.articles)
+        self.components.pubsub_callers.append(self.duplicator)
         self.reconciler = Reconciler(ctx)
         self.scheduler_env = SchedulerEnv(ctx)
         outages = Outages(ctx, self.components, self.articles, self.completion, self.dead_letters)

@@ -43,6 +43,9 @@ does the same until the dependency is back); at most 5 min. ``--outage-s`` sets 
 * ``emulator_down``    the Pub/Sub emulator stopped (its messages are lost), then started and the
                        topology re-applied
 
+A component found running again during its outage (started by something else: another session's
+test fixtures on a shared machine) is stopped again at once (``restarted_elsewhere=<n>`` in the note).
+
 A fault's settings (model_down, bedrock_throttle) reach the stage tasks through the scheduler's
 environment: it is restarted with them before the batch, once no stage task runs, and restarted
 with the stack's own settings afterwards (also on failure or Ctrl-C).

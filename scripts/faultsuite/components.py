@@ -73,6 +73,12 @@ class Components:
         self.restarted_by_supervisor += fixed
         return fixed
 
+    def healthy(self, name: str) -> bool:
+        try:
+            return bool(stack.component(self.ctx.s, name).healthy())
+        except Exception:
+            return False
+
     def stop(self, name: str) -> None:
         """Stop a component; it is started again by :meth:`start_again` (also on failure)."""
         self.stopped.add(name)

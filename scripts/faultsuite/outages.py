@@ -19,6 +19,8 @@ from .deadletters import DeadLetterWatch
 from .plumbing import log
 
 SPENT_POLL_S = 2.0  # --quick, past an outage's floor: how often the retries-spent check runs
+DOWN_POLL_S = 2.0  # how often a held outage checks that its component is still down
+OBSERVE_EVERY_S = 10.0  # how often a held outage looks for healthy articles dead-lettered
 
 
 @dataclass
@@ -33,21 +35,31 @@ class Outages:
     def __post_init__(self):
         self.budget = RetryBudget(self.ctx)
 
-    def hold(self, batch: Batch, seconds: float) -> None:
+    def hold(self, batch: Batch, seconds: float, component: str | None = None) -> None:
         """Keep the dependency down for ``seconds`` (--quick, faults of SPENDS_RETRIES: and then
         until the batch spent a stage task's retries, at most QUICK_OUTAGE_CAP_S in all), watching
-        for healthy articles dead-lettered."""
+        for healthy articles dead-lettered. ``component``: the stopped one, checked every
+        DOWN_POLL_S and stopped again if something else started it meanwhile (on a shared machine,
+        a test session's fixtures start Typesense or the emulator when they find it down: the
+        outage then ended unseen, the batch went through, and no retry was ever spent)."""
         self.components.holding = True
         adaptive = self.ctx.quick and not self.ctx.args.outage_s and batch.fault in SPENDS_RETRIES
+        restarted_elsewhere = 0
         try:
             t0 = time.monotonic()
             since = datetime.now(UTC)
             end = t0 + seconds
             cap = t0 + max(seconds, QUICK_OUTAGE_CAP_S)
-            last_log = 0.0
+            last_log = next_observe = 0.0
             while True:
-                self.dead_letters.observe()
                 now = time.monotonic()
+                if now >= next_observe or now >= end:
+                    self.dead_letters.observe()
+                    next_observe = now + OBSERVE_EVERY_S
+                if component and self.components.healthy(component):
+                    restarted_elsewhere += 1
+                    log(f"{batch.fault}: {component} was started by something else; stopping it again")
+                    self.components.stop(component)
                 if now >= cap:
                     if adaptive:
                         batch.note += " retries_not_spent_by_cap"
@@ -65,16 +77,18 @@ class Outages:
                     more = " (then until the batch spent its stage retries)" if adaptive else ""
                     log(f"{batch.fault}: {left:.0f}s of outage left{more}")
                     last_log = now
-                # until the floor: dead letters observed every 10 s at most; past it (adaptive:
-                # the only way to be still here) whether the retries are spent, every SPENT_POLL_S
-                time.sleep(
-                    min(10.0 if now < end else SPENT_POLL_S, max(1.0, (end if now < end else cap) - now))
-                )
+                # until the floor: the component checked every DOWN_POLL_S (dead letters every
+                # OBSERVE_EVERY_S), else every OBSERVE_EVERY_S; past it (adaptive: the only way to
+                # be still here) whether the retries are spent, and dead letters, every SPENT_POLL_S
+                poll = (DOWN_POLL_S if component else OBSERVE_EVERY_S) if now < end else SPENT_POLL_S
+                time.sleep(min(poll, max(1.0, (end if now < end else cap) - now)))
         finally:
             self.components.holding = False
             batch.note = batch.note.replace(
                 f"outage_s={seconds:.0f}", f"outage_s={time.monotonic() - t0:.0f}"
             )
+            if restarted_elsewhere:
+                batch.add_note(f"restarted_elsewhere={restarted_elsewhere}")
 
     def long_outage(self, batch: Batch) -> None:
         f = batch.fault
@@ -99,5 +113,5 @@ class Outages:
         batch.fault_at = time.monotonic()
         self.components.stop(name)
         log(f"{name} stopped for {seconds:.0f}s")
-        self.hold(batch, seconds)
+        self.hold(batch, seconds, component=name)
         self.components.start_again(name)

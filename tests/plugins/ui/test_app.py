@@ -1,7 +1,7 @@
 """The DGB UI app (dgb_airflow.ui.app): data through the ``dgb_db`` Airflow connection (the
 postgres provider's hook), the integrity page and JSON served from the real database, and the
 routes closed to anonymous requests when Airflow auth is on. (Chart contents are checked in
-tests/integration/test_integrity.py and tests/integration/test_pipeline_overview.py.)"""
+tests/integration/integrity/test_integrity.py and tests/integration/observe/test_pipeline_overview.py.)"""
 
 from __future__ import annotations
 

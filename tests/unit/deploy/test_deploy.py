@@ -819,7 +819,7 @@ def test_conftest_container_profile_skips_server_tests():
             "-p",
             "no:cacheprovider",
             "-rs",
-            "tests/integration/test_topology.py",
+            "tests/integration/messaging/test_topology.py",
         ],
         cwd=REPO,
         env=env,

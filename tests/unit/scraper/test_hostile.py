@@ -1,7 +1,7 @@
 """The hostile corpus (dgb_dev.hostile) through the parsers: a sane article or a clear error kind.
 
 Each page is parsed as the scraper parses a fetched page; the run-level behaviour (fetch, the URL
-guard, storage, the other articles kept) is in tests/integration/test_hostile.py.
+guard, storage, the other articles kept) is in tests/integration/scraper/test_hostile.py.
 """
 
 from __future__ import annotations

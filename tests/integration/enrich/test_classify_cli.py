@@ -16,7 +16,7 @@ from dgb.taxonomy import load_taxonomy
 
 pytestmark = pytest.mark.model
 
-CORPUS = Path(__file__).resolve().parents[2] / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
+CORPUS = Path(__file__).resolve().parents[3] / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 
 
 def test_classify_json_end_to_end(tmp_path):

@@ -284,7 +284,7 @@ def _ui_page(dsn: str) -> str:
 
     from fastapi.testclient import TestClient
 
-    plugins = str(Path(__file__).resolve().parents[2] / "plugins")
+    plugins = str(Path(__file__).resolve().parents[3] / "plugins")
     if plugins not in sys.path:
         sys.path.insert(0, plugins)
     from dgb_airflow.ui.app import create_app
@@ -384,7 +384,7 @@ def test_operator_sends_a_statsd_event_when_the_breaker_trips(pg, mirror, monkey
     import sys
     from pathlib import Path
 
-    plugins = str(Path(__file__).resolve().parents[2] / "plugins")
+    plugins = str(Path(__file__).resolve().parents[3] / "plugins")
     if plugins not in sys.path:
         sys.path.insert(0, plugins)
     from airflow.providers.postgres.hooks.postgres import PostgresHook

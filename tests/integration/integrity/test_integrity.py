@@ -32,7 +32,7 @@ from tests.support.sql import all_rows, one_row
 
 pytestmark = pytest.mark.stack
 
-PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+PLUGINS = Path(__file__).resolve().parents[3] / "plugins"
 
 ARTICLES = [
     (

@@ -22,7 +22,7 @@ from dgb.taxonomy import load_taxonomy, themes_rows
 
 pytestmark = pytest.mark.stack
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 WHEN = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 THEMES = ("02", "03", "10")  # the corpus has 9-10 articles of each

@@ -21,7 +21,7 @@ from dgb.observe.status import pipeline_status
 
 pytestmark = pytest.mark.stack
 
-PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+PLUGINS = Path(__file__).resolve().parents[3] / "plugins"
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 H = timedelta(hours=1)
 MODEL = "m1"
@@ -279,7 +279,7 @@ def test_pipeline_page_survives_a_database_outage():
 
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-SHOT_DIR = Path(__file__).resolve().parents[2] / ".state" / "screenshots"
+SHOT_DIR = Path(__file__).resolve().parents[3] / ".state" / "screenshots"
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium (/usr/bin/chromium) is not installed here")

@@ -1,6 +1,6 @@
 """The fault suite's pure parts (scripts/faultsuite): the stage retry budget its quick outages must
 outlast, the last-line contract, the catalogue, a batch's recovery and when reconciliation is due
-(the run itself: tests/integration/test_faults_quick.py, DGB_RUN_FAULTS=1)."""
+(the run itself: tests/integration/scripts/test_faults_quick.py, DGB_RUN_FAULTS=1)."""
 
 from __future__ import annotations
 

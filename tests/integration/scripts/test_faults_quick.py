@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "scripts"))  # scripts/ is not a package: its faultsuite is
 
 from faultsuite.catalogue import FAULTS  # noqa: E402

@@ -20,17 +20,9 @@ from dgb.pipeline.resilience import CLOSED, HALF_OPEN, MODEL_SERVICE, OPEN, Brea
 from dgb.pipeline.runner import RunOptions, keep_sweeping, run_stage
 from dgb.reconcile import redrive
 from tests.support.pubsub import pull
-from tests.support.sql import count
+from tests.support.sql import count, one_row
 
 pytestmark = pytest.mark.stack
-
-
-def one(conn, sql, *args):
-    with conn.cursor() as cur:
-        cur.execute(sql, args or None)
-        row = cur.fetchone()
-    conn.commit()
-    return row
 
 
 class Poisoning:
@@ -109,9 +101,9 @@ def test_chunks_commit_mid_run_with_their_events_and_ledger(pg, pg_server, scrap
     seen: list[tuple[int, int, int]] = []
 
     def observe():
-        enriched = one(other, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL")[0]
-        events = one(other, "SELECT count(*) FROM outbox WHERE topic = %s", topology.TOPIC_ENRICHED)[0]
-        calls = one(
+        enriched = one_row(other, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL")[0]
+        events = one_row(other, "SELECT count(*) FROM outbox WHERE topic = %s", topology.TOPIC_ENRICHED)[0]
+        calls = one_row(
             other, "SELECT coalesce(sum(calls), 0) FROM llm_usage_daily WHERE model_id = %s", model_id
         )
         seen.append((enriched, events, int(calls[0])))
@@ -278,7 +270,7 @@ def test_an_outage_on_the_last_try_dead_letters_nothing_and_work_completes_after
     assert count(pg, "SELECT count(*) FROM news WHERE embedded_at IS NOT NULL AND attempts = 0") == n
     assert count(pg, "SELECT count(*) FROM news WHERE last_error IS NOT NULL") == 0
     assert count(pg, "SELECT count(*) FROM dead_letters") == 0
-    assert one(pg, "SELECT failures, open_until FROM stage_breakers WHERE name = %s", MODEL_SERVICE) == (
+    assert one_row(pg, "SELECT failures, open_until FROM stage_breakers WHERE name = %s", MODEL_SERVICE) == (
         0,
         None,
     )
@@ -317,7 +309,7 @@ def test_circuit_breaker_opens_defers_then_half_open_probe(
     assert Breakers(pg, [MODEL_SERVICE]).state(MODEL_SERVICE) == HALF_OPEN
     report = run_stage(down, pg, [], RunOptions(sweep_limit=100, chunk_size=3, final_attempt=True))
     assert down_embedder.calls == 3 and report.chunks == 1 and len(report.deferred) == n - 1
-    assert one(pg, "SELECT opens FROM stage_breakers WHERE name = %s", MODEL_SERVICE) == (2,)
+    assert one_row(pg, "SELECT opens FROM stage_breakers WHERE name = %s", MODEL_SERVICE) == (2,)
 
     # half-open again, the service is back: the probe (one article) closes it, then full chunks
     with db.transaction(pg) as cur:
@@ -416,7 +408,7 @@ def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks
     assert len(msgs) == 1
     parked = run_stage(stage, pg, msgs, RunOptions(sweep_limit=100, max_failures=2))
     assert parked.parked == [(bad, "error")]
-    assert one(pg, "SELECT hold_failures, parked_at IS NOT NULL FROM news WHERE unique_id = %s", bad) == (
+    assert one_row(pg, "SELECT hold_failures, parked_at IS NOT NULL FROM news WHERE unique_id = %s", bad) == (
         2,
         True,
     )
@@ -438,10 +430,10 @@ def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks
     # the operator fixes the cause and redrives: un-parked, processed, flags cleared
     rep = redrive.redrive(pg, reason="error")
     assert len(rep.redriven) == 1
-    assert one(pg, "SELECT hold_stage, parked_at FROM news WHERE unique_id = %s", bad) == (None, None)
+    assert one_row(pg, "SELECT hold_stage, parked_at FROM news WHERE unique_id = %s", bad) == (None, None)
     fixed = run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=100))
     assert fixed.processed == [bad]
-    assert one(
+    assert one_row(
         pg,
         "SELECT hold_stage, hold_failures, parked_at, problem, attempts FROM news WHERE unique_id = %s",
         bad,
@@ -452,7 +444,7 @@ def test_held_and_parked_rows_leave_the_sweep_show_in_status_and_redrive_unparks
 def test_a_later_success_clears_the_flags_and_resolves_the_dead_letter(pg, scraped, project, classifier):
     bad = scraped[0]
     run_stage(stages.EnrichStage(Poisoning(classifier, {bad}), pg), pg, [], RunOptions(sweep_limit=100))
-    assert one(pg, "SELECT hold_stage, problem FROM news WHERE unique_id = %s", bad) == (
+    assert one_row(pg, "SELECT hold_stage, problem FROM news WHERE unique_id = %s", bad) == (
         "enrich",
         "dead_letter",
     )
@@ -462,12 +454,12 @@ def test_a_later_success_clears_the_flags_and_resolves_the_dead_letter(pg, scrap
     ]
     report = run_stage(stages.EnrichStage(classifier, pg), pg, msgs, RunOptions(sweep_limit=0))
     assert report.processed == [bad]
-    assert one(pg, "SELECT hold_stage, problem, last_error FROM news WHERE unique_id = %s", bad) == (
+    assert one_row(pg, "SELECT hold_stage, problem, last_error FROM news WHERE unique_id = %s", bad) == (
         None,
         None,
         None,
     )
-    assert one(pg, "SELECT status, resolution FROM dead_letters WHERE unique_id = %s", bad) == (
+    assert one_row(pg, "SELECT status, resolution FROM dead_letters WHERE unique_id = %s", bad) == (
         "resolved",
         "processed by a later run",
     )
@@ -528,7 +520,7 @@ def test_typesense_down_dead_letters_nothing_and_the_index_catches_up(
     )
     assert report.processed == [] and report.dead_lettered == [] and len(report.retry) == n
     assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL OR problem IS NOT NULL") == 0
-    assert one(pg, "SELECT failures >= 3 FROM stage_breakers WHERE name = 'typesense'") == (True,)
+    assert one_row(pg, "SELECT failures >= 3 FROM stage_breakers WHERE name = 'typesense'") == (True,)
 
     # still down: the breaker is open and Typesense's /health does not answer: nothing is tried
     assert Breakers(pg, ["typesense"]).state("typesense") == OPEN
@@ -630,7 +622,7 @@ def test_an_unknown_error_on_a_whole_chunk_is_not_poison_until_it_repeats(
     )
     assert report.dead_lettered == [] and len(report.retry) == len(scraped)
     assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL") == 0
-    assert report.breakers_open or one(pg, "SELECT failures FROM stage_breakers")[0] >= 3
+    assert report.breakers_open or one_row(pg, "SELECT failures FROM stage_breakers")[0] >= 3
     # one article alone failing the very same way run after run: poison after UNKNOWN_LIMIT tries
     bad = scraped[0]
     alone = stages.EnrichStage(Poisoning(classifier, {bad}), pg)
@@ -639,4 +631,4 @@ def test_an_unknown_error_on_a_whole_chunk_is_not_poison_until_it_repeats(
         if attempt < UNKNOWN_LIMIT:
             assert report.dead_lettered == [] and [u for u, _ in report.retry] == [bad]
     assert report.dead_lettered == [(bad, "error")]
-    assert one(pg, "SELECT hold_stage FROM news WHERE unique_id = %s", bad) == ("enrich",)
+    assert one_row(pg, "SELECT hold_stage FROM news WHERE unique_id = %s", bad) == ("enrich",)

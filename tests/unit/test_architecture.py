@@ -11,7 +11,9 @@ Rules are written by package prefix, not by file lists, so a new module falls un
   import at module level, use the standard library alone (no database, broker, search or HTTP
   client is loaded or reached while a DAG file is parsed); ``dgb.dags_meta`` and every
   ``dgb.<package>.dags`` / ``*_dags`` module must be such specs;
-* the dev package is outside what Astro and Composer deploy (.dockerignore, the Composer stage).
+* the dev package is outside what Astro and Composer deploy (.dockerignore, the Composer stage);
+* no module under tests/ imports a test module (``test_*.py``) or a conftest.py: fixtures are shared
+  through conftest.py, helpers through tests/support.
 
 Imports under ``if TYPE_CHECKING:`` are annotations only and do not count.
 """
@@ -320,6 +322,13 @@ def test_no_import_cycles_between_packages():
     )
 
 
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    """A probe tree for the rules' own tests: relative path -> source."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
 def test_the_package_rule_catches_a_loop_hidden_in_a_function(tmp_path):
     """Two packages whose modules form no module cycle, closed by an import inside a function: the
     module rule passes, the package rule fails, and it would pass if function imports were ignored."""
@@ -332,9 +341,7 @@ def test_the_package_rule_catches_a_loop_hidden_in_a_function(tmp_path):
         "b/__init__.py": "",
         "b/y.py": "def later():\n    from dgb_probe.a import z\n\n    return z.VALUE\n",
     }
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    write_tree(root, files)
     names = {"dgb_probe.a.x": root / "a/x.py", "dgb_probe.b.y": root / "b/y.py"}
     found = {name: imports_of(path, name) for name, path in names.items()}
     assert [(i.target, i.top_level) for i in found["dgb_probe.b.y"]] == [("dgb_probe.a", False)]
@@ -548,3 +555,73 @@ def test_the_dev_package_is_not_in_the_composer_upload(tmp_path):
     leaked = [f for f in files if "dgb_dev" in f or f.endswith("/stack.py") or "/mirror/" in f]
     assert not leaked, leaked
     assert staged["dags"].joinpath("dgb", "search", "sync.py").exists()
+
+
+# --------------------------------------------------------------------------- the tests themselves
+
+
+def modules_of_the_tests(root: Path) -> dict[str, Path]:
+    """Every module under ``root`` (the tests/ package) -> its file, named as pytest imports it."""
+    out: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def imports_of_test_modules(modules: dict[str, Path]) -> list[str]:
+    """Imports, anywhere in a module of ``modules``, of one of them that is a test module
+    (``test_*.py``) or a ``conftest.py`` (relative imports resolved; ``from pkg import test_x`` too)."""
+    banned = {
+        name for name, path in modules.items() if path.name.startswith("test_") or path.name == "conftest.py"
+    }
+    bad = []
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(node.module, node.level, name, is_package)
+                named = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            bad += [f"{name}:{node.lineno} imports {target}" for target in named if target in banned]
+    return bad
+
+
+def test_no_test_module_imports_a_test_module_or_a_conftest():
+    """Shared fixtures live in a conftest.py (pytest finds them), shared helpers in tests/support;
+    importing a test module or a conftest re-registers its fixtures and tests (tests/README.md)."""
+    found = imports_of_test_modules(modules_of_the_tests(REPO / "tests"))
+    assert not found, found
+
+
+def test_the_test_import_rule_catches_each_form(tmp_path):
+    root = tmp_path / "tests"
+    files = {
+        "__init__.py": "",
+        "conftest.py": "",
+        "support/__init__.py": "",
+        "support/articles.py": "ARTICLES = []\n",
+        "unit/__init__.py": "",
+        "unit/conftest.py": "",
+        "unit/test_a.py": "X = 1\n",
+        "unit/test_ok.py": "from tests.support.articles import ARTICLES\nfrom ..support import articles\n",
+        "unit/test_b.py": "from .test_a import X\n",
+        "unit/test_c.py": "from . import test_a\n",
+        "unit/test_d.py": "import tests.unit.test_a\n",
+        "unit/test_e.py": "def later():\n    from tests.conftest import thing\n",
+        "unit/test_f.py": "from ..unit.conftest import fixture\n",
+    }
+    write_tree(root, files)
+    found = imports_of_test_modules(modules_of_the_tests(root))
+    assert found == [
+        "tests.unit.test_b:1 imports tests.unit.test_a",
+        "tests.unit.test_c:1 imports tests.unit.test_a",
+        "tests.unit.test_d:1 imports tests.unit.test_a",
+        "tests.unit.test_e:2 imports tests.conftest",
+        "tests.unit.test_f:1 imports tests.unit.conftest",
+    ]

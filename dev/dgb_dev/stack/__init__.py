@@ -21,7 +21,8 @@ Modules, one job each:
 - :mod:`.postgres`, :mod:`.pubsub`, :mod:`.typesense`, :mod:`.local_services` (the local site and
   the model service), :mod:`.broker` (Redis for Celery), :mod:`.celery_workers`: the components;
 - :mod:`.airflow`: Airflow's environment, its component processes and CLI; :mod:`.airflow_start`:
-  its start-up (migrations, pools, foreign triggers, unpausing the DAGs);
+  its start-up (migrations, pools, foreign triggers, unpausing the DAGs); :mod:`.airflow_rest`:
+  the api-server's REST API (pools, DAGs, triggering a run) where a CLI call would cost seconds;
 - :mod:`.components`: every component by name; :mod:`.local_secrets`: the generated secrets;
 - :mod:`.lifecycle`: ensure, bootstrap, up, down, status; :mod:`.watchdog`; :mod:`.cli`.
 

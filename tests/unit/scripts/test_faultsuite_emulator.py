@@ -40,11 +40,17 @@ def fake_stack(monkeypatch, events: list[str]):
     monkeypatch.setattr(components, "log", lambda msg: None)
 
 
-def test_the_suites_pubsub_callers_are_paused_while_the_emulator_is_stopped(monkeypatch):
+def with_paused_caller(monkeypatch) -> tuple[components.Components, list[str]]:
+    """Components on a fake stack, with one Pub/Sub caller; both record into the list returned."""
     events: list[str] = []
     fake_stack(monkeypatch, events)
     comps = components.Components(SimpleNamespace(s=None))
     comps.pubsub_callers.append(Recorder(events, "dup"))
+    return comps, events
+
+
+def test_the_suites_pubsub_callers_are_paused_while_the_emulator_is_stopped(monkeypatch):
+    comps, events = with_paused_caller(monkeypatch)
     comps.stop("pubsub")
     assert comps.stopped == {"pubsub"}
     comps.start_again("pubsub")
@@ -53,18 +59,14 @@ def test_the_suites_pubsub_callers_are_paused_while_the_emulator_is_stopped(monk
 
 
 def test_other_components_leave_the_pubsub_callers_alone(monkeypatch):
-    events: list[str] = []
-    fake_stack(monkeypatch, events)
-    comps = components.Components(SimpleNamespace(s=None))
-    comps.pubsub_callers.append(Recorder(events, "dup"))
+    comps, events = with_paused_caller(monkeypatch)
     comps.stop("typesense")
     comps.start_again("typesense")
     assert events == ["typesense.down", "typesense.up"]
 
 
 def test_a_failed_start_still_resumes_the_callers(monkeypatch):
-    events: list[str] = []
-    fake_stack(monkeypatch, events)
+    comps, events = with_paused_caller(monkeypatch)
 
     def broken(settings, name):
         def up():
@@ -73,8 +75,6 @@ def test_a_failed_start_still_resumes_the_callers(monkeypatch):
         return SimpleNamespace(down=lambda: None, up=up)
 
     monkeypatch.setattr(components.stack, "component", broken)
-    comps = components.Components(SimpleNamespace(s=None))
-    comps.pubsub_callers.append(Recorder(events, "dup"))
     comps.stopped.add("pubsub")
     try:
         comps.start_again("pubsub")

@@ -76,17 +76,14 @@ def test_up_watching_checks_until_true_while_the_stack_starts(monkeypatch):
     assert started.is_set() and len(calls) == 3
 
 
-def test_up_watching_keeps_checking_for_a_grace_period_after_the_stack_is_up(monkeypatch):
+def test_up_watching_keeps_checking_for_a_grace_period_after_the_stack_is_up(fake_time, monkeypatch):
     monkeypatch.setattr(components, "WATCH_EVERY_S", 0.01)
     calls = []
     components.up_watching(lambda: None, lambda: calls.append(1) or len(calls) >= 5)
     assert len(calls) == 5
-    clock = SimpleNamespace(t=0.0)
-    clock.monotonic = lambda: clock.t
-    clock.sleep = lambda s: setattr(clock, "t", clock.t + s)
-    never = []
-    components.up_watching(lambda: None, lambda: never.append(1) and False, clock=clock)
-    assert components.EARLY_GRACE_S <= clock.t <= components.EARLY_GRACE_S + 0.02
+    t0 = fake_time.now
+    components.up_watching(lambda: None, lambda: False, clock=fake_time)
+    assert components.EARLY_GRACE_S <= fake_time.now - t0 <= components.EARLY_GRACE_S + 0.02
 
 
 def test_a_failed_start_is_raised_and_a_failing_check_only_logged(monkeypatch):

@@ -15,21 +15,10 @@ from faultsuite import outages  # noqa: E402
 from faultsuite.catalogue import Batch  # noqa: E402
 
 
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
 class HeldComponent:
     """The component under the outage: ``up_at`` seconds into it, something else starts it."""
 
-    def __init__(self, clock: Clock, up_at: list[float]):
+    def __init__(self, clock, up_at: list[float]):
         self.clock, self.t0, self.up_at = clock, clock.now, list(up_at)
         self.up = False
         self.stops: list[float] = []
@@ -46,8 +35,7 @@ class HeldComponent:
         self.up = False
 
 
-def hold(monkeypatch, up_at: list[float], fault="typesense_down", spent_after=None, component="typesense"):
-    clock = Clock()
+def hold(clock, monkeypatch, up_at, fault="typesense_down", spent_after=None, component="typesense"):
     monkeypatch.setattr(outages, "time", clock)
     monkeypatch.setattr(outages, "log", lambda msg: None)
     comps = HeldComponent(clock, up_at)
@@ -63,16 +51,16 @@ def hold(monkeypatch, up_at: list[float], fault="typesense_down", spent_after=No
     return batch, comps, observed, clock.now - comps.t0
 
 
-def test_a_component_started_elsewhere_is_stopped_again_within_a_poll(monkeypatch):
-    batch, comps, _observed, held = hold(monkeypatch, up_at=[61.0, 100.0], spent_after=150.0)
+def test_a_component_started_elsewhere_is_stopped_again_within_a_poll(fake_time, monkeypatch):
+    batch, comps, _observed, held = hold(fake_time, monkeypatch, up_at=[61.0, 100.0], spent_after=150.0)
     assert len(comps.stops) == 2
     assert all(0 <= stop - at <= outages.DOWN_POLL_S for stop, at in zip(comps.stops, (61.0, 100.0)))
     assert "restarted_elsewhere=2" in batch.note.split()
     assert 150.0 <= held <= 150.0 + outages.SPENT_POLL_S  # the outage itself is as long as before
 
 
-def test_a_component_left_down_is_only_checked(monkeypatch):
-    batch, comps, observed, held = hold(monkeypatch, up_at=[], spent_after=0.0)
+def test_a_component_left_down_is_only_checked(fake_time, monkeypatch):
+    batch, comps, observed, held = hold(fake_time, monkeypatch, up_at=[], spent_after=0.0)
     assert comps.stops == [] and "restarted_elsewhere" not in batch.note
     assert held == 140.0
     # dead letters are still looked for every 10 s until the floor, not at every component check
@@ -80,8 +68,8 @@ def test_a_component_left_down_is_only_checked(monkeypatch):
     assert before_floor == [10.0 * k for k in range(len(before_floor))] and len(before_floor) == 14
 
 
-def test_an_outage_without_a_component_is_not_checked(monkeypatch):
+def test_an_outage_without_a_component_is_not_checked(fake_time, monkeypatch):
     batch, comps, _observed, held = hold(
-        monkeypatch, up_at=[0.0], fault="bedrock_throttle", spent_after=0.0, component=None
+        fake_time, monkeypatch, up_at=[0.0], fault="bedrock_throttle", spent_after=0.0, component=None
     )
     assert comps.stops == [] and held == 140.0

@@ -152,3 +152,26 @@ def test_replay_seek_fails_without_pubsub_unless_the_fallback_is_asked(pg, scrap
         task_context(conf={**conf, "fallback_republish": True})
     )
     assert out["mode_used"] == "republish" and out["enqueued"] == len(scraped) and out["fallback_reason"]
+
+
+def test_the_cli_and_the_operator_replay_through_the_one_wiring(pg, monkeypatch):
+    """``dgb replay`` and the replay_events DAG's operator hand the same ReplayRequest to
+    dgb.reconcile.replay.replay_through_stages (replay is wired once)."""
+    from dgb.cli import main
+    from dgb.reconcile import replay as replay_module
+
+    seen = []
+    real = replay_module.replay_through_stages
+
+    def recording(conn, request, build_stage, **clients):
+        seen.append(request)
+        return real(conn, request, build_stage, **clients)
+
+    monkeypatch.setattr(replay_module, "replay_through_stages", recording)
+    now = datetime.now(UTC)
+    start, end = (now - timedelta(hours=1)).isoformat(), now.isoformat()
+    assert main(["replay", "--start", start, "--end", end, "--limit", "5", "--dry-run", "--no-relay"]) == 0
+    conf = {"start": start, "end": end, "limit": 5, "dry_run": True}
+    ReplayOperator(task_id="replay_events").execute(task_context(conf=conf))
+    assert len(seen) == 2 and seen[0] == seen[1]
+    assert seen[0].limit == 5 and seen[0].dry_run and seen[0].mode == "republish"

@@ -25,3 +25,33 @@ def test_values_are_parsed_and_range_checked(monkeypatch):
         monkeypatch.setenv("DGB_X", raw)
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
             env_number("DGB_X", 0, **kwargs)
+
+
+def test_flags_have_one_parser(monkeypatch):
+    """env_flag: the on/off words in any case; unset or empty gives the default; anything else is
+    an error naming the variable (never quietly on or off)."""
+    from dgb.config import env_flag
+
+    monkeypatch.delenv("DGB_X", raising=False)
+    assert env_flag("DGB_X", True) is True and env_flag("DGB_X", False) is False
+    monkeypatch.setenv("DGB_X", "")
+    assert env_flag("DGB_X", True) is True
+    for raw, expected in (("1", True), ("TRUE", True), ("yes", True), ("On", True)):
+        monkeypatch.setenv("DGB_X", raw)
+        assert env_flag("DGB_X", False) is expected, raw
+    for raw in ("0", "false", "No", "OFF"):
+        monkeypatch.setenv("DGB_X", raw)
+        assert env_flag("DGB_X", True) is False, raw
+    monkeypatch.setenv("DGB_X", "maybe")
+    with pytest.raises(ValueError, match="DGB_X must be a boolean"):
+        env_flag("DGB_X", True)
+
+
+def test_text_settings_and_only_what_is_set(monkeypatch):
+    from dgb.config import env_str, only_set
+
+    monkeypatch.setenv("DGB_X", "")
+    assert env_str("DGB_X", "fallback") == "fallback"
+    monkeypatch.setenv("DGB_X", "value")
+    assert env_str("DGB_X", "fallback") == "value"
+    assert only_set(a=1, b=None, c=0, d="") == {"a": 1, "c": 0, "d": ""}

@@ -206,6 +206,7 @@ class HostileSite:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # keep-alive: no delayed-ACK wait between headers and body
 
             def log_message(self, *args) -> None:
                 pass

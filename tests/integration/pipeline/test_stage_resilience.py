@@ -47,6 +47,18 @@ def closed_port() -> int:
         return s.getsockname()[1]  # nothing listens there once the socket is closed
 
 
+def unreachable_typesense(settings):
+    """The product's Typesense client (dgb.search.schema.client) on a port nothing listens on,
+    without the client's own pause between its retries (a refused connection fails at once)."""
+    from dataclasses import replace
+
+    from dgb.search import schema
+
+    down = schema.client(replace(settings, typesense_port=closed_port()), timeout=1)
+    down.config.retry_interval_seconds = 0.0
+    return down
+
+
 class CountingEmbedder:
     def __init__(self, inner):
         self.inner, self.calls = inner, 0
@@ -503,22 +515,27 @@ def test_typesense_down_dead_letters_nothing_and_the_index_catches_up(
     classifier,
     embedder,
     typesense_server,
+    monkeypatch,
 ):
     import uuid
     from dataclasses import replace
 
     from dgb.search import schema
+    from dgb.search import sync as search_sync
 
     _enrich_all(pg, classifier)
     run_stage(stages.EmbedStage(embedder, embedder.name), pg, [], RunOptions(sweep_limit=100))
     n = len(scraped)
     alias = f"t_{uuid.uuid4().hex[:8]}"
     s = replace(typesense_server, typesense_collection=alias, embedding_dim=512)
-    down = schema.client(replace(s, typesense_port=closed_port()), timeout=1)
+    down = unreachable_typesense(s)
+    backoffs: list[int] = []  # the sync's retries, without their sleeps (their lengths: test_search_index)
+    monkeypatch.setattr(search_sync, "_backoff", lambda attempt: backoffs.append(attempt) or 0.0)
     report = run_stage(
         stages.IndexStage(down, alias, pg, 512), pg, [], RunOptions(sweep_limit=100, final_attempt=True)
     )
     assert report.processed == [] and report.dead_lettered == [] and len(report.retry) == n
+    assert backoffs and max(backoffs) == 4  # retried up to sync's max_retries (5) before giving up
     assert count(pg, "SELECT count(*) FROM news WHERE hold_stage IS NOT NULL OR problem IS NOT NULL") == 0
     assert one_row(pg, "SELECT failures >= 3 FROM stage_breakers WHERE name = 'typesense'") == (True,)
 
@@ -589,7 +606,7 @@ def test_documents_typesense_lost_are_indexed_again_by_the_next_index_run(
         assert sorted(report.processed) == sorted(gone)
         assert ts.collections[alias].retrieve()["num_documents"] == n
         # Typesense unreachable: the check gives up quietly (the run's breaker handles outages)
-        down = schema.client(replace(s, typesense_port=closed_port()), timeout=1)
+        down = unreachable_typesense(s)
         assert stages.IndexStage(down, alias, pg, 512).restore_lost_documents() == 0
     finally:
         target = ts.aliases[alias].retrieve()["collection_name"]

@@ -111,7 +111,7 @@ class Articles:
         each scraping the local site's pages under the shared host budget: ~100 s for all. A
         manual run waits behind its DAG's scheduled run (max_active_runs=1), which waits for a
         slot: the first fault's batch waited 83 s for its scraped events. Published before its
-        DAG's scheduled run reads the listing, the batch is scraped by that run, in the first wave."""
+        DAG's scheduled run reads the listing, the batch is scraped by that run, in its turn."""
         by_dag = {"scrape_" + a.replace("-", "_"): a for a in agencies}
         try:
             rows = self.ctx.af.query(

@@ -25,8 +25,6 @@ OUTAGE_S = 600.0
 QUICK_OUTAGE_CAP_S = 300.0  # --quick: the outage ends by then even if the retries are not spent
 # --quick: faults whose batch must have spent a stage task's Airflow retries before recovery
 SPENDS_RETRIES = ("typesense_down", "model_down", "bedrock_throttle")
-# faults whose stage tasks need settings of their own (scheduler_env.SchedulerEnv.fault_env)
-WITH_SETTINGS = ("model_down", "bedrock_throttle")
 # kill -9 faults: the component, what the log calls it, how long it stays dead before its restart
 KILLS = {
     "kill_triggerer": ("airflow-triggerer", "triggerer", 2),

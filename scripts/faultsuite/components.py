@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
-from collections.abc import Callable
 from typing import Protocol
 
 from dgb import topology
@@ -17,44 +15,6 @@ from dgb_dev import stack
 
 from .context import Context
 from .plumbing import log, wait_for
-
-WATCH_EVERY_S = 0.5
-EARLY_GRACE_S = 20.0
-
-
-def up_watching(up: Callable[[], object], check: Callable[[], bool], clock=time) -> None:
-    """``up()`` in a thread; meanwhile, and up to EARLY_GRACE_S after it returned, ``check()``
-    every WATCH_EVERY_S until it returns True (an exception: logged, no more checks). ``up``'s
-    exception is raised here (and then ``check`` is not called again)."""
-    failure: list[BaseException] = []
-
-    def run():
-        try:
-            up()
-        except BaseException as exc:
-            failure.append(exc)
-
-    def checked() -> bool:
-        try:
-            return bool(check())
-        except Exception as exc:
-            log(f"while the stack starts: {type(exc).__name__}: {exc}")
-            return True
-
-    th = threading.Thread(target=run, daemon=True, name="stack-up")
-    th.start()
-    done = False
-    while th.is_alive() and not done:
-        done = checked()
-        th.join(WATCH_EVERY_S)
-    th.join()
-    if failure:
-        raise failure[0]
-    deadline = clock.monotonic() + EARLY_GRACE_S
-    while not done and clock.monotonic() < deadline:
-        done = checked()
-        if not done:
-            clock.sleep(WATCH_EVERY_S)
 
 
 class Pausable(Protocol):
@@ -76,17 +36,12 @@ class Components:
             f"airflow-{p}" for p in stack.AIRFLOW_PARTS
         ]
 
-    def ensure_stack(self, while_starting: Callable[[], bool] | None = None) -> None:
-        """Reuse the running stack, or start it; while it starts (and up to EARLY_GRACE_S after),
-        ``while_starting`` is called every WATCH_EVERY_S until it returns True."""
+    def ensure_stack(self) -> None:
         s = self.ctx.s
         down = [n for n in self.names() if not stack.component(s, n).healthy()]
         if down:
             log(f"stack components down: {down}; starting the stack (python -m dgb_dev.stack up)")
-            if while_starting is None:
-                stack.up(with_airflow=True)
-            else:
-                up_watching(lambda: stack.up(with_airflow=True), while_starting)
+            stack.up(with_airflow=True)
         else:
             log("reusing the running stack; bootstrap (idempotent: migrations, topology, collection)")
             stack.bootstrap(s)

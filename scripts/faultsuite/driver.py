@@ -8,7 +8,7 @@ import math
 import time
 
 from .articles import Articles
-from .catalogue import FAULTS, RECOVERY_LIMIT_S, WITH_SETTINGS, Batch
+from .catalogue import FAULTS, RECOVERY_LIMIT_S, Batch
 from .completion import Completion
 from .components import Components
 from .context import Context
@@ -88,10 +88,10 @@ class Run:
         faults = [f for f in FAULTS if not ctx.args.only or f in ctx.args.only]
         total = ctx.args.articles or ARTICLES[self.mode]
         per = [total // len(faults) + (1 if i < total % len(faults) else 0) for i in range(len(faults))]
+        self.components.ensure_stack()
+        self.takedown.purge_previous()
         self.agencies = self.articles.agencies()
         self.unused = list(self.agencies)
-        first = self.start_stack(faults[0], per[0])
-        self.takedown.purge_previous()
         log(
             f"run {ctx.run_id}: {total} articles over {len(faults)} faults {per}, each batch on an agency"
             f" of {self.agencies[: len(faults) + 2]}... (first one whose scheduled scrape is queued),"
@@ -105,7 +105,7 @@ class Run:
         self.duplicator.start()
         start = 0
         for i, fault in enumerate(faults):
-            batch = first if i == 0 and first else Batch(fault, "", [])
+            batch = Batch(fault, "", [])  # its agency: next_agency, right before it is published
             self.inject_phase(batch, per[i], start)
             start += per[i]
             cap = RECOVERY_LIMIT_S + 30 if batch.long else PHASE_CAP_S[self.mode]
@@ -121,39 +121,15 @@ class Run:
         """An agency no batch used yet (all used: start over): the first whose scheduled scrape run
         is queued and not started, else the first in :meth:`Articles.agencies`' order. A fresh
         stack queues one run per scrape DAG at once (:meth:`Articles.first_queued`), and a manual
-        run waits behind its DAG's scheduled run for a slot of the scrape pool: on the agency
-        whose run is next, the batch is scraped by that run, as soon as its turn comes."""
+        run waits behind its DAG's scheduled run, and then behind every scheduled run, for a
+        slot of the scrape pool: on the agency whose run is next, the batch is scraped by that
+        run as soon as its turn comes (the first batch of a fresh stack: in the first wave of
+        them rather than after the whole wave)."""
         if not self.unused:
             self.unused = list(self.agencies)
         agency = self.articles.first_queued(self.unused) or self.unused[0]
         self.unused.remove(agency)
         return agency
-
-    def start_stack(self, fault: str, n: int) -> Batch | None:
-        """Reuse the running stack or start it. Starting it, when the first fault needs no
-        settings of its own (WITH_SETTINGS: those restart the scheduler before the batch), publish
-        that fault's batch as soon as Airflow has queued the scheduled scrape runs a fresh stack
-        begins with, on the agency whose run comes first: that run scrapes it in the first wave,
-        where a batch published once the stack is up waits for the whole wave (~100 s: the first
-        fault's batch waited 83 s for its scraped events). Returns that batch, if any."""
-        if fault in WITH_SETTINGS:
-            self.components.ensure_stack()
-            return None
-        early: list[Batch] = []
-
-        def publish_when_queued() -> bool:
-            agency = self.articles.first_queued(self.agencies)
-            if agency is None:
-                return False
-            self.unused.remove(agency)
-            batch = Batch(fault, agency, [])
-            self.articles.publish(batch, n, 0)
-            early.append(batch)
-            log(f"{fault}: published {n} articles on {agency}, whose scheduled scrape is first in the queue")
-            return True
-
-        self.components.ensure_stack(while_starting=publish_when_queued)
-        return early[0] if early else None
 
     def inject_phase(self, batch: Batch, n: int, start: int) -> None:
         """The batch's fault settings applied, its articles published and scraped, its fault
@@ -162,9 +138,8 @@ class Run:
         self.scheduler_env.apply(self.scheduler_env.fault_env(fault))
         if fault in ("restart_emulator", "emulator_down"):
             self.dead_letters.await_poison(60)  # dead-letter copies on the emulator would go with it
-        if not batch.titles:  # else published while the stack started (start_stack)
-            batch.agency = self.next_agency()
-            self.articles.publish(batch, n, start)
+        batch.agency = self.next_agency()
+        self.articles.publish(batch, n, start)
         self.batches.append(batch)
         log(f"{fault}: published {len(batch.titles)} articles on {batch.agency}; triggering its scrape")
         self.articles.trigger_scrape(batch)

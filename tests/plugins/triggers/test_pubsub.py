@@ -298,7 +298,9 @@ def test_pulled_messages_are_leased_to_the_short_deadline_and_kept_leased(projec
     async def scenario():
         stream = producer.open_stream()
         raw, payload = await stream.__anext__()
-        await asyncio.sleep(16)  # past the lease: the extender renewed it, so no redelivery
+        # past the lease (the emulator redelivers an unextended message 10.0 s after its last
+        # deadline change): the extender renewed it, so no redelivery
+        await asyncio.sleep(12)
         assert await asyncio.to_thread(pull_all, project, SUB.name, 1, 2) == []
         await producer.advance([AdvanceItem(payload, AdvanceOutcome(acked=1, failed=0))])
         await stream.aclose()

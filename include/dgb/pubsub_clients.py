@@ -20,33 +20,52 @@ def emulator_host() -> str | None:
     return os.environ.get(EMULATOR_ENV) or None
 
 
-def _credentials(credentials: Any) -> Any:
-    """Anonymous credentials against the emulator (it reads none), else ``credentials``."""
-    if emulator_host():
-        from google.auth.credentials import AnonymousCredentials
+# gRPC waits longer after each failed reconnect (up to 120 s by default). Every client of a
+# process shares one connection to the emulator, so after the emulator was down for a while the
+# first calls once it is back waited out that grown delay (~50 s after a 140 s outage: the fault
+# suite's emulator_down); capped, they reconnect within seconds.
+EMULATOR_CHANNEL_OPTIONS = (("grpc.max_reconnect_backoff_ms", 5000),)
 
-        return AnonymousCredentials()
-    return credentials
+
+def _emulator_channel(emulator: str, *, aio: bool = False) -> Any:
+    import grpc
+
+    make = grpc.aio.insecure_channel if aio else grpc.insecure_channel
+    return make(emulator, options=EMULATOR_CHANNEL_OPTIONS)
 
 
 def publisher_client(credentials: Any = None, **options: Any) -> Any:
     """A ``google.cloud.pubsub_v1.PublisherClient``.
 
     :param credentials: google-auth credentials for real Pub/Sub (``None``: application default
-        credentials); ignored against the emulator.
+        credentials); ignored against the emulator, which gets a plain channel of its own.
     :param options: further keyword arguments of the client (``client_info``, ``client_options``,
-        ``publisher_options``); the client itself points ``client_options`` at the emulator.
+        ``publisher_options``).
     """
     from google.cloud import pubsub_v1
 
-    return pubsub_v1.PublisherClient(credentials=_credentials(credentials), **options)
+    emulator = emulator_host()
+    if emulator:
+        from google.pubsub_v1.services.publisher.transports import PublisherGrpcTransport
+
+        return pubsub_v1.PublisherClient(
+            transport=PublisherGrpcTransport(host=emulator, channel=_emulator_channel(emulator)), **options
+        )
+    return pubsub_v1.PublisherClient(credentials=credentials, **options)
 
 
 def subscriber_client(credentials: Any = None, **options: Any) -> Any:
     """A ``google.cloud.pubsub_v1.SubscriberClient``; parameters as :func:`publisher_client`."""
     from google.cloud import pubsub_v1
 
-    return pubsub_v1.SubscriberClient(credentials=_credentials(credentials), **options)
+    emulator = emulator_host()
+    if emulator:
+        from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
+
+        return pubsub_v1.SubscriberClient(
+            transport=SubscriberGrpcTransport(host=emulator, channel=_emulator_channel(emulator)), **options
+        )
+    return pubsub_v1.SubscriberClient(credentials=credentials, **options)
 
 
 def async_clients(credentials: Any = None, client_options: Any = None) -> tuple[Any, Any]:
@@ -60,15 +79,18 @@ def async_clients(credentials: Any = None, client_options: Any = None) -> tuple[
 
     emulator = emulator_host()
     if emulator:
-        import grpc
         from google.pubsub_v1.services.publisher.transports import PublisherGrpcAsyncIOTransport
         from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcAsyncIOTransport
 
         subscriber = SubscriberAsyncClient(
-            transport=SubscriberGrpcAsyncIOTransport(channel=grpc.aio.insecure_channel(emulator))
+            transport=SubscriberGrpcAsyncIOTransport(
+                host=emulator, channel=_emulator_channel(emulator, aio=True)
+            )
         )
         publisher = PublisherAsyncClient(
-            transport=PublisherGrpcAsyncIOTransport(channel=grpc.aio.insecure_channel(emulator))
+            transport=PublisherGrpcAsyncIOTransport(
+                host=emulator, channel=_emulator_channel(emulator, aio=True)
+            )
         )
         return subscriber, publisher
     subscriber = SubscriberAsyncClient(credentials=credentials, client_options=client_options)

@@ -62,3 +62,40 @@ def test_async_clients_take_the_given_credentials_without_the_emulator(monkeypat
             await client.transport.close()
 
     asyncio.run(scenario())
+
+
+def test_emulator_channels_cap_the_reconnect_wait(monkeypatch):
+    """Every client of a process shares one connection to the emulator: without a cap, gRPC's
+    wait between reconnects grows to minutes while the emulator is down, and the first calls after
+    it is back wait that out."""
+    import grpc
+
+    from dgb import pubsub_clients
+
+    made = []
+    real_sync, real_aio = grpc.insecure_channel, grpc.aio.insecure_channel
+
+    def recording(real):
+        def make(target, options=None, **kwargs):
+            made.append((target, dict(options or ())))
+            return real(target, options=options, **kwargs)
+
+        return make
+
+    monkeypatch.setattr(grpc, "insecure_channel", recording(real_sync))
+    monkeypatch.setattr(grpc.aio, "insecure_channel", recording(real_aio))
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:1")
+    publisher_client()
+    subscriber_client()
+
+    async def scenario():
+        for client in async_clients():
+            await client.transport.close()
+
+    asyncio.run(scenario())
+    assert len(made) == 4
+    cap = dict(pubsub_clients.EMULATOR_CHANNEL_OPTIONS)["grpc.max_reconnect_backoff_ms"]
+    assert all(
+        target == "127.0.0.1:1" and opts["grpc.max_reconnect_backoff_ms"] == cap for target, opts in made
+    )
+    assert cap <= 10_000

@@ -86,9 +86,22 @@ def pg_server(settings):
     return settings
 
 
+# A table is left dirty by a test when it has a row, or when a sequence it owns was used (ids
+# must start at 1 again even after a rolled-back insert).
+_USED_SEQUENCES = (
+    "SELECT DISTINCT t.relname FROM pg_depend d JOIN pg_class t ON t.oid = d.refobjid"
+    " JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'"
+    " JOIN pg_sequences q ON q.schemaname = 'public' AND q.sequencename = s.relname"
+    " WHERE d.classid = 'pg_class'::regclass AND d.deptype IN ('a', 'i') AND t.relname = ANY(%s)"
+    " AND q.last_value IS NOT NULL"
+)
+
+
 @pytest.fixture
 def pg(pg_server):
-    """A connection to a clean test database (pipeline tables truncated)."""
+    """A connection to a clean test database: every pipeline table empty and its ids restarted.
+    Only the tables the last test left dirty are truncated (a TRUNCATE of all 17 took 60-100 ms
+    a test; finding the dirty ones takes about 3 ms)."""
     from dgb import db
 
     conn = db.connect(pg_server.pg_dsn())
@@ -98,7 +111,12 @@ def pg(pg_server):
             (list(KEEP),),
         )
         tables = [r[0] for r in cur.fetchall()]
-        cur.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+        cur.execute(" UNION ALL ".join(f"SELECT '{t}' WHERE EXISTS (SELECT FROM {t})" for t in tables))
+        dirty = {r[0] for r in cur.fetchall()}
+        cur.execute(_USED_SEQUENCES, (tables,))
+        dirty |= {r[0] for r in cur.fetchall()}
+        if dirty:
+            cur.execute(f"TRUNCATE {', '.join(sorted(dirty))} RESTART IDENTITY CASCADE")
     yield conn
     conn.close()
 

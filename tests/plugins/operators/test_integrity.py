@@ -36,6 +36,7 @@ def scraped_site(pg, mirror, monkeypatch):
     monkeypatch.setenv("DGB_SOURCE_MODE", "mirror")
     monkeypatch.setenv("DGB_MIRROR_URL", base)
     monkeypatch.setenv("DGB_FETCH_MIN_INTERVAL", "0")
+    monkeypatch.setenv("DGB_HOST_RPS", "100")  # the host budget's 2/s is tested in test_hostbudget
     monkeypatch.setenv("DGB_INTEGRITY_OUTBOX_MAX_AGE_S", "0")  # unenriched rows are no backlog here
     monkeypatch.setenv("DGB_INTEGRITY_BACKLOG_MAX", "0")
     return site

@@ -23,6 +23,7 @@ def site(mirror, monkeypatch):
     monkeypatch.setenv("DGB_SOURCE_MODE", "mirror")
     monkeypatch.setenv("DGB_MIRROR_URL", base)
     monkeypatch.setenv("DGB_FETCH_MIN_INTERVAL", "0")
+    monkeypatch.setenv("DGB_HOST_RPS", "100")  # the host budget's 2/s is tested in test_hostbudget
     monkeypatch.setenv("DGB_FETCH_RETRIES", "0")
     return server
 

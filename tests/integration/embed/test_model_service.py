@@ -77,7 +77,9 @@ def service(tmp_path_factory):
             if status == 200:
                 break
             assert time.monotonic() < deadline, (
-                f"not healthy in 120 s: {log_path.read_text(errors='replace')[-2000:]}"
+                f"not healthy in 120 s (answers seen: {sorted(map(str, seen))}; env proxies: "
+                f"{sorted(k for k in os.environ if k.lower().endswith('_proxy'))}): "
+                f"{log_path.read_text(errors='replace')[-2000:]}"
             )
             time.sleep(0.1)
         yield {"url": url, "port": port, "proc": proc, "log": log_path, "seen": seen}

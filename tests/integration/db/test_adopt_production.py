@@ -56,6 +56,20 @@ CREATE TABLE scrape_runs (
     error_message TEXT, articles_scraped INTEGER DEFAULT 0, articles_saved INTEGER DEFAULT 0,
     execution_time_seconds REAL, scraped_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
     created_at TIMESTAMPTZ NOT NULL DEFAULT NOW());
+CREATE TABLE news_features (
+    unique_id VARCHAR(120) PRIMARY KEY REFERENCES news(unique_id) ON DELETE CASCADE,
+    features JSONB NOT NULL DEFAULT '{}', updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW());
+CREATE TABLE entity_registry (
+    entity_id VARCHAR(64) PRIMARY KEY, canonical_name TEXT NOT NULL, type VARCHAR(16) NOT NULL,
+    aliases JSONB NOT NULL DEFAULT '[]', wikidata_id VARCHAR(32), wikidata_url TEXT, description TEXT,
+    agency_key VARCHAR(100) REFERENCES agencies(key), confidence REAL NOT NULL DEFAULT 0.0,
+    provenance VARCHAR(24) NOT NULL, extra JSONB NOT NULL DEFAULT '{}',
+    created_at TIMESTAMPTZ NOT NULL DEFAULT NOW(), updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW());
+CREATE TABLE entity_alias (
+    alias_norm TEXT NOT NULL, type VARCHAR(16) NOT NULL,
+    entity_id VARCHAR(64) NOT NULL REFERENCES entity_registry(entity_id) ON DELETE CASCADE,
+    source VARCHAR(24) NOT NULL, confidence REAL NOT NULL DEFAULT 1.0,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT NOW(), PRIMARY KEY (alias_norm, type));
 """
 
 PRODUCTION_ROWS = """
@@ -82,6 +96,13 @@ SELECT 'enem-abre-inscricoes_d4e5f6', id, 'Enem abre inscrições',
   FROM agencies WHERE key = 'mec';
 INSERT INTO scrape_runs (agency_key, status, error_category, articles_scraped)
 VALUES ('mec', 'error', 'network_error', 0);
+INSERT INTO entity_registry (entity_id, canonical_name, type, wikidata_id, provenance)
+VALUES ('Q10345911', 'Ministério da Educação', 'ORG', 'Q10345911', 'wikidata');
+INSERT INTO entity_alias (alias_norm, type, entity_id, source)
+VALUES ('ministerio da educacao', 'ORG', 'Q10345911', 'wikidata');
+INSERT INTO news_features (unique_id, features) VALUES ('merenda-escolar-recebe-reforco_a1b2c3',
+    '{"word_count": 5, "sentiment": {"label": "positive", "score": 0.6},
+      "entities": [{"text": "MEC", "type": "ORG", "count": 1, "canonical_id": "Q10345911"}]}');
 """
 
 
@@ -132,6 +153,15 @@ def test_migrate_adopts_production_rows_without_changing_them(production_db, typ
     assert _rows(
         conn, "SELECT embedding_model, embedding_dim FROM news WHERE content_embedding IS NOT NULL"
     ) == [("production", 3)]
+
+    # production's features and entity registry carry over as they are
+    assert _rows(
+        conn, "SELECT features->'sentiment'->>'label', features->'word_count' FROM news_features"
+    ) == [("positive", 5)]
+    assert _rows(conn, "SELECT entity_id FROM entity_alias WHERE alias_norm = 'ministerio da educacao'") == [
+        ("Q10345911",)
+    ]
+    assert _rows(conn, "SELECT to_regclass('news_entities') IS NOT NULL") == [(True,)]
 
     # our tables exist and our writes work beside production's trigger
     for table in ("outbox", "dead_letters", "news_update_history", "integrity_state", "reconcile_runs"):

@@ -121,3 +121,8 @@ BEGIN
             CHECK (status IN ('success', 'partial', 'failed', 'error'));
     END IF;
 END $$;
+
+-- news_features, entity_registry, entity_alias (production's migrations 004, 015, 016): kept as
+-- they are, rows and Wikidata-linked ids included. Migration 0014 creates them (and news_entities,
+-- production's 021) only where missing; our writers merge keys into news_features (`features ||
+-- new`), so production's keys (has_image, publication_hour, content_annotations ...) stay.

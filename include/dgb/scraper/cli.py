@@ -1,7 +1,9 @@
 """``dgb parse-article`` and ``dgb parse-listing``: run the parsers on a saved page.
 
 Both print JSON on stdout and exit 0; on a scrape error they print one line
-``<category>: <message>`` on stderr and exit 2.
+``<category>: <message>`` on stderr and exit 2. ``parse-listing`` drops links off the site of
+``--url`` (:mod:`dgb.scraper.sites`) and, when it dropped any, prints ``off_site_dropped=<n>`` on
+stderr (stdout stays the JSON list).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def cmd_parse_listing(args: argparse.Namespace) -> int:
     except ScrapeError as err:
         return _fail(err)
     _emit([item.to_dict(full=source == PLONE6) for item in page.items])
+    if page.off_site_dropped:  # stdout stays the list; the count goes to stderr
+        print(f"off_site_dropped={page.off_site_dropped}", file=sys.stderr)
     return 0
 
 
@@ -85,8 +89,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="parse a saved news listing into a JSON list",
         description="Parse a saved listing page (classic gov.br HTML, EBC /ultimas, or a Plone 6 @search "
         "JSON response) and print a JSON list of {title, url, published_at} (Plone 6 adds "
-        "updated_at, tags, image_url, content). Exit 2 with '<category>: <message>' on stderr "
-        "when the page cannot be parsed.",
+        "updated_at, tags, image_url, content). Links off the site of --url (other hosts, internal "
+        "addresses, file:, javascript:, data:) are dropped, and 'off_site_dropped=<n>' is printed on "
+        "stderr when there were any. Exit 2 with '<category>: <message>' on stderr when the page "
+        "cannot be parsed.",
     )
     _add_common(listing)
     listing.set_defaults(func=cmd_parse_listing)

@@ -103,6 +103,7 @@ from dgb.scraper.markup import (
     to_markdown,
 )
 from dgb.scraper.models import Article, ListingItem, ListingPage
+from dgb.scraper.sites import keep_on_site, own_sites, unresolved_link
 
 EBC_HOST_SUFFIX = "ebc.com.br"
 AGENCIA_BRASIL_HOST = "agenciabrasil.ebc.com.br"
@@ -225,7 +226,8 @@ def _image_src(img: LexborNode | None, page: str) -> str | None:
 
 
 def _listing_item(link: LexborNode, card: LexborNode, title: str, base_url: str) -> ListingItem | None:
-    url = absolute_url(link.attributes.get("href"), base_url)
+    href = link.attributes.get("href")
+    url = absolute_url(href, base_url) or unresolved_link(href)  # dropped as off-site
     if not url or not title:
         return None
     return ListingItem(
@@ -281,8 +283,10 @@ def _tvbrasil_items(tree: LexborHTMLParser, base_url: str) -> list[ListingItem]:
     return items
 
 
-def parse_ebc_listing(html: str, base_url: str) -> ListingPage:
-    """Items and next page of an EBC ``/ultimas`` page (shapes in the module docstring)."""
+def parse_ebc_listing(html: str, base_url: str, sites: frozenset[str] | None = None) -> ListingPage:
+    """Items and next page of an EBC ``/ultimas`` page (shapes in the module docstring); items
+    not on ``sites`` (default: the site of ``base_url``: the portal's own host) are dropped and
+    counted (:func:`dgb.scraper.sites.keep_on_site`)."""
     if detect_anti_bot(html):
         raise AntiBotError(f"listing {base_url} is an anti-bot challenge page")
     tree = parse_html(html or "")
@@ -295,7 +299,8 @@ def parse_ebc_listing(html: str, base_url: str) -> ListingPage:
     page = _page_number(base_url)
     if not items and page == 0 and tree.css_first("a.capa-noticia, div.view-ultimas") is None:
         raise HtmlChangedError(f"EBC listing {base_url}: no a.capa-noticia links and no div.view-ultimas")
-    return ListingPage(items, page_url(base_url, page + 1) if items else None)
+    listing = ListingPage(items, page_url(base_url, page + 1) if items else None)
+    return keep_on_site(listing, own_sites(base_url) if sites is None else sites, label=base_url)
 
 
 # -- article -----------------------------------------------------------------------------------

@@ -14,6 +14,9 @@ sharing/pagination URLs are never taken as items: an item's title link is its fi
 
 Next page: ``ul.paginacao.listingBar li a.proximo`` (or rel=next / ``.next`` links), else the
 smallest ``?b_start:int=N`` link beyond the current offset.
+
+Items and a next-page link off the agency's site (another host, an internal address, ``file://``,
+``javascript:``...) are dropped and counted (:func:`dgb.scraper.sites.keep_on_site`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dgb.scrape_errors import AntiBotError, EmptyContentError, HtmlChangedError,
 from dgb.scraper.dates import parse_br_datetime, parse_iso_datetime
 from dgb.scraper.markup import absolute_url, first_text, parse_html, text_of
 from dgb.scraper.models import ListingItem, ListingPage
+from dgb.scraper.sites import keep_on_site, own_sites, unresolved_link
 
 ITEM_SHAPES: tuple[str, ...] = (
     "article.tileItem",
@@ -164,7 +168,8 @@ def _parse_item(item: LexborNode, page_url: str, agency: str | None) -> ListingI
     link = next((a for sel in _TITLE_LINKS for a in item.css(sel) if _is_item_link(a, item)), None)
     if link is None:
         return None
-    url = absolute_url(link.attributes.get("href"), page_url, agency)
+    href = link.attributes.get("href")
+    url = absolute_url(href, page_url, agency) or unresolved_link(href)  # dropped as off-site
     title = text_of(link) or " ".join((link.attributes.get("title") or "").split())
     if not url or not title:
         return None
@@ -210,8 +215,13 @@ def next_page_url(tree: LexborHTMLParser, page_url: str) -> str | None:
     return min(later)[1] if later else None
 
 
-def parse_listing_page(html: str, base_url: str, agency: str | None = None) -> ListingPage:
+def parse_listing_page(
+    html: str, base_url: str, agency: str | None = None, sites: frozenset[str] | None = None
+) -> ListingPage:
     """Items and next-page URL of a classic listing page.
+
+    Items and a next-page link not on ``sites`` (default: the site of ``base_url``, see
+    :func:`dgb.scraper.sites.own_sites`) are dropped and counted in ``off_site_dropped``.
 
     Raises ``anti_bot`` for challenge pages, ``empty_content`` for a blank document and
     ``html_changed`` when no known listing shape (nor ``div#content-core``) is present. A valid
@@ -234,12 +244,15 @@ def parse_listing_page(html: str, base_url: str, agency: str | None = None) -> L
                 seen.add(item.url)
                 items.append(item)
         if items:
-            return ListingPage(items, next_page_url(tree, base_url))
+            page = ListingPage(items, next_page_url(tree, base_url))
+            return keep_on_site(page, own_sites(base_url) if sites is None else sites, label=base_url)
     if tree.css_first("div#content-core") is not None:
         return ListingPage([], None)
     raise HtmlChangedError(f"listing {base_url}: none of the known listing shapes ({', '.join(ITEM_SHAPES)})")
 
 
-def parse_listing_html(html: str, base_url: str, agency: str | None = None) -> list[ListingItem]:
+def parse_listing_html(
+    html: str, base_url: str, agency: str | None = None, sites: frozenset[str] | None = None
+) -> list[ListingItem]:
     """The items of a classic listing page (see :func:`parse_listing_page`)."""
-    return parse_listing_page(html, base_url, agency).items
+    return parse_listing_page(html, base_url, agency, sites).items

@@ -190,3 +190,5 @@ class ListingPage:
     next_url: str | None = None
     # items the parser could not read (one hostile item does not lose the page's others)
     errors: list = field(default_factory=list)
+    # items and next-page link on another site, dropped by the parser (dgb.scraper.sites)
+    off_site_dropped: int = 0

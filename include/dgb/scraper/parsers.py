@@ -73,14 +73,17 @@ def default_agency(url: str) -> str:
     return first_path_segment(url)
 
 
-def parse_any_listing(text: str, url: str, agency: str | None = None) -> tuple[str, ListingPage]:
-    """(source, page) for a listing page or Plone 6 ``@search`` response."""
+def parse_any_listing(
+    text: str, url: str, agency: str | None = None, sites: frozenset[str] | None = None
+) -> tuple[str, ListingPage]:
+    """(source, page) for a listing page or Plone 6 ``@search`` response; links not on ``sites``
+    (default: the site of ``url``) dropped and counted in ``page.off_site_dropped``."""
     source = detect_source(url, text)
     if source == PLONE6:
-        return source, parse_plone6_search(text, url, agency)
+        return source, parse_plone6_search(text, url, agency, sites)
     if source == EBC:
-        return source, parse_ebc_listing(text, url)
-    return source, parse_listing_page(text, url, agency or default_agency(url))
+        return source, parse_ebc_listing(text, url, sites)
+    return source, parse_listing_page(text, url, agency or default_agency(url), sites)
 
 
 def parse_any_article(text: str, url: str, agency: str | None = None) -> Article:

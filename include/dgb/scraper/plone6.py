@@ -49,6 +49,7 @@ from dgb.scrape_errors import (
 from dgb.scraper.dates import parse_iso_datetime
 from dgb.scraper.markup import to_markdown
 from dgb.scraper.models import Article, ListingItem, ListingPage
+from dgb.scraper.sites import keep_on_site, own_sites
 
 _SLATE_TAGS = {
     "p": "p",
@@ -197,8 +198,13 @@ def parse_plone6_item(item: dict, base_url: str) -> ListingItem | None:
     )
 
 
-def parse_plone6_search(json_text: str, base_url: str, agency: str | None = None) -> ListingPage:
+def parse_plone6_search(
+    json_text: str, base_url: str, agency: str | None = None, sites: frozenset[str] | None = None
+) -> ListingPage:
     """Items and ``batching.next`` of a Plone 6 ``@search`` response.
+
+    Items and a next link not on ``sites`` (default: the site of ``base_url``) are dropped and
+    counted (:func:`dgb.scraper.sites.keep_on_site`).
 
     Not JSON (or JSON without an ``items`` list) raises ``html_changed``; an anti-bot page
     served instead of JSON raises ``anti_bot``.
@@ -227,7 +233,8 @@ def parse_plone6_search(json_text: str, base_url: str, agency: str | None = None
             items.append(item)
     batching = data.get("batching") if isinstance(data.get("batching"), dict) else {}
     next_url = batching.get("next") if isinstance(batching.get("next"), str) else None
-    return ListingPage(items, urljoin(base_url, next_url) if next_url else None, errors=errors)
+    page = ListingPage(items, urljoin(base_url, next_url) if next_url else None, errors=errors)
+    return keep_on_site(page, own_sites(base_url) if sites is None else sites, label=base_url)
 
 
 def parse_plone6_article(json_text: str, url: str, agency: str) -> Article:

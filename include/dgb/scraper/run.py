@@ -20,10 +20,12 @@ with its category and counted by kind in ``RunReport.problems`` (the run is then
 other articles and agencies go on. A failing listing page ends the run with that page's error
 category, keeping what earlier pages stored.
 
-Same-site rule: listing items and next-page links whose site (:func:`dgb.fetch.site_host`) is
-not the agency's own (its listing URL's host; under the mirror, the mirrored host) are dropped
-unfetched and counted in ``RunReport.off_site_dropped``. Every fetch also passes the URL guard
-(:mod:`dgb.urlpolicy`) in the fetcher.
+Same-site rule: the listing parsers drop listing items and next-page links that are not on the
+agency's own site (:func:`own_sites`: its configured listing URL's host, with its ``www.`` twin;
+under the mirror, the mirrored host; :mod:`dgb.scraper.sites`) - other hosts, internal
+addresses, ``file://``, ``javascript:`` - unfetched, and the run counts them in
+``RunReport.off_site_dropped`` (logged with the report, stored with the run's figures). Every
+fetch also passes the URL guard (:mod:`dgb.urlpolicy`) in the fetcher.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from dgb.fetch import Fetcher, site_host
+from dgb.fetch import Fetcher
 from dgb.scrape_errors import EmptyContentError, HtmlChangedError, ScrapeError, as_scrape_error
 from dgb.scraper import store
 from dgb.scraper.article import parse_article_bytes
@@ -43,6 +45,7 @@ from dgb.scraper.listing import parse_listing_page
 from dgb.scraper.markup import decode_bytes
 from dgb.scraper.models import Article, ListingItem, ListingPage
 from dgb.scraper.plone6 import parse_plone6_search
+from dgb.scraper.sites import own_sites as sites_of
 
 log = logging.getLogger(__name__)
 
@@ -152,26 +155,27 @@ def listing_url(agency) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
 
 
-def own_sites(agency) -> set[str]:
-    """The sites an agency's listing may link to: its listing URL's (and page URL's) host."""
-    return {h for h in (site_host(listing_url(agency)), site_host(agency.url)) if h}
+def own_sites(agency) -> frozenset[str]:
+    """The sites an agency's listing may link to: its configured listing URL's (and page URL's)
+    site, each with its ``www.`` twin (:func:`dgb.scraper.sites.own_sites`)."""
+    return sites_of(listing_url(agency), agency.url)
 
 
-def _parse_listing(agency, resp) -> ListingPage:
+def _parse_listing(agency, resp, sites: frozenset[str]) -> ListingPage:
     """Parse one listing response; an unexpected exception becomes ``html_changed`` (parse_error)."""
     try:
-        return _parse_listing_raw(agency, resp)
+        return _parse_listing_raw(agency, resp, sites)
     except Exception as exc:
         raise as_scrape_error(exc, where=f" parsing listing {resp.url[:300]}") from exc
 
 
-def _parse_listing_raw(agency, resp) -> ListingPage:
+def _parse_listing_raw(agency, resp, sites: frozenset[str]) -> ListingPage:
     if agency.site_kind == "plone6_api":
-        return parse_plone6_search(decode_bytes(resp.content, resp.charset), resp.url, agency.key)
+        return parse_plone6_search(decode_bytes(resp.content, resp.charset), resp.url, agency.key, sites)
     text = decode_bytes(resp.content, resp.charset)
     if agency.site_kind == "ebc":
-        return parse_ebc_listing(text, resp.url)
-    return parse_listing_page(text, resp.url, agency.key)
+        return parse_ebc_listing(text, resp.url, sites)
+    return parse_listing_page(text, resp.url, agency.key, sites)
 
 
 def _fetch_article(agency, item: ListingItem, fetcher: Fetcher) -> Article:
@@ -217,28 +221,13 @@ def scrape_agency(
     sites = own_sites(agency)
     try:
         while url and report.pages < max_pages:
-            page = _parse_listing(agency, fetcher.get(url))
+            page = _parse_listing(agency, fetcher.get(url), sites)  # off-site links dropped
             report.pages += 1
+            report.off_site_dropped += page.off_site_dropped
             for exc in page.errors:
                 report.article_failed(exc, agency.key)
             if not page.items and report.pages == 1:
                 log.info("agency %s: listing has no items", agency.key)
-            on_site = [i for i in page.items if site_host(i.url) in sites]
-            if len(on_site) < len(page.items):
-                report.off_site_dropped += len(page.items) - len(on_site)
-                log.warning(
-                    "agency %s: %d listing item(s) on another site dropped: %s",
-                    agency.key,
-                    len(page.items) - len(on_site),
-                    [i.url[:200] for i in page.items if site_host(i.url) not in sites][:5],
-                )
-            page.items = on_site
-            if page.next_url and site_host(page.next_url) not in sites:
-                report.off_site_dropped += 1
-                log.warning(
-                    "agency %s: next-page link on another site dropped: %s", agency.key, page.next_url
-                )
-                page.next_url = None
             known = store.known_urls(conn, agency.key, [i.url for i in page.items])
             batch: list[Article] = []
             stop = False

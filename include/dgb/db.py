@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from pathlib import Path
 import psycopg
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
+
+from dgb.config import database
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -171,20 +174,53 @@ def migrate(conn, folder: Path = MIGRATIONS_DIR) -> list[str]:
                         "add a new migration instead of editing an applied one"
                     )
                 continue
-            conn.autocommit = False
-            with transaction(conn) as cur:
-                cur.execute(mig.sql)
-                cur.execute(
-                    "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
-                    (mig.version, mig.name, mig.checksum),
-                )
-            conn.autocommit = True
+            _apply(conn, mig)
             applied.append(f"{mig.version}_{mig.name}")
         return applied
     finally:
         conn.autocommit = True
         with conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_ID,))
+
+
+def _apply(conn, mig: Migration, sleep=time.sleep) -> None:
+    """Run one migration in its own transaction, its lock waits bounded (see
+    :mod:`dgb.config.database`: under load, a migration waiting for a lock would hold up every
+    later query on the table): a try whose lock wait times out is rolled back and tried again."""
+    timeout_s = database.migrate_lock_timeout_s()
+    retries = database.migrate_lock_retries()
+    for attempt in range(retries + 1):
+        conn.autocommit = False
+        try:
+            with transaction(conn) as cur:
+                if timeout_s > 0:
+                    cur.execute(
+                        "SELECT set_config('lock_timeout', %s, true)", (f"{int(timeout_s * 1000)}ms",)
+                    )
+                cur.execute(mig.sql)
+                cur.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                    (mig.version, mig.name, mig.checksum),
+                )
+            return
+        except psycopg.errors.LockNotAvailable as exc:
+            if attempt == retries:
+                raise MigrationError(
+                    f"migration {mig.path.name}: its locks were not free within {timeout_s:g}s in"
+                    f" {retries + 1} tries (long transactions on the tables it changes?); nothing of it"
+                    f" was applied. Run it again, or raise DGB_MIGRATE_LOCK_TIMEOUT_S /"
+                    f" DGB_MIGRATE_LOCK_RETRIES: {exc}"
+                ) from exc
+            log.warning(
+                "migration %s: lock wait over %ss (try %d of %d); rolled back, trying again",
+                mig.path.name,
+                timeout_s,
+                attempt + 1,
+                retries + 1,
+            )
+            sleep(min(5.0, 0.5 * (attempt + 1)))
+        finally:
+            conn.autocommit = True
 
 
 _SCHEMA_MIGRATIONS = (

@@ -188,3 +188,137 @@ def test_the_index_runs_count_and_the_latency_history_have_indexes(fresh_db):
         " AND indexed_at <= now()"
     )
     conn.close()
+
+
+# ----------------------------------------------------------------------------- under load
+
+
+def _next_version(tmp_path, sql: str):
+    """The migrations folder of a next version: today's files plus one more."""
+    import shutil
+
+    folder = tmp_path / "migrations"
+    shutil.copytree(db.MIGRATIONS_DIR, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "9999_next_version.sql").write_text(sql, encoding="utf-8")
+    return folder
+
+
+def _insert_article(conn, uid):
+    with conn.cursor() as cur:
+        cur.execute("SELECT key FROM agencies LIMIT 1")
+        row = cur.fetchone()
+        agency = row[0] if row else None
+        if agency is None:
+            agency = "mec"
+            cur.execute(
+                "INSERT INTO agencies (key, name, url) VALUES (%s, %s, %s)",
+                (agency, "MEC", "https://www.gov.br/mec"),
+            )
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_key, title, url, published_at)"
+            " VALUES (%s, %s, 't', %s, now())",
+            (uid, agency, f"https://www.gov.br/{agency}/{uid}"),
+        )
+    conn.commit()
+
+
+def _until_waiting_for_a_lock(conn, query_start: str, tries: int = 600) -> None:
+    """Until a backend running ``query_start...`` has been seen waiting for a lock."""
+    import time
+
+    with conn.cursor() as cur:
+        for _ in range(tries):
+            cur.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                (query_start + "%",),
+            )
+            seen = cur.fetchone()[0]
+            conn.commit()
+            if seen:
+                return
+            time.sleep(0.01)
+    raise AssertionError(f"no backend running {query_start!r} was seen waiting for a lock")
+
+
+def test_a_migration_under_load_never_queues_the_stages_behind_it(fresh_db, tmp_path, monkeypatch):
+    """A stage's open transaction holds a row of news; the next version's migration (ALTER TABLE
+    news) needs a lock that waits for it. Its lock waits are bounded and retried, so a reader of
+    news arriving meanwhile is served at once instead of queueing behind the migration: the
+    blocking transaction only ends AFTER that reader got its answer, so a migration that waited
+    without limit would leave the reader waiting until its statement_timeout and fail this."""
+    import threading
+
+    monkeypatch.setenv("DGB_MIGRATE_LOCK_TIMEOUT_S", "0.2")
+    monkeypatch.setenv("DGB_MIGRATE_LOCK_RETRIES", "200")
+    db.migrate_dsn(fresh_db)
+    setup = db.connect(fresh_db)
+    _insert_article(setup, "under_load_1")
+    folder = _next_version(tmp_path, "ALTER TABLE news ADD COLUMN next_version_probe text;\n")
+
+    stage = db.connect(fresh_db)  # a stage run in the middle of a chunk
+    with stage.cursor() as cur:
+        cur.execute("SELECT unique_id FROM news WHERE unique_id = 'under_load_1' FOR UPDATE")
+    result = {}
+
+    def upgrade():
+        conn = db.connect(fresh_db)
+        try:
+            result["applied"] = db.migrate(conn, folder)
+        except Exception as exc:  # reported by the assertion below
+            result["error"] = exc
+        finally:
+            conn.close()
+
+    t = threading.Thread(target=upgrade)
+    t.start()
+    try:
+        reader = db.connect(fresh_db)
+        with reader.cursor() as cur:
+            cur.execute("SET statement_timeout = '20s'")
+            _until_waiting_for_a_lock(reader, "ALTER TABLE news")
+            for _ in range(5):  # spread over the migration's tries and its pauses between them
+                cur.execute("SELECT count(*) FROM news")
+                assert cur.fetchone()[0] == 1
+                reader.commit()
+        reader.close()
+    finally:
+        stage.commit()  # the chunk ends: the migration can take its lock now
+        t.join(60)
+    assert result.get("applied") == ["9999_next_version"], result
+    assert "next_version_probe" in _columns(setup, "news")
+    setup.close()
+    stage.close()
+
+
+def test_a_migration_that_never_gets_its_lock_fails_clearly_and_applies_nothing(
+    fresh_db, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("DGB_MIGRATE_LOCK_TIMEOUT_S", "0.1")
+    monkeypatch.setenv("DGB_MIGRATE_LOCK_RETRIES", "1")
+    db.migrate_dsn(fresh_db)
+    setup = db.connect(fresh_db)
+    _insert_article(setup, "under_load_2")
+    folder = _next_version(
+        tmp_path,
+        "CREATE TABLE next_version_side (id int);\nALTER TABLE news ADD COLUMN next_version_probe text;\n",
+    )
+    blocker = db.connect(fresh_db)
+    with blocker.cursor() as cur:
+        cur.execute("SELECT 1 FROM news FOR UPDATE")
+    conn = db.connect(fresh_db)
+    try:
+        with pytest.raises(
+            db.MigrationError, match=r"9999_next_version\.sql.*not free within 0\.1s in 2 tries"
+        ):
+            db.migrate(conn, folder)
+    finally:
+        blocker.commit()
+        conn.close()
+        blocker.close()
+    with setup.cursor() as cur:
+        cur.execute("SELECT count(*) FROM schema_migrations WHERE version = '9999'")
+        assert cur.fetchone()[0] == 0
+        cur.execute("SELECT to_regclass('next_version_side')")
+        assert cur.fetchone()[0] is None  # the whole migration rolled back, not half of it
+    assert "next_version_probe" not in _columns(setup, "news")
+    setup.close()

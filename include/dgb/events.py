@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +34,22 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from dgb import topology
 
 SUPPORTED_VERSIONS = frozenset({topology.EVENT_VERSION})
+_VERSION = re.compile(r"(\d{1,4})\.(\d{1,4})")
+
+
+def version_supported(version: str) -> bool:
+    """Whether a consumer of this code accepts a message of ``event_version``: every
+    ``MAJOR.MINOR`` of our major, older and newer minors alike.
+
+    A minor version only adds fields (which the payload models ignore) and never changes a
+    field's meaning, so during a rolling upgrade the old and the new workers both take the
+    other's messages and none is dead-lettered for its version. A different major (a changed
+    meaning) or a version that is not ``MAJOR.MINOR`` is ``unsupported_version``: dead-lettered,
+    kept, and replayable once a consumer that knows it runs (docs: the upgrade runbook)."""
+    if version in SUPPORTED_VERSIONS:
+        return True
+    m = _VERSION.fullmatch(version)
+    return bool(m) and int(m.group(1)) == int(topology.EVENT_VERSION.split(".")[0])
 
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
 
@@ -141,7 +158,7 @@ def parse_message(topic: str, data: bytes | str, attributes: dict[str, str] | No
         required = Attributes.model_validate(attributes)
     except ValidationError as exc:
         raise InvalidEvent("missing_attributes", _problems(exc)) from exc
-    if required.event_version not in SUPPORTED_VERSIONS:
+    if not version_supported(required.event_version):
         raise InvalidEvent("unsupported_version", required.event_version)
     try:
         raw = json.loads(data)

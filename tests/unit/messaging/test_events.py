@@ -130,3 +130,22 @@ def test_a_message_published_by_production_is_accepted():
             data,
             {"trace_id": "t-9", "event_version": "1.0", "unique_id": "other_000000"},
         )
+
+
+def test_a_rolling_upgrade_mixes_minor_versions_without_dead_letters():
+    """Old and new workers run side by side during an upgrade: a message of any minor version of
+    our major passes, its extra fields ignored; another major, or a version that is not
+    MAJOR.MINOR, is dead-lettered (kept, replayable)."""
+    topic = topology.TOPIC_SCRAPED
+    ev = events.make_event(topic, PAYLOADS[topic])
+    newer = json.dumps({**ev.payload, "field_of_the_next_version": [1, 2]})
+    for version in ("1.0", "1.1", "1.12", "01.3"):
+        msg = events.parse_message(topic, newer, {**ev.attributes, "event_version": version})
+        assert msg.unique_id == ev.unique_id
+        assert "field_of_the_next_version" not in msg.payload.model_dump()
+    for version in ("2.0", "0.9", "1", "v1.1", "1.x", "1.1.1", ""):
+        assert reason(topic, newer, {**ev.attributes, "event_version": version}) in {
+            "unsupported_version",
+            "missing_attributes",  # "" is not a version at all
+        }, version
+    assert reason(topic, newer, {**ev.attributes, "event_version": "2.0"}) == "unsupported_version"

@@ -35,7 +35,13 @@ def pipeline_dag_ids(settings=None) -> list[str]:
 
 
 # Domain modules that generate DAGs; each exposes dag_ids(settings) -> list[str].
-OPTIONAL_DAG_MODULES = ("dgb.scraper.dags", "dgb.pipeline.dags", "dgb.integrity.dags", "dgb.reconcile.dags")
+OPTIONAL_DAG_MODULES = (
+    "dgb.scraper.dags",
+    "dgb.pipeline.dags",
+    "dgb.integrity.dags",
+    "dgb.reconcile.dags",
+    "dgb.engagement.dags",
+)
 
 # Airflow pools (created by `make up`; airflow_settings.yaml for Astro): name -> (slots, description)
 SCRAPE_POOL = "scrape_http"

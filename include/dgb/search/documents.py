@@ -52,8 +52,10 @@ SELECT n.unique_id, n.title, n.subtitle, n.editorial_lead, n.summary, left(n.con
        n.category, n.tags, n.published_at, n.updated_datetime, n.content_hash, n.image_broken,
        n.version, n.removed_at IS NOT NULL, n.extracted_at,
        t1.code, t1.label, t2.code, t2.label, t3.code, t3.label, tm.code, tm.label,
-       CASE WHEN n.embedding_dim = %(dim)s::int THEN n.content_embedding::text END
+       CASE WHEN n.embedding_dim = %(dim)s::int THEN n.content_embedding::text END,
+       nf.features
   FROM news n
+  LEFT JOIN news_features nf ON nf.unique_id = n.unique_id
   LEFT JOIN agencies a ON a.key = n.agency_key
   LEFT JOIN themes t1 ON t1.id = n.theme_l1_id
   LEFT JOIN themes t2 ON t2.id = n.theme_l2_id
@@ -87,6 +89,18 @@ class _RawVector(str):
         return json.loads("[" + self[1:-1] + "]")
 
 
+def engagement_fields(features: dict | None) -> dict[str, Any]:
+    """The figures the engagement jobs keep in ``news_features`` (:mod:`dgb.engagement`), as
+    index fields: a whole upsert carries the current ``trending_score`` and ``view_count``."""
+    f = features or {}
+    out: dict[str, Any] = {}
+    if f.get("trending_score") is not None:
+        out["trending_score"] = float(f["trending_score"])
+    if f.get("view_count") is not None:
+        out["view_count"] = int(f["view_count"])
+    return out
+
+
 def _row_to_document(row: Sequence[Any], raw_vector: bool = False) -> dict:
     (
         uid,
@@ -118,6 +132,7 @@ def _row_to_document(row: Sequence[Any], raw_vector: bool = False) -> dict:
         msc,
         msl,
         embedding,
+        features,
     ) = row
     # production's calendar facets: year and month of published_at and its ISO week as YYYYWW,
     # all on the UTC calendar (an article published at 22:00 on 31/12 in Brasília counts in January)
@@ -159,6 +174,7 @@ def _row_to_document(row: Sequence[Any], raw_vector: bool = False) -> dict:
         "theme_1_level_3_label": l3l,
         "most_specific_theme_code": msc,
         "most_specific_theme_label": msl,
+        **engagement_fields(features),
     }
     if embedding is not None:
         # real[] read as PostgreSQL's text ("{0.1,-0.25}", shortest exact float4 digits): the JSON

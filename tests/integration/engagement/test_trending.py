@@ -197,3 +197,22 @@ def test_articles_not_in_the_index_are_counted_not_failed(pg, idx, now):
     pg.commit()
     out = trending.run(pg, ts, alias, now=now)
     assert (out["updated"], out["not_indexed"], out["failed"]) == (1, 1, 0)
+
+
+def test_a_whole_reindex_carries_the_current_score_and_view_count(pg, idx, now):
+    ts, alias = idx
+    add_article(pg, "first", now - 3 * H, "13")
+    add_article(pg, "second", now - H, "13")
+    out = trending.run(pg, ts, alias, now=now)
+    assert out["changed"] == 2 and out["updated"] == 0  # neither indexed yet: nothing to push
+    with pg.cursor() as cur:
+        cur.execute(
+            "UPDATE news_features SET features = features || '{\"view_count\": 12}'"
+            " WHERE unique_id = 'second'"
+        )
+    pg.commit()
+    index(pg, ts, alias, ["first", "second"])  # the index stage's whole upsert
+    assert document(ts, alias, "first")["trending_score"] == 7.0
+    second = document(ts, alias, "second")
+    assert (second["trending_score"], second["view_count"]) == (7.0, 12)
+    assert "view_count" not in document(ts, alias, "first")

@@ -174,3 +174,56 @@ def test_portal_query_shapes_return_hits_with_every_field_it_reads(portal_index)
         res = _search(ts, alias, **params)
         assert "hits" in res
     assert _search(ts, alias, filter_by="sentiment_label:=positivo")["found"] == 0
+
+
+def test_trending_and_most_viewed_sorts_after_the_engagement_jobs(portal_index, pg, pg_server):
+    """The portal's "Em alta" sort (trending_score:desc, badge at >= 1.5) and "Mais vistas" sort
+    (view_count:desc) on the index the stages built, after one run of each engagement job: the
+    trending job scored as of one hour after the newest article (the corpus' dates are in the
+    past), the view import read from an Umami database with real pageviews."""
+    from datetime import timedelta
+
+    from dgb import db
+    from dgb.engagement import trending, views
+    from dgb.engagement.formula import EM_ALTA, trending_score
+    from tests.support.umami import add_event, add_session, add_website, fresh_umami
+
+    ts, alias = portal_index
+    docs = [h["document"] for h in _search(ts, alias, per_page=50)["hits"]]
+    newest = max(d["published_at"] for d in docs)
+    now = datetime.fromtimestamp(newest, UTC) + timedelta(hours=1)
+
+    out = trending.run(pg, ts, alias, now=now)
+
+    # the formula over the index's own dates and level-1 themes: the articles of the last 24 h
+    want = {}
+    for d in docs:
+        p, theme = d["published_at"], d["theme_1_level_1_code"]
+        if now.timestamp() - 86_400 < p <= now.timestamp():
+            same = [o["published_at"] for o in docs if o["theme_1_level_1_code"] == theme]
+            day = sum(1 for q in same if p - 86_400 <= q <= p)
+            week = sum(1 for q in same if p - 7 * 86_400 <= q <= p)
+            want[d["unique_id"]] = trending_score(day, week)
+    assert want and out["updated"] == len(want) and out["failed"] == 0
+    ranked = _search(ts, alias, sort_by="trending_score:desc,published_at:desc", per_page=50)["hits"]
+    got = [(h["document"]["unique_id"], h["document"].get("trending_score")) for h in ranked]
+    # today's articles first, busiest theme first; the rest hold no score and come after
+    assert got[: len(want)] == sorted(want.items(), key=lambda kv: -kv[1])
+    assert all(score is None for _, score in got[len(want) :])
+    em_alta = _search(ts, alias, filter_by=f"trending_score:>={EM_ALTA}", per_page=50)
+    assert em_alta["found"] == sum(1 for v in want.values() if v >= EM_ALTA)
+
+    # "Mais vistas": pageviews of the last 30 days from Umami
+    umami = db.connect(fresh_umami(pg_server))
+    site = add_website(umami)
+    wanted_views = dict(zip([d["unique_id"] for d in docs[:3]], (2, 9, 5)))
+    at = datetime.now(UTC) - timedelta(days=1)
+    for uid, n in wanted_views.items():
+        for _ in range(n):
+            add_event(umami, site, add_session(umami, site), f"/artigos/{uid}", at)
+    views.run(pg, umami, ts, alias)
+    umami.close()
+    most = _search(ts, alias, sort_by="view_count:desc", per_page=3)["hits"]
+    assert [(h["document"]["unique_id"], h["document"]["view_count"]) for h in most] == sorted(
+        wanted_views.items(), key=lambda kv: -kv[1]
+    )

@@ -28,9 +28,10 @@ def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:
     if mode not in ("auto", "service", "local"):
         raise ValueError(f"DGB_EMBEDDER must be auto, service or local, got {mode!r}")
     if mode in ("auto", "service"):
+        from dgb.embed.auth import client_credentials
         from dgb.embed.client import ServiceEmbedder
 
-        client = ServiceEmbedder(settings.model_url)
+        client = ServiceEmbedder(settings.model_url, credentials=client_credentials(settings.model_url))
         if mode == "service" or client.available():
             return client
     from dgb.embed.model import load_model

@@ -35,7 +35,7 @@ def register(subparsers) -> None:
     serve.add_argument(
         "--allow-remote",
         action="store_true",
-        help="allow a non-loopback address such as 0.0.0.0 (no authentication: private networks only)",
+        help="allow a non-loopback address such as 0.0.0.0 (containers; keep DGB_MODEL_AUTH on)",
     )
     serve.set_defaults(func=_serve)
 

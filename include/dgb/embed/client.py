@@ -8,6 +8,11 @@ persist, or a read times out, :class:`ModelServiceUnavailable` says the service 
 overloaded (no input's fault: callers retry the work later). Anything else (a 4xx, a malformed
 answer) raises :class:`ModelServiceError` at once with the service's own message.
 
+Credentials (:mod:`dgb.embed.auth`): ``credentials`` (a :class:`~dgb.embed.auth.BearerToken` or
+:class:`~dgb.embed.auth.GoogleIdToken`) adds its ``Authorization`` header to every request, the
+health check included (so the service names its model). A 401 is a :class:`ModelServiceError`
+(the credentials are wrong: retrying does not help), not an outage.
+
 Texts go through the text budget (:func:`dgb.embed.contract.check_texts`: NUL and lone
 surrogates removed, each at most ``TEXT_CAP`` characters) and are sent in requests of at most
 :data:`MAX_TEXTS_PER_REQUEST` texts and :data:`MAX_CHARS_PER_REQUEST` characters, inside the
@@ -58,8 +63,10 @@ class ServiceEmbedder:
         attempts: int = 4,
         backoff: float = 0.25,
         max_backoff: float = 4.0,
+        credentials: Any = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.credentials = credentials  # .headers() -> {"Authorization": ...}, or None
         self.timeout = timeout
         self.attempts = max(1, attempts)
         self.backoff = backoff
@@ -93,6 +100,9 @@ class ServiceEmbedder:
     def __repr__(self) -> str:
         return f"ServiceEmbedder({self.base_url!r})"
 
+    def _headers(self) -> dict[str, str] | None:
+        return self.credentials.headers() if self.credentials is not None else None
+
     # -- health ----------------------------------------------------------------------------
     def _remember(self, info: dict[str, Any]) -> None:
         name, dim = info.get("model"), info.get("dim")
@@ -103,7 +113,7 @@ class ServiceEmbedder:
     def available(self) -> bool:
         """Whether the service answers /health with 200 within 1 s (never raises)."""
         try:
-            resp = self.client.get("/health", timeout=1.0)
+            resp = self.client.get("/health", timeout=1.0, headers=self._headers())
             if resp.status_code != 200:
                 return False
             self._remember(resp.json())
@@ -179,7 +189,7 @@ class ServiceEmbedder:
 
     def _once(self, method: str, path: str, payload: dict[str, Any] | None) -> dict[str, Any]:
         try:
-            resp = self.client.request(method, path, json=payload)
+            resp = self.client.request(method, path, json=payload, headers=self._headers())
         except (
             httpx.ConnectError,
             httpx.ConnectTimeout,

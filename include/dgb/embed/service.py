@@ -11,7 +11,8 @@ API (JSON):
 
 * ``GET /health`` -> 200 ``{"status": "ok", "model": name, "dim": dim}`` once the model is
   loaded; 503 ``{"status": "loading", ...}`` before (the port is bound first, so a health
-  check can tell "starting" from "not running").
+  check can tell "starting" from "not running"). No credentials needed: without valid ones the
+  answer is only ``{"status": "ok"}`` / ``{"status": "loading"}``.
 * ``POST /embed`` ``{"texts": [str, ...], "batch_size"?: int, "encoding"?: "json"|"base64"}``
   -> ``{"model", "dim", "vectors": [[float, ...], ...]}`` (float32 values, rows L2-normalised;
   ``encoding: "base64"`` -> ``vectors_b64`` + ``shape`` instead). Errors are ``{"error": "..."}``:
@@ -26,10 +27,14 @@ API (JSON):
     already admitted (excess requests are refused at once, never queued without bound), or the
     request could not be answered within :attr:`Limits.request_timeout` seconds.
 
+Every other path needs credentials (:mod:`dgb.embed.auth`, ``DGB_MODEL_AUTH``): a bearer
+token (``token``, the default) or a Google ID token for the service URL (``google_id``, Cloud
+Run); without valid ones: 401 ``{"error": "unauthorized"}``, logged (never the credentials).
+
 Encodes run one at a time on one worker thread (the model is CPU-bound and already uses the
 configured BLAS threads), off the event loop, so health checks answer during a long encode.
 One log line per request. Binding a non-loopback address needs ``allow_remote``
-(``--allow-remote``): the service has no authentication.
+(``--allow-remote``: containers, with authentication on).
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from dgb.config.embed import service_limits
+from dgb.embed.auth import GOOGLE_ID, AuthConfigError, ServiceAuth
 from dgb.embed.contract import TEXT_CAP
 
 log = logging.getLogger("dgb.embed.service")
@@ -65,6 +71,7 @@ MAX_REQUEST_CHARS = 2_000_000  # characters per request, all texts together (~30
 MAX_BATCH_SIZE = 512
 MAX_BODY_BYTES = 16 * 1024 * 1024  # 2M characters as JSON \uXXXX escapes fit (6 bytes each)
 RETRY_AFTER_S = 2  # what a refused (busy / loading) request is told to wait
+OPEN_PATHS = frozenset({"/health"})  # the probes: answered without credentials
 
 
 @dataclass(frozen=True)
@@ -184,10 +191,14 @@ class ModelState:
 
         self.embedder = load_model(self.model_name, self.wanted_dim)
 
-    def health(self) -> tuple[int, dict[str, Any]]:
+    def health(self, full: bool = True) -> tuple[int, dict[str, Any]]:
+        """Status and body of GET /health; ``full=False`` (a caller without credentials): the
+        status word alone."""
         if self.embedder is None:
-            return 503, {"status": "loading", "model": self.model_name, "dim": self.wanted_dim}
-        return 200, {"status": "ok", "model": self.embedder.name, "dim": self.embedder.dim}
+            body = {"status": "loading", "model": self.model_name, "dim": self.wanted_dim}
+        else:
+            body = {"status": "ok", "model": self.embedder.name, "dim": self.embedder.dim}
+        return (503 if self.embedder is None else 200), (body if full else {"status": body["status"]})
 
     def embed(self, texts: list[str], batch_size: int, encoding: str) -> bytes:
         """The JSON answer to one embed request (runs on the encode thread)."""
@@ -239,9 +250,54 @@ async def _read_body(request, limits: Limits) -> bytes:
     return b"".join(chunks)
 
 
-def make_app(state: ModelState, limits: Limits = Limits(), on_loaded=None):
+class _RequireAuth:
+    """ASGI middleware: every HTTP request but :data:`OPEN_PATHS` needs acceptable credentials;
+    a refused one is answered 401 before its body is read, and logged."""
+
+    def __init__(self, app, auth: ServiceAuth) -> None:
+        self.app, self.auth = app, auth
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or not self.auth.required or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        header = _authorization(scope)
+        if self.auth.mode == GOOGLE_ID:  # may fetch Google's certificates: off the event loop
+            reason = await asyncio.to_thread(self.auth.refusal, header)
+        else:
+            reason = self.auth.refusal(header)
+        if reason is None:
+            await self.app(scope, receive, send)
+            return
+        client = (scope.get("client") or ("-",))[0]
+        log.warning("%s %s 401 refused: %s client=%s", scope["method"], scope["path"], reason, client)
+        body = b'{"error": "unauthorized"}'
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="dgb-model-service"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def _authorization(scope) -> str | None:
+    for name, value in scope.get("headers") or ():
+        if name == b"authorization":
+            return value.decode("latin-1")
+    return None
+
+
+def make_app(state: ModelState, limits: Limits = Limits(), on_loaded=None, auth: ServiceAuth | None = None):
     """The FastAPI application serving ``state``; its start-up loads the model on a thread
-    (``on_loaded(ok)`` is called when that ends), so the port answers 503 "loading" meanwhile."""
+    (``on_loaded(ok)`` is called when that ends), so the port answers 503 "loading" meanwhile.
+    ``auth`` (default: none) is the check every request but GET /health passes."""
+    auth = auth or ServiceAuth()
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -269,6 +325,7 @@ def make_app(state: ModelState, limits: Limits = Limits(), on_loaded=None):
     app = FastAPI(
         title="dgb model service", openapi_url=None, docs_url=None, redoc_url=None, lifespan=lifespan
     )
+    app.add_middleware(_RequireAuth, auth=auth)
 
     def _log(request: Request, status: int, count: int | str, t0: float, level: int = logging.INFO) -> None:
         client = request.client.host if request.client else "-"
@@ -299,7 +356,8 @@ def make_app(state: ModelState, limits: Limits = Limits(), on_loaded=None):
     @app.get("/health")
     async def health(request: Request):
         t0 = time.perf_counter()
-        status, body = state.health()
+        # without valid credentials: the status word alone (nothing about the model)
+        status, body = state.health(full=auth.refusal(request.headers.get("authorization")) is None)
         # health polls (every 0.3 s while the stack waits for start-up) go to DEBUG
         _log(request, status, "-", t0, level=logging.DEBUG)
         return _json(status, body, retry_after=RETRY_AFTER_S if status == 503 else None)
@@ -359,15 +417,23 @@ def serve(
     *,
     allow_remote: bool = False,
     limits: Limits | None = None,
+    auth: ServiceAuth | None = None,
 ) -> int:
     """Run the service under uvicorn until SIGTERM/SIGINT; returns an exit code.
 
+    ``auth`` defaults to :meth:`ServiceAuth.from_env` (``DGB_MODEL_AUTH``); a configuration it
+    refuses (token mode without a token) is a :class:`ServiceConfigError`, before binding.
     The port is bound first (health answers 503 "loading"), then the model is loaded once.
     A model that cannot be loaded ends the process with exit code 1."""
+    if auth is None:
+        try:
+            auth = ServiceAuth.from_env()
+        except (AuthConfigError, ValueError) as exc:
+            raise ServiceConfigError(str(exc)) from None
     if not allow_remote and not is_loopback(host):
         raise ServiceConfigError(
-            f"refusing to bind {host}: the model service has no authentication; bind a loopback "
-            f"address (127.0.0.1) or pass --allow-remote (containers behind a private network)"
+            f"refusing to bind {host}: bind a loopback address (127.0.0.1) or pass --allow-remote"
+            f" (containers; keep DGB_MODEL_AUTH on there)"
         )
     import uvicorn
 
@@ -386,7 +452,7 @@ def serve(
             server.should_exit = True
 
     config = uvicorn.Config(
-        make_app(state, limits, on_loaded),
+        make_app(state, limits, on_loaded, auth),
         host=host,
         port=port,
         log_config=None,  # our logging: one line per request (below), uvicorn's own at WARNING
@@ -400,7 +466,7 @@ def serve(
         server_header=False,
     )
     server = uvicorn.Server(config)
-    log.info("listening on http://%s:%d; loading model %s", host, port, model_name)
+    log.info("listening on http://%s:%d (auth: %s); loading model %s", host, port, auth.mode, model_name)
     try:
         server.run()
     except SystemExit as exc:  # uvicorn exits 1 when it cannot bind

@@ -1,10 +1,12 @@
-"""The resident model service, run for real as `python -m dgb.cli model serve` on a free port,
-and its HTTP client (ServiceEmbedder) including retries while the service is unreachable."""
+"""The resident model service, run for real as `python -m dgb.cli model serve` on a free port
+(with its bearer token, DGB_MODEL_AUTH=token), and its HTTP client (ServiceEmbedder) including
+retries while the service is unreachable. Who may call it: tests/integration/embed/test_model_auth.py."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -19,11 +21,15 @@ import numpy as np
 import pytest
 
 from dgb.config import REPO_ROOT
+from dgb.embed.auth import BearerToken, ServiceAuth
 from dgb.embed.client import ModelServiceError, ModelServiceUnavailable, ServiceEmbedder
 from dgb.embed.model import load_model
 from tests.support.processes import stop_process_group
 
 pytestmark = pytest.mark.model
+
+TOKEN = secrets.token_urlsafe(24)  # the service's bearer token in this module
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 TEXTS = [
     "vacinação contra a gripe",
@@ -52,7 +58,13 @@ def _group_alive(pgid: int) -> bool:
 def service(tmp_path_factory):
     port = _free_port()
     log_path = tmp_path_factory.mktemp("model-service") / "service.log"
-    env = dict(os.environ, DGB_EMBEDDING_MODEL="use-multilingual-v3", DGB_EMBEDDING_DIM="512")
+    env = dict(
+        os.environ,
+        DGB_EMBEDDING_MODEL="use-multilingual-v3",
+        DGB_EMBEDDING_DIM="512",
+        DGB_MODEL_AUTH="token",
+        DGB_MODEL_TOKEN=TOKEN,
+    )
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "127.0.0.1", "--port", str(port)],
@@ -120,14 +132,14 @@ def attempts(monkeypatch):
 
 
 def _post(url: str, payload, **kwargs) -> httpx.Response:
-    return httpx.post(f"{url}/embed", json=payload, timeout=30, **kwargs)
+    return httpx.post(f"{url}/embed", json=payload, timeout=30, headers=AUTH, **kwargs)
 
 
 # --------------------------------------------------------------------------- the service
 
 
 def test_health_reports_model_and_was_503_while_loading(service):
-    resp = httpx.get(f"{service['url']}/health", timeout=2)
+    resp = httpx.get(f"{service['url']}/health", timeout=2, headers=AUTH)
     assert resp.status_code == 200
     assert resp.json() == {"status": "ok", "model": "use-multilingual-v3", "dim": 512}
     # while starting: connection refused (None) or 503 "loading", never an error status
@@ -194,9 +206,9 @@ def test_too_large_input_is_a_clear_413(service, payload, message):
 
 def test_errors_keep_the_json_error_shape(service):
     for resp in (
-        httpx.get(f"{service['url']}/nope", timeout=5),
-        httpx.post(f"{service['url']}/nope", json={"texts": ["x"]}, timeout=5),
-        httpx.put(f"{service['url']}/embed", json={"texts": ["x"]}, timeout=5),
+        httpx.get(f"{service['url']}/nope", timeout=5, headers=AUTH),
+        httpx.post(f"{service['url']}/nope", json={"texts": ["x"]}, timeout=5, headers=AUTH),
+        httpx.put(f"{service['url']}/embed", json={"texts": ["x"]}, timeout=5, headers=AUTH),
     ):
         assert resp.status_code in (404, 405)
         assert resp.headers["content-type"] == "application/json"
@@ -205,21 +217,22 @@ def test_errors_keep_the_json_error_shape(service):
 
 def test_malformed_requests_never_crash_the_server(service):
     url = service["url"]
-    assert httpx.post(f"{url}/embed", content=b"{not json", timeout=5).status_code == 400
-    assert httpx.post(f"{url}/embed", content=b"\xff\xfe", timeout=5).status_code == 400
-    assert httpx.post(f"{url}/nope", json={"texts": ["x"]}, timeout=5).status_code == 404
-    assert httpx.get(f"{url}/nope", timeout=5).status_code == 404
+    assert httpx.post(f"{url}/embed", content=b"{not json", timeout=5, headers=AUTH).status_code == 400
+    assert httpx.post(f"{url}/embed", content=b"\xff\xfe", timeout=5, headers=AUTH).status_code == 400
+    assert httpx.post(f"{url}/nope", json={"texts": ["x"]}, timeout=5, headers=AUTH).status_code == 404
+    assert httpx.get(f"{url}/nope", timeout=5, headers=AUTH).status_code == 404
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
     # a request without Content-Length, over a raw socket
     with socket.create_connection(("127.0.0.1", service["port"]), timeout=5) as sock:
-        sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n")
         assert sock.recv(200).startswith(b"HTTP/1.1 400")
     # an oversized body is refused before it is read
     with socket.create_connection(("127.0.0.1", service["port"]), timeout=5) as sock:
-        sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n")
+        sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: 999999999\r\n\r\n")
         assert sock.recv(200).startswith(b"HTTP/1.1 413")
     # a client that disconnects mid-body
     with socket.create_connection(("127.0.0.1", service["port"]), timeout=5) as sock:
-        sock.sendall(b'POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"texts":')
+        sock.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\n" + auth + b'Content-Length: 1000\r\n\r\n{"texts":')
     assert httpx.get(f"{url}/health", timeout=2).status_code == 200
     assert service["proc"].poll() is None
 
@@ -246,7 +259,7 @@ def test_requests_are_logged_one_line_each(service):
 
 
 def test_client_round_trip(service, local):
-    with ServiceEmbedder(service["url"]) as client:
+    with ServiceEmbedder(service["url"], credentials=BearerToken(TOKEN)) as client:
         assert client.available()
         assert client.name == "use-multilingual-v3" and client.dim == 512
         texts = [f"texto {i}: {TEXTS[i % len(TEXTS)]}" for i in range(300)]  # 2 requests (256 + 44)
@@ -264,7 +277,7 @@ def test_client_sends_hostile_texts_bounded_and_cleaned(service, local):
     other texts of the batch are embedded as usual, never refused or failed as a batch."""
     huge = "palavra" * 300_000  # 2.1 M characters
     texts = [huge, "vacina\ud800ção contra a gripe", "leilão\x00 de energia", TEXTS[3]]
-    with ServiceEmbedder(service["url"]) as client:
+    with ServiceEmbedder(service["url"], credentials=BearerToken(TOKEN)) as client:
         vectors = client.encode(texts)
     assert vectors.shape == (4, 512)
     expected = local.encode([huge[:24_000], "vacinação contra a gripe", "leilão de energia", TEXTS[3]])
@@ -278,7 +291,7 @@ def test_client_splits_requests_within_the_service_limits(service, local, attemp
 
     monkeypatch.setattr(client_module, "MAX_CHARS_PER_REQUEST", 25_000)
     texts = [f"{i} " + "z pa" * 2_500 for i in range(7)] + ["curto"] * 300  # 70 k + 1.5 k characters
-    with ServiceEmbedder(service["url"]) as client:
+    with ServiceEmbedder(service["url"], credentials=BearerToken(TOKEN)) as client:
         vectors = client.encode(texts, batch_size=8)
     assert vectors.shape == (307, 512)
     # 2 + 2 + 2 long texts, then the 7th with 256 - 1 short ones, then the remaining 45
@@ -287,7 +300,7 @@ def test_client_splits_requests_within_the_service_limits(service, local, attemp
 
 
 def test_client_4xx_is_not_retried(service, attempts):
-    client = ServiceEmbedder(service["url"], backoff=5.0)
+    client = ServiceEmbedder(service["url"], backoff=5.0, credentials=BearerToken(TOKEN))
     with pytest.raises(ModelServiceError, match=r"HTTP 400.*not a string") as err:
         client._call("POST", "/embed", {"texts": ["ok", 3]})
     assert not isinstance(err.value, ModelServiceUnavailable)  # bad input, not an outage
@@ -300,6 +313,8 @@ def test_get_embedder_picks_the_service(service, monkeypatch):
     from dgb.embed import get_embedder
 
     monkeypatch.setenv("DGB_MODEL_URL", service["url"])
+    monkeypatch.setenv("DGB_MODEL_TOKEN", TOKEN)  # what the CLI and the stack's processes send
+    monkeypatch.delenv("DGB_MODEL_AUTH", raising=False)
     monkeypatch.delenv("DGB_EMBEDDER", raising=False)
     embedder = get_embedder(Settings.from_env())
     assert isinstance(embedder, ServiceEmbedder) and embedder.dim == 512
@@ -350,7 +365,9 @@ class _Proxy:
 def test_client_retries_while_service_is_briefly_down(service, local, attempts):
     proxy = _Proxy(service["port"])
     timer = threading.Timer(0.5, proxy.start)  # refused for the first ~0.5 s
-    client = ServiceEmbedder(f"http://127.0.0.1:{proxy.port}", attempts=4, backoff=0.3)
+    client = ServiceEmbedder(
+        f"http://127.0.0.1:{proxy.port}", attempts=4, backoff=0.3, credentials=BearerToken(TOKEN)
+    )
     try:
         assert not client.available()
         timer.start()
@@ -378,7 +395,8 @@ def test_client_retries_5xx_then_succeeds(service, local):
             if len(calls) < 3:
                 status, out = 503, b'{"error": "model is loading; retry shortly"}'
             else:
-                resp = httpx.post(f"{service['url']}/embed", content=body, timeout=30)
+                auth = {"Authorization": self.headers["Authorization"]}  # the client's, passed on
+                resp = httpx.post(f"{service['url']}/embed", content=body, timeout=30, headers=auth)
                 status, out = resp.status_code, resp.content
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -389,7 +407,9 @@ def test_client_retries_5xx_then_succeeds(service, local):
     server = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        client = ServiceEmbedder(f"http://127.0.0.1:{server.server_address[1]}", backoff=0.05)
+        client = ServiceEmbedder(
+            f"http://127.0.0.1:{server.server_address[1]}", backoff=0.05, credentials=BearerToken(TOKEN)
+        )
         vectors = client.encode(TEXTS[:3])
         assert len(calls) == 3
         np.testing.assert_allclose(vectors, local.encode(TEXTS[:3]), atol=1e-5)
@@ -417,7 +437,7 @@ def test_client_gives_up_with_a_clear_error(attempts):
 
 
 def test_dgb_embed_command_uses_the_service(service, local):
-    env = dict(os.environ, DGB_MODEL_URL=service["url"], DGB_EMBEDDER="service")
+    env = dict(os.environ, DGB_MODEL_URL=service["url"], DGB_EMBEDDER="service", DGB_MODEL_TOKEN=TOKEN)
     lines = "vacinação contra a gripe\nleilão de energia eólica\n"
     out = subprocess.run(
         [sys.executable, "-m", "dgb.cli", "embed"],
@@ -461,19 +481,21 @@ def test_serve_refuses_public_address_without_allow_remote():
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0")
-    with pytest.raises(ServiceConfigError, match="--allow-remote"):
-        serve("0.0.0.0", _free_port(), "use-multilingual-v3", 512)
+    for auth in (ServiceAuth(), ServiceAuth("token", token=TOKEN)):  # with or without auth
+        with pytest.raises(ServiceConfigError, match="--allow-remote"):
+            serve("0.0.0.0", _free_port(), "use-multilingual-v3", 512, auth=auth)
     out = subprocess.run(
         [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "0.0.0.0", "--port", str(_free_port())],
         capture_output=True,
         text=True,
         timeout=60,
+        env=dict(os.environ, DGB_MODEL_TOKEN=TOKEN),
     )
     assert out.returncode == 2 and "--allow-remote" in out.stderr
 
 
 def test_serve_exits_when_the_model_cannot_be_loaded(tmp_path):
-    env = dict(os.environ, DGB_STATE_DIR=str(tmp_path), HF_HOME=str(tmp_path / "hf"))
+    env = dict(os.environ, DGB_STATE_DIR=str(tmp_path), HF_HOME=str(tmp_path / "hf"), DGB_MODEL_TOKEN=TOKEN)
     out = subprocess.run(
         [
             sys.executable,
@@ -506,12 +528,14 @@ def test_base64_vectors_equal_json_vectors(service):
 
     base = service["url"]
     texts = ["vacinação contra a gripe", "leilão de energia eólica"]
-    js = httpx.post(f"{base}/embed", json={"texts": texts}, timeout=60).json()
-    b6 = httpx.post(f"{base}/embed", json={"texts": texts, "encoding": "base64"}, timeout=60).json()
+    js = httpx.post(f"{base}/embed", json={"texts": texts}, timeout=60, headers=AUTH).json()
+    b6 = httpx.post(
+        f"{base}/embed", json={"texts": texts, "encoding": "base64"}, timeout=60, headers=AUTH
+    ).json()
     decoded = np.frombuffer(base64.b64decode(b6["vectors_b64"]), dtype="<f4").reshape(b6["shape"])
     assert b6["shape"] == [2, js["dim"]]
     np.testing.assert_array_equal(decoded, np.asarray(js["vectors"], dtype=np.float32))
-    bad = httpx.post(f"{base}/embed", json={"texts": texts, "encoding": "xml"}, timeout=60)
+    bad = httpx.post(f"{base}/embed", json={"texts": texts, "encoding": "xml"}, timeout=60, headers=AUTH)
     assert bad.status_code == 400 and "encoding" in bad.json()["error"]
 
 

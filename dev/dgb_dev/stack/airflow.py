@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dgb.config import REPO_ROOT, Settings, read_env_file
 from dgb.config import dev as dev_settings
+from dgb.config import embed as embed_settings
 from dgb_dev.stack.broker import celery_env
 from dgb_dev.stack.component import ManagedProcess
 from dgb_dev.stack.process import StackError, http_ok
@@ -97,6 +98,7 @@ def airflow_env(settings: Settings) -> dict[str, str]:
                     "host": "127.0.0.1",
                     "port": s.model_port,
                     "schema": "http",
+                    "password": embed_settings.model_token(s.state_dir),  # the service's bearer token
                 }
             ),
             "DGB_STATE_DIR": str(s.state_dir),

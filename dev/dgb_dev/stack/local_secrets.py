@@ -9,7 +9,8 @@ from dgb.config import Settings, read_env_file
 
 
 def ensure_secrets(settings: Settings) -> Settings:
-    """Generate local secrets once (DB password, Typesense key, Airflow JWT/Fernet keys)."""
+    """Generate local secrets once (DB password, Typesense key, Airflow JWT/Fernet keys, the model
+    service's token); a secret added later is generated on the next run, the others kept."""
     path = settings.state_dir / "secrets.env"
     current = read_env_file(path)
     wanted = {
@@ -18,6 +19,9 @@ def ensure_secrets(settings: Settings) -> Settings:
         "AIRFLOW__API_AUTH__JWT_SECRET": lambda: secrets.token_urlsafe(64),
         "AIRFLOW__CORE__FERNET_KEY": _fernet_key,
         "DGB_REDIS_PASSWORD": lambda: secrets.token_urlsafe(24),  # the Celery broker (EXECUTOR=celery)
+        # the model service's bearer token (DGB_MODEL_AUTH=token): the service, the CLI and the
+        # dgb_model_service connection's password
+        "DGB_MODEL_TOKEN": lambda: secrets.token_urlsafe(32),
     }
     missing = {k: gen() for k, gen in wanted.items() if k not in current}
     if missing:

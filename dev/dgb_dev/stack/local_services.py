@@ -71,7 +71,12 @@ class ModelService(ManagedProcess):
         The service shares them with Airflow, PostgreSQL and the tasks; a BLAS pool as wide as
         the machine then spins against them (``scripts/bench_backlog.py --n 2000`` on 2 cores:
         the service used 122 CPU seconds with 2 threads, 39 with 1, for the same work)."""
-        return {**super().env(), "DGB_MODEL_THREADS": dev_settings.model_service_threads()}
+        return {
+            **super().env(),
+            "DGB_MODEL_THREADS": dev_settings.model_service_threads(),
+            # its bearer token is the one in this stack's secrets.env (dgb.embed.auth)
+            "DGB_STATE_DIR": str(self.s.state_dir),
+        }
 
     def argv(self) -> list[str]:
         return [

@@ -1,5 +1,6 @@
 """ModelServiceHook (dgb_airflow.hooks.model_service): the service URL comes from an Airflow
-connection, and the embedder it builds talks to that URL (a loopback HTTP server here)."""
+connection, and the embedder it builds talks to that URL (a loopback HTTP server here) with the
+connection's credentials: its password as the bearer token, or a Google ID token (Cloud Run)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,77 @@ def test_the_embedder_reaches_the_service_of_the_connection(monkeypatch):
     finally:
         server.shutdown()
         server.server_close()
+
+
+# -- credentials: the real service app on loopback, with its check on -------------------------
+
+
+@pytest.fixture(scope="module")
+def bundled_model():
+    from dgb.embed.model import load_model
+
+    return load_model("use-multilingual-v3", 512)
+
+
+def test_the_hook_sends_the_connections_password_as_the_bearer_token(monkeypatch, bundled_model):
+    from dgb.embed.auth import TOKEN, BearerToken, ServiceAuth
+    from dgb.embed.client import ModelServiceError
+    from dgb.embed.service import make_app
+    from tests.support.model_service import ready_state, serving
+
+    app = make_app(ready_state(bundled_model), auth=ServiceAuth(TOKEN, token="senha-do-servico"))
+    with serving(app) as url:
+        port = int(url.rsplit(":", 1)[1])
+        _conn(
+            monkeypatch, "svc_token", host="127.0.0.1", port=port, schema="http", password="senha-do-servico"
+        )
+        hook = ModelServiceHook("svc_token", timeout=10)
+        assert hook.auth_mode() == "token" and isinstance(hook.credentials(), BearerToken)
+        embedder = hook.get_conn()
+        assert embedder.encode(["vacinação contra a gripe"]).shape == (1, 512)
+        _conn(monkeypatch, "svc_wrong", host="127.0.0.1", port=port, schema="http", password="outra")
+        with pytest.raises(ModelServiceError, match="HTTP 401"):
+            ModelServiceHook("svc_wrong", timeout=10).get_conn().encode(["x"])
+
+
+def test_a_cloud_run_connection_calls_with_a_google_id_token(monkeypatch, bundled_model):
+    """``*.run.app`` (or extra auth=google_id): an ID token for the service URL from the google
+    provider's default credentials; here those credentials are replaced by a local signer, and the
+    service checks the token against the local key's certificate (nothing reaches Google)."""
+    from airflow.providers.google.common.utils import id_token_credentials
+
+    from dgb.embed.auth import GOOGLE_ID, GoogleIdToken, GoogleIdVerifier, ServiceAuth
+    from dgb.embed.service import make_app
+    from tests.support.model_service import LocalIssuer, ready_state, serving
+
+    _conn(monkeypatch, "svc_run", host="dgb-model-service-123.a.run.app", schema="https", port=443)
+    hook = ModelServiceHook("svc_run")
+    creds = hook.credentials()
+    assert hook.auth_mode() == GOOGLE_ID and isinstance(creds, GoogleIdToken)
+    assert creds.audience == "https://dgb-model-service-123.a.run.app:443"
+
+    issuer, asked = LocalIssuer(), []
+
+    class ProviderCredentials:  # what get_default_id_token_credentials returns, refreshed by the hook
+        def __init__(self, audience):
+            self.audience, self.token = audience, None
+
+        def refresh(self, request):
+            asked.append(self.audience)
+            self.token = issuer.token(self.audience)
+
+    monkeypatch.setattr(
+        id_token_credentials,
+        "get_default_id_token_credentials",
+        lambda target_audience, request=None: ProviderCredentials(target_audience),
+    )
+    audience = "https://dgb-model-service-123.a.run.app"
+    verifier = GoogleIdVerifier(audience, certs=issuer.certs)
+    with serving(make_app(ready_state(bundled_model), auth=ServiceAuth(GOOGLE_ID, verifier=verifier))) as url:
+        port = int(url.rsplit(":", 1)[1])
+        extra = {"auth": "google_id", "audience": audience}
+        _conn(monkeypatch, "svc_google", host="127.0.0.1", port=port, schema="http", extra=extra)
+        embedder = ModelServiceHook("svc_google", timeout=10).get_conn()
+        assert embedder.encode(["leilão de energia"]).shape == (1, 512)
+        assert embedder.encode(["outra vez"]).shape == (1, 512)
+    assert asked == [audience]  # one token, cached across the calls

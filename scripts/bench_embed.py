@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -74,6 +75,7 @@ def main() -> int:
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    token = secrets.token_urlsafe(24)  # this run's service token (dgb.embed.auth, DGB_MODEL_AUTH=token)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -92,6 +94,7 @@ def main() -> int:
         stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,
         cwd=str(REPO),
+        env=dict(os.environ, DGB_MODEL_AUTH="token", DGB_MODEL_TOKEN=token),
         start_new_session=True,
     )
     t_spawn = time.perf_counter()
@@ -99,7 +102,9 @@ def main() -> int:
         import httpx
 
         # wait for the service first, so its start-up does not compete with the in-process runs
-        client = httpx.Client(base_url=url, timeout=120, trust_env=False)
+        client = httpx.Client(
+            base_url=url, timeout=120, trust_env=False, headers={"Authorization": f"Bearer {token}"}
+        )
         while True:
             if proc.poll() is not None:
                 print("service exited during start-up", file=sys.stderr)

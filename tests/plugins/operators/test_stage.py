@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -28,6 +29,8 @@ from tests.support.fetch import FAST
 from tests.support.processes import stop_process_group
 from tests.support.pubsub import pull_all
 
+MODEL_TOKEN = secrets.token_urlsafe(24)  # the model service's bearer token in this module
+
 
 @pytest.fixture(scope="module")
 def model_service(tmp_path_factory):
@@ -43,7 +46,13 @@ def model_service(tmp_path_factory):
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             cwd=str(REPO_ROOT),
-            env=dict(os.environ, DGB_EMBEDDING_MODEL="use-multilingual-v3", DGB_EMBEDDING_DIM="512"),
+            env=dict(
+                os.environ,
+                DGB_EMBEDDING_MODEL="use-multilingual-v3",
+                DGB_EMBEDDING_DIM="512",
+                DGB_MODEL_AUTH="token",
+                DGB_MODEL_TOKEN=MODEL_TOKEN,
+            ),
             start_new_session=True,
         )
     try:
@@ -71,7 +80,15 @@ def stack_env(monkeypatch, model_service, typesense_server):
 
     monkeypatch.setenv(
         "AIRFLOW_CONN_DGB_MODEL_SERVICE",
-        json.dumps({"conn_type": "http", "host": "127.0.0.1", "port": model_service, "schema": "http"}),
+        json.dumps(
+            {
+                "conn_type": "http",
+                "host": "127.0.0.1",
+                "port": model_service,
+                "schema": "http",
+                "password": MODEL_TOKEN,  # the service's bearer token, as the stack's connection has it
+            }
+        ),
     )
     alias = f"t_{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias)

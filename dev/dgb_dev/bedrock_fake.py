@@ -6,11 +6,13 @@ exercises :class:`dgb.enrich.bedrock.BedrockClassifier` talks to this instead:
 * :func:`converse_response` - a Converse response with the shape of a recorded Claude 3 Haiku reply;
 * :class:`FakeClient` - a ``bedrock-runtime`` client stand-in for unit tests: scripted replies (or
   exceptions) in order, every request recorded;
+* :class:`AnsweringClient` - a client stand-in that answers every call as the HTTP fake does;
 * :class:`FakeBedrockServer` - the same API over HTTP on 127.0.0.1 (``POST /model/<id>/converse``,
   what boto3 sends), for processes a test cannot inject a client into: Airflow task processes reach
   it through an AWS connection whose ``endpoint_url`` points here (:meth:`FakeBedrockServer.aws_conn`).
   It answers every article with a valid taxonomy code (chosen from a hash of the article text, so
-  repeated calls agree) and a one-sentence summary, and can **throttle**: while
+  repeated calls agree), a one-sentence summary and a sentiment, every NER call (the entity
+  extraction of dgb.features) with entities, and can **throttle**: while
   :meth:`FakeBedrockServer.throttle` is on, every call gets HTTP 429 ``ThrottlingException``, the
   error Bedrock returns when a quota is exceeded (the fault suite keeps it on for minutes).
 
@@ -69,6 +71,70 @@ class FakeClient:
 
 
 _DATA = re.compile(r"<<<NOTICIA>>>(.*?)<<<FIM_DA_NOTICIA>>>", re.S)
+_NER_MARK = "entidades nomeadas"  # in the NER call's system text (dgb.features.bedrock_ner.SYSTEM)
+
+
+def _taxonomy_codes(taxonomy=None) -> list[tuple[str, str, str]]:
+    if taxonomy is None:
+        from dgb.taxonomy import load_taxonomy
+
+        taxonomy = load_taxonomy()
+    return [(t.code[:2], t.code[:5], t.code) for t in taxonomy.level(3)]
+
+
+def answer_request(request: dict, codes: list[tuple[str, str, str]]) -> dict:
+    """A valid answer to a Converse request body, deterministic for the same article: for the
+    classification call a taxonomy code (from a hash of the article), a one-sentence summary and
+    a sentiment (the offline lexicon's); for the NER call (its system text asks for named
+    entities) the offline extractor's entities in the answer's shape."""
+    text = ""
+    for message in request.get("messages") or []:
+        for block in message.get("content") or []:
+            text += block.get("text") or ""
+    system = " ".join(b.get("text") or "" for b in request.get("system") or [])
+    m = _DATA.search(text)
+    article = (m.group(1) if m else text).strip()
+    if _NER_MARK in system:
+        from dgb.features.rules_ner import extract
+
+        entities = [
+            {k: e[k] for k in ("text", "type", "forma_canonica", "salience", "count")}
+            for e in extract("", article)
+        ]
+        reply = json.dumps({"entities": entities}, ensure_ascii=False)
+        return converse_response(reply, input_tokens=len(text) // 4 + 1, output_tokens=80, latency=5)
+    from dgb.features.sentiment import sentiment
+
+    digest = int(hashlib.sha256(article.encode()).hexdigest(), 16)
+    l1, l2, l3 = codes[digest % len(codes)]
+    first = next((line.strip() for line in article.splitlines() if line.strip()), "Notícia.")
+    summary = re.sub(r"^[A-Za-zçã]+:\s*", "", first)[:280]
+    reply = json.dumps(
+        {
+            "theme_l1": l1,
+            "theme_l2": l2,
+            "theme_l3": l3,
+            "summary": summary,
+            "sentiment": sentiment("", article),
+        },
+        ensure_ascii=False,
+    )
+    return converse_response(reply, input_tokens=len(text) // 4 + 1, output_tokens=60, latency=5)
+
+
+class AnsweringClient:
+    """A ``bedrock-runtime`` client stand-in that answers every call as the HTTP fake does
+    (:func:`answer_request`), in process; every request recorded."""
+
+    def __init__(self, taxonomy=None):
+        self.codes = _taxonomy_codes(taxonomy)
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+
+    def converse(self, **kwargs):
+        with self.lock:
+            self.requests.append(kwargs)
+        return answer_request(kwargs, self.codes)
 
 
 class FakeBedrockServer:
@@ -78,11 +144,7 @@ class FakeBedrockServer:
     def __init__(self, port: int = 0, taxonomy=None, host: str = LOOPBACK):
         if host not in (LOOPBACK, "localhost", "::1"):
             raise ValueError(f"the Bedrock fake serves loopback only, not {host!r}")
-        if taxonomy is None:
-            from dgb.taxonomy import load_taxonomy
-
-            taxonomy = load_taxonomy()
-        self.codes = [(t.code[:2], t.code[:5], t.code) for t in taxonomy.level(3)]
+        self.codes = _taxonomy_codes(taxonomy)
         self.lock = threading.Lock()
         self.calls = 0
         self.throttled = 0
@@ -124,21 +186,8 @@ class FakeBedrockServer:
         }
 
     def answer(self, request: dict) -> dict:
-        """A valid classification of the article in a Converse request body."""
-        text = ""
-        for message in request.get("messages") or []:
-            for block in message.get("content") or []:
-                text += block.get("text") or ""
-        m = _DATA.search(text)
-        article = (m.group(1) if m else text).strip()
-        digest = int(hashlib.sha256(article.encode()).hexdigest(), 16)
-        l1, l2, l3 = self.codes[digest % len(self.codes)]
-        first = next((line.strip() for line in article.splitlines() if line.strip()), "Notícia.")
-        summary = re.sub(r"^[A-Za-zçã]+:\s*", "", first)[:280]
-        reply = json.dumps(
-            {"theme_l1": l1, "theme_l2": l2, "theme_l3": l3, "summary": summary}, ensure_ascii=False
-        )
-        return converse_response(reply, input_tokens=len(text) // 4 + 1, output_tokens=60, latency=5)
+        """A valid answer to a Converse request body (:func:`answer_request`)."""
+        return answer_request(request, self.codes)
 
     def _handler(self):
         server = self

@@ -17,3 +17,12 @@ def client_error(code: str, message: str = "x"):
         {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status}},
         "Converse",
     )
+
+
+def recorded(name: str) -> dict:
+    """A Converse response of ``tests/fixtures/bedrock/`` (see its README)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "fixtures" / "bedrock" / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -68,6 +68,9 @@ class Classification:
     classifier_version: str  # e.g. "local-emb-4 (head; extractive summary; use-multilingual-v3)"
     enriched_at: datetime
     usage: dict | None = None  # bedrock (and hybrid): tokens, calls, throttles (see dgb.enrich.bedrock)
+    # the article's sentiment when the classifier answers it (Bedrock's combined call):
+    # {"label": "positive" | "neutral" | "negative", "score": -1..1}; None otherwise
+    sentiment: dict | None = None
 
     ok = True
 

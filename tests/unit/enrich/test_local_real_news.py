@@ -28,7 +28,7 @@ from dgb.enrich.head import HEAD_FILE, Head
 from dgb.enrich.hybrid import HybridClassifier
 from dgb.enrich.lexical import Lexical, lexical_terms, lexical_text
 from dgb.enrich.local import LocalClassifier
-from dgb.enrich.summary import SUMMARY_MAX_CHARS
+from dgb.enrich.summary import SUMMARY_MAX_CHARS, SUMMARY_MAX_SENTENCES
 from dgb.enrich.text import paragraphs, split_sentences
 from dgb.taxonomy import load_taxonomy
 from dgb_dev.bedrock_fake import FakeClient, converse_response
@@ -99,7 +99,7 @@ def test_summary_is_extractive_clean_and_short(results):
         s = r.summary
         assert s and len(s) <= SUMMARY_MAX_CHARS
         assert not re.search(r"!\[|\]\(|https?://|\*\*", s), s  # no markdown or URLs left
-        assert 1 <= len(split_sentences(s)) <= 3, s
+        assert 1 <= len(split_sentences(s)) <= SUMMARY_MAX_SENTENCES, s
         source = _plain(n["content"])
         for sentence in split_sentences(s.rstrip("…")):
             assert sentence.rstrip("…") in source, (sentence, source[:300])

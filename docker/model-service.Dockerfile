@@ -63,5 +63,8 @@ ENV PORT=8080
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s \
   CMD ["sh", "-c", "python -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:${PORT:-8080}/health', timeout=4)\""]
-# exec: uvicorn is PID 1 and gets Cloud Run's SIGTERM itself
+# exec: uvicorn is PID 1 and gets Cloud Run's SIGTERM itself. Callers need credentials
+# (dgb.embed.auth): run it with DGB_MODEL_TOKEN (DGB_MODEL_AUTH=token, the default: it refuses to
+# start without one) or, on Cloud Run, DGB_MODEL_AUTH=google_id + DGB_MODEL_AUDIENCE (the CI sets
+# them); the HEALTHCHECK's /health needs none
 CMD ["sh", "-c", "exec python -m dgb.cli model serve --host 0.0.0.0 --port \"${PORT:-8080}\" --allow-remote"]

@@ -127,3 +127,27 @@ def test_model_service_leaves_a_core_to_airflow_unless_told(monkeypatch, cores, 
     else:
         monkeypatch.setenv("DGB_MODEL_THREADS", setting)
     assert ModelService(settings()).env()["DGB_MODEL_THREADS"] == threads
+
+
+def test_the_stack_generates_the_model_token_and_every_side_gets_it(monkeypatch, tmp_path):
+    """`make up`: one DGB_MODEL_TOKEN in secrets.env (kept across runs); the model service reads
+    it from that state folder, and the dgb_model_service connection carries it as its password."""
+    import json
+
+    from dgb.config import Settings
+    from dgb.embed.auth import ServiceAuth
+    from dgb_dev.stack.airflow import airflow_env
+    from dgb_dev.stack.local_secrets import ensure_secrets
+
+    monkeypatch.setenv("DGB_STATE_DIR", str(tmp_path))
+    monkeypatch.delenv("DGB_MODEL_TOKEN", raising=False)
+    monkeypatch.delenv("DGB_MODEL_AUTH", raising=False)
+    s = ensure_secrets(Settings.from_env())
+    lines = (tmp_path / "secrets.env").read_text().splitlines()
+    [token] = [line.split("=", 1)[1] for line in lines if line.startswith("DGB_MODEL_TOKEN=")]
+    assert len(token) >= 40
+    assert ensure_secrets(s) == s and (tmp_path / "secrets.env").read_text().splitlines() == lines  # kept
+    assert ModelService(s).env()["DGB_STATE_DIR"] == str(tmp_path)
+    assert ServiceAuth.from_env().refusal(f"Bearer {token}") is None  # what `dgb model serve` checks
+    conn = json.loads(airflow_env(s)["AIRFLOW_CONN_DGB_MODEL_SERVICE"])
+    assert conn["password"] == token and conn["port"] == s.model_port

@@ -44,3 +44,25 @@ def test_service_limits(monkeypatch):
         with pytest.raises(ValueError, match=name):
             service_limits()
         monkeypatch.setenv(name, "4")
+
+
+def test_model_service_credentials_settings(monkeypatch, tmp_path):
+    from dgb.config import embed as embed_config
+
+    for name in ("DGB_MODEL_AUTH", "DGB_MODEL_TOKEN", "DGB_MODEL_AUDIENCE", "DGB_MODEL_INVOKERS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DGB_STATE_DIR", str(tmp_path))
+    assert embed_config.model_auth() == "token" and embed_config.model_token() == ""
+    (tmp_path / "secrets.env").write_text("DGB_MODEL_TOKEN=do-arquivo\n")
+    assert embed_config.model_token() == "do-arquivo"  # what `make up` generated
+    monkeypatch.setenv("DGB_MODEL_TOKEN", "do-ambiente")
+    assert embed_config.model_token() == "do-ambiente"  # the environment wins
+    monkeypatch.setenv("DGB_MODEL_AUTH", " Google_ID ")
+    assert embed_config.model_auth() == "google_id"
+    monkeypatch.setenv("DGB_MODEL_AUTH", "open")
+    with pytest.raises(ValueError, match="DGB_MODEL_AUTH must be one of token, google_id, none"):
+        embed_config.model_auth()
+    monkeypatch.setenv("DGB_MODEL_INVOKERS", " Composer@p.iam.gserviceaccount.com, ,b@p.iam ")
+    assert embed_config.model_invokers() == {"composer@p.iam.gserviceaccount.com", "b@p.iam"}
+    monkeypatch.setenv("DGB_MODEL_AUDIENCE", "https://a.run.app/,https://b.run.app")
+    assert embed_config.model_audience() == "https://a.run.app/,https://b.run.app"

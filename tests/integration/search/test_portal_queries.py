@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from dgb.features.compute import FeatureComputer
 from dgb.fetch import Fetcher
 from dgb.pipeline import stages
 from dgb.pipeline.runner import RunOptions, run_stage
@@ -88,7 +89,7 @@ def portal_index(pg, mirror, typesense_server, embedder):
     schema.ensure_collection(s, ts)
     classifier = get_classifier(embedder=embedder, backend="local")
     for stage in (
-        stages.EnrichStage(classifier, pg),
+        stages.EnrichStage(classifier, pg, features=FeatureComputer()),  # the offline features
         stages.EmbedStage(embedder, embedder.name),
         stages.IndexStage(ts, alias, pg, 512),
     ):
@@ -164,7 +165,7 @@ def test_portal_query_shapes_return_hits_with_every_field_it_reads(portal_index)
     text = _search(ts, alias, q="Enem inscritos", query_by="title,content", query_by_weights="3,1")
     assert text["hits"][0]["document"]["title"] == "Enem tem recorde de inscritos confirmados"
 
-    # fields production's clients use that this pipeline does not compute: empty, not an error
+    # the feature fields' sorts and facets answer (their values: the tests below)
     for params in (
         {"filter_by": "sentiment_label:=positivo"},
         {"sort_by": "trending_score:desc"},
@@ -227,3 +228,86 @@ def test_trending_and_most_viewed_sorts_after_the_engagement_jobs(portal_index, 
     assert [(h["document"]["unique_id"], h["document"]["view_count"]) for h in most] == sorted(
         wanted_views.items(), key=lambda kv: -kv[1]
     )
+
+
+def _features(pg) -> dict[str, dict]:
+    with pg.cursor() as cur:
+        cur.execute("SELECT unique_id, features FROM news_features")
+        return dict(cur.fetchall())
+
+
+def _ids(res) -> set[str]:
+    return {h["document"]["unique_id"] for h in res["hits"]}
+
+
+def test_sentiment_filter_and_facet(portal_index, pg):
+    """The search page's "sentimento" filter: one label or several, and its facet counts."""
+    from collections import Counter
+
+    ts, alias = portal_index
+    labels = {uid: f["sentiment"]["label"] for uid, f in _features(pg).items()}
+    assert len(labels) == len(ARTICLES)
+    positive = {uid for uid, label in labels.items() if label == "positive"}
+    assert positive and positive != set(labels)  # the corpus has both kinds
+    assert _ids(_search(ts, alias, filter_by="sentiment_label:=[positive]", per_page=50)) == positive
+    both = _search(ts, alias, filter_by="sentiment_label:=[positive, neutral]", per_page=50)
+    assert _ids(both) == {uid for uid, label in labels.items() if label in ("positive", "neutral")}
+    facet = _search(ts, alias, facet_by="sentiment_label", per_page=0)["facet_counts"][0]["counts"]
+    assert {c["value"]: c["count"] for c in facet} == dict(Counter(labels.values()))
+
+
+def test_entity_page_by_canonical_id(portal_index, pg):
+    """/entidades/<id>: the articles that mention a canonical entity, newest first; the chips of
+    each hit come from its entity fields."""
+    ts, alias = portal_index
+    with pg.cursor() as cur:
+        cur.execute("SELECT unique_id FROM news_entities WHERE entity_id = 'dgb_mec'")
+        want = {r[0] for r in cur.fetchall()}
+    assert want  # the MEC articles name it
+    res = _search(
+        ts, alias, filter_by="entity_canonical:=[dgb_mec]", sort_by="published_at:desc", per_page=50
+    )
+    assert _ids(res) == want
+    stamps = [h["document"]["published_at"] for h in res["hits"]]
+    assert stamps == sorted(stamps, reverse=True)
+    for hit in res["hits"]:
+        doc = hit["document"]
+        assert "dgb_mec" in doc["entity_canonical"] and doc["entity_canonical"] == sorted(
+            doc["entity_canonical"]
+        )
+        assert set(doc["entity_org"]) <= set(doc["entities"])
+
+
+def test_entity_suggestions_facet_with_a_prefix(portal_index):
+    """The search box's entity suggestions: a facet over the entity fields narrowed by a
+    ``facet_query`` prefix, all entities and per type."""
+    ts, alias = portal_index
+
+    def suggest(field, prefix):
+        res = _search(
+            ts, alias, facet_by=field, facet_query=f"{field}:{prefix}", max_facet_values=10, per_page=0
+        )
+        return {c["value"]: c["count"] for c in res["facet_counts"][0]["counts"]}
+
+    assert suggest("entities", "Ene") == {"Enem": 1}
+    assert suggest("entity_org", "ME") == {"MEC": 1}
+    assert suggest("entity_policy", "Pé") == {"Pé-de-Meia": 1}
+    assert "Casa da Mulher Brasileira" in suggest("entity_org", "Cas")
+    assert suggest("entity_org", "Zzz") == {}
+
+
+def test_reading_time_and_readability_band(portal_index, pg):
+    """The article page's reading time (word_count / 200, at least one minute) and readability
+    band (>= 70 easy, >= 50 medium, else dense) from the hit's fields."""
+    import math
+
+    ts, alias = portal_index
+    feats = _features(pg)
+    res = _search(ts, alias, include_fields="unique_id,word_count,readability_flesch", per_page=50)
+    assert len(res["hits"]) == len(ARTICLES)
+    for hit in res["hits"]:
+        doc = hit["document"]
+        f = feats[doc["unique_id"]]
+        assert doc["word_count"] == f["word_count"] > 0
+        assert max(1, math.ceil(doc["word_count"] / 200)) == 1  # short local articles
+        assert doc["readability_flesch"] == f["readability_flesch"]

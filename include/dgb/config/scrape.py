@@ -5,10 +5,33 @@ Standard library only: the scrape DAG specs (:mod:`dgb.scraper.dags`) read it at
 
 from __future__ import annotations
 
-from dgb.config import env_str
+from dgb.config import env_number, env_str, only_set
 
 
 def scrape_agencies() -> str:
     """``DGB_SCRAPE_AGENCIES`` (default empty: the catalogue's choice): agency keys to scrape,
     comma-separated, or ``all``."""
     return env_str("DGB_SCRAPE_AGENCIES", "").strip()
+
+
+def scrape_cadence_mode() -> str:
+    """``DGB_SCRAPE_CADENCE`` (default ``learnt``): what starts the scrape DAGs. ``learnt``: the
+    ``scrape_dispatcher`` DAG, from each agency's publication history (:mod:`dgb.scraper.cadence`);
+    ``fixed``: every 10 minutes, staggered (the old cron schedule)."""
+    mode = env_str("DGB_SCRAPE_CADENCE", "learnt").strip().lower()
+    if mode not in ("learnt", "fixed"):
+        raise ValueError(f"DGB_SCRAPE_CADENCE must be 'learnt' or 'fixed', got {mode!r}")
+    return mode
+
+
+def cadence_policy() -> dict:
+    """``DGB_SCRAPE_FLOOR`` (s), ``DGB_SCRAPE_CEILING`` (s), ``DGB_SCRAPE_BUSY_PER_HOUR``,
+    ``DGB_SCRAPE_LISTING_SHARE`` (of the host's requests/s), ``DGB_SCRAPE_HISTORY_DAYS``: the ones
+    set, as :class:`dgb.scraper.cadence.CadencePolicy` keyword arguments."""
+    return only_set(
+        floor_s=env_number("DGB_SCRAPE_FLOOR", None, minimum=10),
+        ceiling_s=env_number("DGB_SCRAPE_CEILING", None, minimum=60),
+        busy_per_hour=env_number("DGB_SCRAPE_BUSY_PER_HOUR", None, above=0),
+        listing_share=env_number("DGB_SCRAPE_LISTING_SHARE", None, above=0, maximum=1),
+        history_days=env_number("DGB_SCRAPE_HISTORY_DAYS", None, minimum=1),
+    )

@@ -1,4 +1,7 @@
-"""Scrape DAGs: one per active agency (`scrape_<key>`) and `scrape_ebc_sources`, from the agency config."""
+"""Scrape DAGs: one per active agency (`scrape_<key>`) and `scrape_ebc_sources`, from the agency config.
+
+Each is scheduled on its due asset, emitted by the `scrape_dispatcher` DAG (dags/scrape_dispatcher.py)
+when the agency's learnt cadence makes it due; `DGB_SCRAPE_CADENCE=fixed`: every 10 minutes instead."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ SCRAPED_TOPIC = Asset(name="dgb.news.scraped", uri="dgb://pubsub/dgb.news.scrape
 
 DOC = """
 ### {dag_id}
-Scrapes {what} every 10 minutes (staggered), stores new and edited articles in PostgreSQL
+Scrapes {what} {when}, stores new and edited articles in PostgreSQL
 (`news`, with `news_update_history` for edits and a `scrape_runs` row per agency run) and,
 in the same transaction, their `dgb.news.scraped` events in the outbox; the task then publishes
 them to Pub/Sub at once (the `outbox_relay` DAG is the safety net).
@@ -31,9 +34,16 @@ for spec in scrape_specs():
         if len(spec.agency_keys) > 1 or spec.dag_id == EBC_DAG_ID
         else f"agency `{spec.agency_key}`"
     )
+    name, uri = spec.due_asset
+    when = (
+        "every 10 minutes (staggered)"
+        if spec.schedule
+        else f"when `scrape_dispatcher` finds it due (asset `{name}`: its cadence is learnt from its"
+        " publication history, between the floor and the ceiling; see `dgb status`)"
+    )
     with DAG(
         dag_id=spec.dag_id,
-        schedule=spec.schedule,
+        schedule=spec.schedule or Asset(name=name, uri=uri),
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
         max_active_runs=1,
@@ -55,7 +65,7 @@ for spec in scrape_specs():
             ),
             "allow_update": Param(True, type="boolean", description="update known articles that changed"),
         },
-        doc_md=DOC.format(dag_id=spec.dag_id, what=what),
+        doc_md=DOC.format(dag_id=spec.dag_id, what=what, when=when),
     ) as dag:
         ScrapeAgencyOperator(
             task_id="scrape",

@@ -3,7 +3,11 @@
 One DAG per active gov.br agency (``scrape_<key>``, the key verbatim: hyphens and underscores are
 both valid in Airflow DAG ids, so two keys never map to one id) plus ``scrape_ebc_sources`` for the EBC
 sources (a gov.br agency may be keyed ``ebc``),
-each every 10 minutes at a minute offset derived from its key so runs spread over the cycle.
+each started by the ``scrape_dispatcher`` DAG (every minute) when its learnt cadence makes it due
+(:mod:`dgb.scraper.cadence`, :mod:`dgb.scraper.dispatch`): the dispatcher emits the DAG's due asset
+(:func:`due_asset`), the asset the DAG is scheduled on; manual runs and ``airflow dags trigger``
+work as before. ``DGB_SCRAPE_CADENCE=fixed`` goes back to every 10 minutes at a minute offset
+derived from the key (runs spread over the cycle) and no dispatcher.
 In mirror mode (the offline default) only agencies the local site serves get a DAG; the
 others would only collect 404s. ``DGB_SCRAPE_AGENCIES`` (comma-separated keys, or ``all``)
 overrides the selection.
@@ -23,6 +27,8 @@ from dgb.config import scrape as config_scrape
 
 EBC_DAG_ID = "scrape_ebc_sources"
 RELAY_DAG_ID = "outbox_relay"
+DISPATCHER_DAG_ID = "scrape_dispatcher"
+DUE_ALIAS = "dgb_scrape_due"  # the dispatcher's outlet alias: it adds one due asset per due DAG
 CYCLE_MINUTES = 10
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "articles.jsonl"
 
@@ -31,11 +37,24 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "articles.jso
 class ScrapeSpec:
     dag_id: str
     agency_keys: tuple[str, ...]
-    schedule: str
+    schedule: str | None  # a cron under DGB_SCRAPE_CADENCE=fixed; None: the due asset (dispatcher)
 
     @property
     def agency_key(self) -> str:
         return self.agency_keys[0]
+
+    @property
+    def due_asset(self) -> tuple[str, str]:
+        return due_asset(self.dag_id)
+
+
+def due_asset(dag_id: str) -> tuple[str, str]:
+    """``(name, uri)`` of the asset the dispatcher emits when ``dag_id`` is due."""
+    return f"{dag_id}_due", f"dgb://scrape/due/{dag_id}"
+
+
+def learnt_cadence() -> bool:
+    return config_scrape.scrape_cadence_mode() == "learnt"
 
 
 def dag_id_for(key: str) -> str:
@@ -111,10 +130,15 @@ def selected_agencies(settings: Settings | None = None) -> list:
 
 def scrape_specs(settings: Settings | None = None) -> list[ScrapeSpec]:
     chosen = selected_agencies(settings)
-    specs = [ScrapeSpec(dag_id_for(a.key), (a.key,), stagger(a.key)) for a in chosen if a.site_kind != "ebc"]
+    fixed = not learnt_cadence()
+
+    def schedule(key: str) -> str | None:
+        return stagger(key) if fixed else None
+
+    specs = [ScrapeSpec(dag_id_for(a.key), (a.key,), schedule(a.key)) for a in chosen if a.site_kind != "ebc"]
     ebc = tuple(a.key for a in chosen if a.site_kind == "ebc")
     if ebc:
-        specs.append(ScrapeSpec(EBC_DAG_ID, ebc, stagger("ebc")))
+        specs.append(ScrapeSpec(EBC_DAG_ID, ebc, schedule("ebc")))
     seen: dict[str, tuple[str, ...]] = {}
     for spec in specs:
         if spec.dag_id in seen:
@@ -137,4 +161,5 @@ def agency_by_key(key: str, settings: Settings | None = None):
 
 
 def dag_ids(settings: Settings | None = None) -> list[str]:
-    return [s.dag_id for s in scrape_specs(settings)] + [RELAY_DAG_ID]
+    dispatcher = [DISPATCHER_DAG_ID] if learnt_cadence() else []
+    return [s.dag_id for s in scrape_specs(settings)] + [RELAY_DAG_ID] + dispatcher

@@ -73,3 +73,41 @@ class ScrapeAgencyOperator(BaseOperator):
         ):
             raise RuntimeError(f"every agency failed on the network: {[r['error_message'] for r in reports]}")
         return reports
+
+
+class ScrapeDispatchOperator(BaseOperator):
+    """Start the scrape DAGs that are due now: each agency's cadence is learnt from its publication
+    history (:mod:`dgb.scraper.dispatch`); each due DAG gets an event of its due asset, added
+    through this task's outlet alias (``dgb.scraper.dags.DUE_ALIAS``), the asset the DAG is
+    scheduled on. Writes every agency's cadence, reason and lag to ``scrape_cadence``.
+
+    :param postgres_conn_id: Airflow connection of the news database.
+    """
+
+    ui_color = "#e6f2d9"
+
+    def __init__(self, *, postgres_conn_id: str = "dgb_db", **kwargs):
+        super().__init__(**kwargs)
+        self.postgres_conn_id = postgres_conn_id
+
+    def execute(self, context: Any) -> dict:
+        from airflow.providers.postgres.hooks.postgres import PostgresHook
+        from airflow.sdk import Asset, AssetAlias
+
+        from dgb.scraper.dags import DUE_ALIAS, due_asset, scrape_specs
+        from dgb.scraper.dispatch import decide
+
+        conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
+        try:
+            decision = decide(conn, scrape_specs())
+        finally:
+            conn.close()
+        events = context["outlet_events"][AssetAlias(DUE_ALIAS)]
+        for dag_id in decision.dag_ids:
+            name, uri = due_asset(dag_id)
+            events.add(Asset(name=name, uri=uri))
+        reasons: dict[str, int] = {}
+        for a in decision.agencies:
+            reasons[a.reason] = reasons.get(a.reason, 0) + 1
+        self.log.info("due now: %s; agencies by reason: %s", decision.dag_ids, reasons)
+        return {"due": decision.dag_ids, "reasons": reasons}

@@ -70,7 +70,18 @@ def test_selection_override_and_live_mode(monkeypatch, mirror_settings):
     monkeypatch.setenv("DGB_SOURCE_MODE", "live")
     monkeypatch.delenv("DGB_SCRAPE_AGENCIES")
     specs = dags.scrape_specs(Settings.from_env())
-    assert len(specs) >= 150 and all(s.schedule.endswith("/10 * * * *") for s in specs)
+    # the learnt cadence (default): no cron, each DAG on its own due asset, and the dispatcher exists
+    assert len(specs) >= 150 and all(s.schedule is None for s in specs)
+    assert len({s.due_asset for s in specs}) == len(specs)
+    assert dags.due_asset("scrape_mec") == ("scrape_mec_due", "dgb://scrape/due/scrape_mec")
+    assert dags.DISPATCHER_DAG_ID in dags.dag_ids(Settings.from_env())
     assert dags.agency_by_key("mec", Settings.from_env()).url.startswith("https://www.gov.br/mec/")
-    # staggered: the cycle's minutes are all used
+    # DGB_SCRAPE_CADENCE=fixed: every 10 minutes, staggered over the cycle's minutes, no dispatcher
+    monkeypatch.setenv("DGB_SCRAPE_CADENCE", "fixed")
+    specs = dags.scrape_specs(Settings.from_env())
+    assert all(s.schedule.endswith("/10 * * * *") for s in specs)
     assert len({s.schedule for s in specs}) == 10
+    assert dags.DISPATCHER_DAG_ID not in dags.dag_ids(Settings.from_env())
+    monkeypatch.setenv("DGB_SCRAPE_CADENCE", "sometimes")
+    with pytest.raises(ValueError, match="DGB_SCRAPE_CADENCE"):
+        dags.scrape_specs(Settings.from_env())

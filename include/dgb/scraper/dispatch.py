@@ -1,0 +1,208 @@
+"""The scrape dispatcher's decision: which scrape DAGs are due now (issue 27).
+
+The ``scrape_dispatcher`` DAG runs every minute and calls :func:`decide`; each due scrape DAG gets
+an asset event (``dgb.scraper.dags.due_asset``), the asset its DAG is scheduled on. Per agency
+it reads, from PostgreSQL:
+
+* its **publication history**: its ``news`` rows published in the last ``history_days`` counted by
+  hour of the week in Brasília time, and its newest ``published_at`` (one index range scan of
+  ``news_agency_published_idx`` per agency);
+* its **last poll**: the later of its newest ``scrape_runs`` row's ``started_at`` (manual and
+  backfill runs count) and the dispatcher's own ``scrape_cadence.dispatched_at`` (a dispatched
+  poll that has not started yet is not dispatched again);
+* its **lag**: the median publication -> stored delay (``news.created_at - published_at``) of its
+  articles stored in the last 24 hours (those published over 2 days before they were stored, a
+  backfill, left out),
+
+then :func:`dgb.scraper.cadence.cadence` and :func:`dgb.scraper.cadence.plan` (the listing share of
+www.gov.br's budget) decide, and every agency's cadence, reason and lag is written to
+``scrape_cadence`` for ``dgb status`` and the pipeline view.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from dgb.hostbudget import GOV_BR, BudgetConfig
+from dgb.scraper.cadence import DAY, Cadence, CadencePolicy, History, Plan, cadence, plan, week_profile
+
+LAG_WINDOW_S = DAY
+BACKFILL_AGE_S = 2 * DAY
+
+
+@dataclass
+class AgencyCadence:
+    key: str
+    dag_id: str
+    cadence: Cadence
+    last_poll: float | None
+    lag_p50_s: float | None = None
+    lag_articles: int = 0
+    reason: str = ""  # the cadence's, or "budget" when due and left for the next tick
+    dispatched: bool = False
+
+
+@dataclass
+class Decision:
+    now: float
+    dag_ids: list[str]  # scrape DAGs to start now (their due asset events)
+    agencies: list[AgencyCadence] = field(default_factory=list)
+    plan: Plan | None = None
+
+
+def host_rps() -> float:
+    """www.gov.br's requests/s in the shared host budget (``DGB_HOST_RPS``, ``DGB_HOST_BUDGETS``)."""
+    return BudgetConfig.from_env().limits(GOV_BR).rate_per_s
+
+
+def read_histories(conn, keys: list[str], now: float, days: float) -> dict[str, History]:
+    at = datetime.fromtimestamp(now, UTC)
+    out = {k: History(days=days) for k in keys}
+    with conn.cursor() as cur:
+        # hour of the week in Brasília time (UTC-3, as dgb.scraper.cadence.hour_of_week)
+        cur.execute(
+            """
+            SELECT agency_key,
+                   (extract(isodow FROM b)::int - 1) * 24 + extract(hour FROM b)::int AS slot,
+                   count(*)
+              FROM (SELECT agency_key, (published_at - interval '3 hours') AT TIME ZONE 'UTC' AS b
+                      FROM news
+                     WHERE agency_key = ANY(%s) AND published_at > %s - make_interval(secs => %s)
+                       AND published_at <= %s) AS recent
+             GROUP BY 1, 2
+            """,
+            (keys, at, days * DAY, at),
+        )
+        for key, slot, n in cur.fetchall():
+            out[key].counts[slot] = float(n)
+        cur.execute(
+            """
+            SELECT k, (SELECT max(published_at) FROM news WHERE agency_key = k AND published_at <= %s)
+              FROM unnest(%s::text[]) AS k
+            """,
+            (at, keys),
+        )
+        for key, newest in cur.fetchall():
+            out[key].last_new = newest.timestamp() if newest else None
+    return out
+
+
+def read_last_polls(conn, keys: list[str]) -> dict[str, float | None]:
+    with conn.cursor() as cur:
+        cur.execute(
+            """
+            SELECT k,
+                   (SELECT started_at FROM scrape_runs WHERE agency_key = k ORDER BY scraped_at DESC LIMIT 1),
+                   (SELECT dispatched_at FROM scrape_cadence WHERE agency_key = k)
+              FROM unnest(%s::text[]) AS k
+            """,
+            (keys,),
+        )
+        out = {}
+        for key, started, dispatched in cur.fetchall():
+            seen = [t.timestamp() for t in (started, dispatched) if t is not None]
+            out[key] = max(seen) if seen else None
+    return out
+
+
+def read_lags(conn, keys: list[str], now: float) -> dict[str, tuple[float | None, int]]:
+    at = datetime.fromtimestamp(now, UTC)
+    with conn.cursor() as cur:
+        cur.execute(
+            """
+            SELECT agency_key,
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM created_at - published_at)),
+                   count(*)
+              FROM news
+             WHERE agency_key = ANY(%s) AND created_at > %s - make_interval(secs => %s)
+               AND created_at <= %s AND created_at - published_at < make_interval(secs => %s)
+             GROUP BY agency_key
+            """,
+            (keys, at, LAG_WINDOW_S, at, BACKFILL_AGE_S),
+        )
+        return {k: (max(0.0, float(p)) if p is not None else None, int(n)) for k, p, n in cur.fetchall()}
+
+
+def decide(
+    conn,
+    specs: Iterable,
+    *,
+    now: float | None = None,
+    policy: CadencePolicy | None = None,
+    rps: float | None = None,
+    record: bool = True,
+) -> Decision:
+    """Due scrape DAGs among ``specs`` (:class:`dgb.scraper.dags.ScrapeSpec`) now; writes
+    ``scrape_cadence`` (committed) unless ``record`` is false."""
+    policy = policy or CadencePolicy.from_env()
+    rps = host_rps() if rps is None else rps
+    now = time.time() if now is None else now
+    specs = list(specs)
+    keys = [k for s in specs for k in s.agency_keys]
+    histories = read_histories(conn, keys, now, policy.history_days)
+    polls = read_last_polls(conn, keys)
+    lags = read_lags(conn, keys, now)
+    profile = week_profile(histories.values())
+    agencies: list[AgencyCadence] = []
+    per_dag: list[tuple[str, Cadence, float | None]] = []
+    for spec in specs:
+        mine = []
+        for key in spec.agency_keys:
+            lag, n = lags.get(key, (None, 0))
+            c = cadence(histories[key], now, policy, profile)
+            mine.append(AgencyCadence(key, spec.dag_id, c, polls[key], lag, n, c.reason))
+        agencies += mine
+        # several agencies in one DAG (the EBC sources) are polled together: the shortest interval
+        lasts = [a.last_poll for a in mine if a.last_poll is not None]
+        fastest = min((a.cadence for a in mine), key=lambda c: c.interval_s)
+        per_dag.append((spec.dag_id, fastest, max(lasts) if lasts else None))
+    decided = plan(per_dag, now, policy, rps)
+    due, deferred = set(decided.due), set(decided.deferred)
+    for a in agencies:
+        a.dispatched = a.dag_id in due
+        if a.dag_id in deferred:
+            a.reason = "budget"
+    if record:
+        _record(conn, agencies, now)
+    return Decision(now, decided.due, agencies, decided)
+
+
+def _record(conn, agencies: list[AgencyCadence], now: float) -> None:
+    at = datetime.fromtimestamp(now, UTC)
+    rows = [
+        (
+            a.key,
+            a.cadence.interval_s,
+            a.reason,
+            a.cadence.rate_per_hour,
+            datetime.fromtimestamp(a.last_poll, UTC) if a.last_poll is not None else None,
+            datetime.fromtimestamp(a.last_poll + a.cadence.interval_s, UTC)
+            if a.last_poll is not None
+            else at,
+            at if a.dispatched else None,
+            a.lag_p50_s,
+            a.lag_articles,
+            at,
+        )
+        for a in agencies
+    ]
+    with conn.cursor() as cur:
+        cur.executemany(
+            """
+            INSERT INTO scrape_cadence AS c (agency_key, interval_s, reason, rate_per_hour, last_poll_at,
+                                             due_at, dispatched_at, lag_p50_s, lag_articles, updated_at)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            ON CONFLICT (agency_key) DO UPDATE SET
+                interval_s = EXCLUDED.interval_s, reason = EXCLUDED.reason,
+                rate_per_hour = EXCLUDED.rate_per_hour, last_poll_at = EXCLUDED.last_poll_at,
+                due_at = EXCLUDED.due_at,
+                dispatched_at = coalesce(EXCLUDED.dispatched_at, c.dispatched_at),
+                lag_p50_s = EXCLUDED.lag_p50_s, lag_articles = EXCLUDED.lag_articles,
+                updated_at = EXCLUDED.updated_at
+            """,
+            rows,
+        )
+    conn.commit()

@@ -1,0 +1,56 @@
+"""The scrape DAGs (dags/scrape_agencies.py) and their dispatcher (dags/scrape_dispatcher.py): each
+scrape DAG scheduled on its own due asset, the dispatcher every minute with the alias it adds the
+due assets through; ``DGB_SCRAPE_CADENCE=fixed`` brings back the 10-minute crons."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.airflow
+
+DAGS = Path(__file__).resolve().parents[2] / "dags"
+
+
+def _load(monkeypatch, name: str, mode: str | None) -> dict:
+    monkeypatch.setenv("DGB_SCRAPE_AGENCIES", "mec,saude")
+    if mode is None:
+        monkeypatch.delenv("DGB_SCRAPE_CADENCE", raising=False)
+    else:
+        monkeypatch.setenv("DGB_SCRAPE_CADENCE", mode)
+    spec = importlib.util.spec_from_file_location(f"dgb_{name}_under_test", DAGS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    from airflow.sdk import DAG
+
+    return {v.dag_id: v for v in vars(module).values() if isinstance(v, DAG)}
+
+
+def test_scrape_dags_run_on_their_due_asset_and_the_dispatcher_emits_them(monkeypatch):
+    from airflow.sdk import Asset, AssetAlias
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    from dgb_airflow.operators.scrape import ScrapeDispatchOperator
+
+    scrapes = _load(monkeypatch, "scrape_agencies", None)
+    assert sorted(scrapes) == ["scrape_mec", "scrape_saude"]
+    mec = scrapes["scrape_mec"]
+    assert mec.timetable.asset_condition == Asset(name="scrape_mec_due", uri="dgb://scrape/due/scrape_mec")
+    assert "scrape_dispatcher" in mec.doc_md and mec.params["start_date"] is None  # manual backfill stays
+    dispatcher = _load(monkeypatch, "scrape_dispatcher", None)["scrape_dispatcher"]
+    assert dispatcher.schedule == timedelta(minutes=1) and dispatcher.max_active_runs == 1
+    task = dispatcher.get_task("dispatch")
+    assert isinstance(task, ScrapeDispatchOperator) and task.outlets == [AssetAlias("dgb_scrape_due")]
+    for dag in (mec, dispatcher):  # what the dag-processor stores for the scheduler
+        assert DagSerialization.to_dict(dag)["dag"]["dag_id"] == dag.dag_id
+
+
+def test_fixed_cadence_is_every_ten_minutes_without_a_dispatcher(monkeypatch):
+    scrapes = _load(monkeypatch, "scrape_agencies", "fixed")
+    assert scrapes["scrape_mec"].schedule.endswith("/10 * * * *")
+    assert _load(monkeypatch, "scrape_dispatcher", "fixed") == {}

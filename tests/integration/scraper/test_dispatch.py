@@ -1,0 +1,127 @@
+"""The scrape dispatcher's decision (dgb.scraper.dispatch) against real PostgreSQL: publication
+history from ``news``, last polls from ``scrape_runs`` and its own dispatches, ``scrape_cadence``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from dgb import db
+from dgb.scraper.cadence import CadencePolicy, hour_of_week
+from dgb.scraper.dags import ScrapeSpec
+from dgb.scraper.dispatch import decide
+
+pytestmark = pytest.mark.stack
+
+POLICY = CadencePolicy()
+NOW = datetime(2026, 12, 7, 14, 0, tzinfo=UTC)  # Monday 11:00 in Brasília
+SPECS = [
+    ScrapeSpec(f"scrape_{k}", (k,), None) for k in ("ministerio-ocupado", "autarquia-quieta", "orgao-alerta")
+]
+
+
+def add_news(conn, agency: str, published: datetime, lag_s: float = 90.0) -> None:
+    uid = f"{agency}-{published.timestamp():.0f}"
+    with db.transaction(conn) as cur:
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_key, title, url, published_at, created_at, scraped_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (
+                uid,
+                agency,
+                f"Notícia {uid}",
+                f"https://www.gov.br/{agency}/{uid}",
+                published,
+                published + timedelta(seconds=lag_s),
+                published + timedelta(seconds=lag_s),
+            ),
+        )
+
+
+def add_run(conn, agency: str, started: datetime) -> None:
+    with db.transaction(conn) as cur:
+        cur.execute(
+            "INSERT INTO scrape_runs (agency_key, status, started_at, scraped_at)"
+            " VALUES (%s, 'success', %s, %s)",
+            (agency, started, started + timedelta(seconds=3)),
+        )
+
+
+@pytest.fixture
+def history(pg):
+    # a ministry publishing ~3 an hour in weekday office hours for four weeks
+    t = NOW - timedelta(days=28)
+    while t < NOW - timedelta(minutes=20):
+        slot = hour_of_week(t.timestamp())
+        if slot // 24 < 5 and 9 <= slot % 24 < 18:
+            add_news(pg, "ministerio-ocupado", t)
+        t += timedelta(minutes=20)
+    add_news(pg, "autarquia-quieta", NOW - timedelta(days=100))  # nothing in four weeks
+    add_news(pg, "orgao-alerta", NOW - timedelta(days=90))
+    add_news(pg, "orgao-alerta", NOW - timedelta(minutes=4), lag_s=30)  # an emergency, just published
+    add_run(pg, "ministerio-ocupado", NOW - timedelta(seconds=62))
+    add_run(pg, "autarquia-quieta", NOW - timedelta(minutes=20))
+    add_run(pg, "orgao-alerta", NOW - timedelta(minutes=2))
+    return pg
+
+
+def rows(conn) -> dict[str, tuple]:
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT agency_key, interval_s, reason, dispatched_at, lag_p50_s, lag_articles"
+            " FROM scrape_cadence"
+        )
+        return {r[0]: r[1:] for r in cur.fetchall()}
+
+
+def test_the_dispatcher_starts_the_busy_and_the_alerted_agencies_not_the_quiet_one(history):
+    decision = decide(history, SPECS, now=NOW.timestamp(), policy=POLICY, rps=2.0)
+    assert set(decision.dag_ids) == {"scrape_orgao-alerta", "scrape_ministerio-ocupado"}
+    by_key = {a.key: a for a in decision.agencies}
+    assert (by_key["ministerio-ocupado"].cadence.interval_s, by_key["ministerio-ocupado"].reason) == (
+        60,
+        "busy",
+    )
+    assert by_key["ministerio-ocupado"].cadence.rate_per_hour > 2
+    assert (by_key["autarquia-quieta"].cadence.interval_s, by_key["autarquia-quieta"].reason) == (
+        3600,
+        "dormant",
+    )
+    assert by_key["orgao-alerta"].reason == "recent" and by_key["orgao-alerta"].cadence.interval_s == 60
+    stored = rows(history)
+    assert stored["ministerio-ocupado"][:2] == (60, "busy")
+    assert stored["ministerio-ocupado"][2] == NOW  # dispatched now
+    assert stored["autarquia-quieta"][1:3] == ("dormant", None)
+    # measured lag: the median publication -> stored delay of the last 24 hours
+    assert stored["ministerio-ocupado"][3] == pytest.approx(90.0) and stored["ministerio-ocupado"][4] > 0
+    assert stored["orgao-alerta"][3:] == (pytest.approx(30.0), 1)
+    assert stored["autarquia-quieta"][3:] == (None, 0)
+
+
+def test_a_dispatched_agency_is_not_dispatched_again_before_its_run_starts(history):
+    decide(history, SPECS, now=NOW.timestamp(), policy=POLICY, rps=2.0)
+    again = decide(history, SPECS, now=NOW.timestamp() + 20, policy=POLICY, rps=2.0)
+    assert again.dag_ids == []
+    # a minute later the busy ministry is due again (its floor), the quiet agency still is not
+    later = decide(history, SPECS, now=NOW.timestamp() + 60, policy=POLICY, rps=2.0)
+    assert "scrape_ministerio-ocupado" in later.dag_ids and "scrape_autarquia-quieta" not in later.dag_ids
+
+
+def test_the_dormant_agency_is_started_at_its_ceiling(history):
+    # 20 minutes after its last poll it waits; 60 minutes after it, it is due
+    assert (
+        "scrape_autarquia-quieta"
+        not in decide(history, SPECS, now=NOW.timestamp(), policy=POLICY, rps=2.0).dag_ids
+    )
+    at_ceiling = NOW.timestamp() + 40 * 60
+    assert "scrape_autarquia-quieta" in decide(history, SPECS, now=at_ceiling, policy=POLICY, rps=2.0).dag_ids
+
+
+def test_over_the_listing_share_the_rest_waits_for_the_next_tick(history):
+    tiny = 1.0 / 30  # 0.5 x 1/30 req/s x 60 s = 1 listing per tick
+    decision = decide(history, SPECS, now=NOW.timestamp(), policy=POLICY, rps=tiny)
+    assert len(decision.dag_ids) == 1
+    waiting = [a.key for a in decision.agencies if a.reason == "budget"]
+    assert len(waiting) == 1
+    assert rows(history)[waiting[0]][1] == "budget"

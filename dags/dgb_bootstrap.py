@@ -30,9 +30,11 @@ time; daily it re-asserts the declared state.
 def dgb_bootstrap():
     # every task ends: migrations and reference data take seconds, the topology and the collection
     # a few calls each; a hung server fails the task (to be retried) instead of holding a slot
-    step = task(execution_timeout=timedelta(minutes=15))
+    # one decorator per task: a single task(...) object reused for several functions names every
+    # task after the first one (migrate, migrate__1, ...)
+    timeout = timedelta(minutes=15)
 
-    @step
+    @task(execution_timeout=timeout)
     def migrate() -> list[str]:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
@@ -44,7 +46,7 @@ def dgb_bootstrap():
         finally:
             conn.close()
 
-    @step
+    @task(execution_timeout=timeout)
     def load_reference() -> str:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
@@ -58,7 +60,7 @@ def dgb_bootstrap():
             conn.close()
         return f"{n_agencies} agencies, {n_themes} themes"
 
-    @step
+    @task(execution_timeout=timeout)
     def pubsub_topology() -> dict:
         from dgb import topology
         from dgb_airflow.hooks.pubsub import DgbPubSubHook
@@ -66,7 +68,7 @@ def dgb_bootstrap():
         hook = DgbPubSubHook(gcp_conn_id="google_cloud_default")
         return topology.apply(hook.project_id, hook.get_conn(), hook.subscriber_client)
 
-    @step
+    @task(execution_timeout=timeout)
     def typesense_collection() -> str:
         from dgb.config import settings
         from dgb.search.schema import ensure_collection

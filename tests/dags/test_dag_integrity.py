@@ -55,3 +55,19 @@ def test_every_task_has_an_execution_timeout_inside_its_run_timeout(dagbag):
                 too_long.append(f"{dag_id}.{t.task_id}: {t.execution_timeout} >= {dag.dagrun_timeout}")
     assert missing == [], f"tasks without execution_timeout: {missing}"
     assert too_long == [], f"execution_timeout not below the DAG's dagrun_timeout: {too_long}"
+
+
+def test_task_ids_are_the_names_of_their_functions(dagbag):
+    """A task(...) decorator object reused for several functions names them all after the first
+    (migrate, migrate__1, ...): the bootstrap DAG did that until this test; operators see the ids."""
+    for dag_id, dag in dagbag.dags.items():
+        for t in dag.tasks:
+            fn = getattr(t, "python_callable", None)
+            if fn is not None and getattr(t, "_task_type", "") != "PythonOperator":
+                assert t.task_id == fn.__name__, (dag_id, t.task_id, fn.__name__)
+    assert set(dagbag.dags["dgb_bootstrap"].task_ids) == {
+        "migrate",
+        "load_reference",
+        "pubsub_topology",
+        "typesense_collection",
+    }

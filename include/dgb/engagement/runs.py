@@ -40,9 +40,21 @@ class Run:
     since: datetime | None  # the watermark: the last fully pushed run's start (None: never)
 
 
+#: Run records older than this are deleted when a run starts (the latest complete run of each
+#: kind is kept whatever its age: it is the watermark).
+KEEP = timedelta(days=30)
+
+
 def start(conn, kind: str) -> Run:
-    """Record a run of ``kind`` (``trending`` | ``views``), committed; read its watermark."""
+    """Record a run of ``kind`` (``trending`` | ``views``), committed; read its watermark; delete
+    the records older than :data:`KEEP` but the watermark's."""
     with conn.transaction(), conn.cursor() as cur:
+        cur.execute(
+            "DELETE FROM engagement_runs r WHERE r.kind = %s AND r.started_at < now() - %s"
+            " AND r.id <> coalesce((SELECT max(id) FROM engagement_runs"
+            " WHERE kind = r.kind AND status = 'ok'), 0)",
+            (kind, KEEP),
+        )
         cur.execute(
             "SELECT max(started_at) FROM engagement_runs WHERE kind = %s AND status = 'ok'",
             (kind,),

@@ -216,3 +216,31 @@ def test_a_whole_reindex_carries_the_current_score_and_view_count(pg, idx, now):
     second = document(ts, alias, "second")
     assert (second["trending_score"], second["view_count"]) == (7.0, 12)
     assert "view_count" not in document(ts, alias, "first")
+
+
+def test_run_records_older_than_30_days_are_deleted_but_the_watermark(pg, idx, now):
+    ts, alias = idx
+    with pg.cursor() as cur:
+        cur.execute(
+            "INSERT INTO engagement_runs (kind, started_at, status) VALUES"
+            " ('trending', now() - interval '40 days', 'failed'),"
+            " ('trending', now() - interval '35 days', 'ok'),"
+            " ('trending', now() - interval '34 days', 'failed'),"
+            " ('views', now() - interval '40 days', 'failed')"
+        )
+    pg.commit()
+    trending.run(pg, ts, alias, now=now)
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT kind, status, started_at < now() - interval '30 days' FROM engagement_runs ORDER BY id"
+        )
+        # the old complete run stays until a newer one completes; other kinds are left alone
+        assert cur.fetchall() == [
+            ("trending", "ok", True),
+            ("views", "failed", True),
+            ("trending", "ok", False),
+        ]
+    trending.run(pg, ts, alias, now=now)
+    with pg.cursor() as cur:
+        cur.execute("SELECT count(*) FROM engagement_runs WHERE kind = 'trending'")
+        assert cur.fetchone()[0] == 2  # the 35-day-old watermark went once a newer run was complete

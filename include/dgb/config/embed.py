@@ -78,3 +78,9 @@ def model_invokers() -> frozenset[str]:
     Run's IAM, ``roles/run.invoker``, already decided who reaches the service)."""
     raw = env_str("DGB_MODEL_INVOKERS", "")
     return frozenset(e.strip().lower() for e in raw.split(",") if e.strip())
+
+
+def on_cloud_run() -> bool:
+    """Whether this process is a Cloud Run container (``K_SERVICE``, which Cloud Run sets): its
+    front end verified an ID token's signature before the request arrived (``dgb.embed.auth``)."""
+    return bool(env_str("K_SERVICE", ""))

@@ -12,9 +12,11 @@ Three modes, the same setting on both sides (:func:`dgb.config.embed.model_auth`
   (fetched once an hour, or injected: :class:`GoogleIdVerifier`), optionally only from the
   e-mails in ``DGB_MODEL_INVOKERS``. Cloud Run's IAM (``--no-allow-unauthenticated``,
   ``roles/run.invoker``) checks the same token before the request reaches the container; this is
-  the second check. Callers fetch the token with their Google credentials
-  (:class:`GoogleIdToken`: cached, refreshed five minutes before it expires).
-* ``none``: no check (the service then binds loopback only, unless ``--allow-remote``).
+  the second check (on Cloud Run, a token whose signature the front end replaced with
+  :data:`SIGNATURE_REMOVED` is checked without it: audience, lifetime, issuer, invokers).
+  Callers fetch the token with their Google credentials (:class:`GoogleIdToken`: cached,
+  refreshed five minutes before it expires).
+* ``none``: no check (binding a non-loopback address still needs ``--allow-remote``).
 
 A refused request is answered ``401 {"error": "unauthorized"}`` with ``WWW-Authenticate:
 Bearer`` and logged (method, path, reason, client; never the credentials). ``GET /health`` needs
@@ -39,6 +41,9 @@ from dgb.config import embed as embed_config
 TOKEN, GOOGLE_ID, NONE = "token", "google_id", "none"
 GOOGLE_CERTS_URL = "https://www.googleapis.com/oauth2/v1/certs"
 GOOGLE_ISSUERS = ("accounts.google.com", "https://accounts.google.com")
+# What Cloud Run's front end leaves of the signature of an ID token it has verified (IAM) before it
+# forwards the request to the container
+SIGNATURE_REMOVED = "SIGNATURE_REMOVED_BY_GOOGLE"
 CERTS_TTL_S = 3600.0
 REFRESH_MARGIN_S = 300.0  # a cached ID token is replaced this long before it expires
 
@@ -65,7 +70,13 @@ def _scrub(message: str, token: str) -> str:
 class GoogleIdVerifier:
     """Checks a Google ID token: signature (Google's certificates), expiry, issuer, audience and,
     when given, the caller's e-mail. ``certs`` returns ``{key id: PEM certificate}`` (default:
-    fetched from Google, cached :data:`CERTS_TTL_S`); tests inject their own key."""
+    fetched from Google, cached :data:`CERTS_TTL_S`); tests inject their own key.
+
+    ``behind_cloud_run``: the service runs on Cloud Run with IAM on (``K_SERVICE`` set), whose
+    front end verifies the token's signature, replaces it with :data:`SIGNATURE_REMOVED` and only
+    then forwards the request (nothing else reaches the container); such a token's claims are
+    checked as above, without the signature it no longer has. Elsewhere a token without a valid
+    signature is refused."""
 
     def __init__(
         self,
@@ -74,6 +85,7 @@ class GoogleIdVerifier:
         invokers: frozenset[str] = frozenset(),
         certs: Callable[[], Mapping[str, str]] | None = None,
         clock_skew_s: int = 10,
+        behind_cloud_run: bool = False,
     ) -> None:
         urls = [a.strip().rstrip("/") for a in audience.split(",") if a.strip()]
         if not urls:
@@ -84,6 +96,7 @@ class GoogleIdVerifier:
         self._cache: tuple[float, Mapping[str, str]] | None = None
         self._lock = threading.Lock()
         self.clock_skew_s = clock_skew_s
+        self.behind_cloud_run = behind_cloud_run
 
     def _google_certs(self) -> Mapping[str, str]:
         with self._lock:
@@ -97,6 +110,9 @@ class GoogleIdVerifier:
         """The token's claims; ValueError (scrubbed of the token) when it is not acceptable."""
         from google.auth import jwt
 
+        parts = token.split(".")
+        if self.behind_cloud_run and len(parts) == 3 and parts[2] == SIGNATURE_REMOVED:
+            return self._checked(self._claims_verified_by_cloud_run(parts[1], token))
         try:
             claims = jwt.decode(
                 token,
@@ -106,6 +122,29 @@ class GoogleIdVerifier:
             )
         except Exception as exc:  # google-auth raises ValueError and its own exceptions
             raise ValueError(f"{type(exc).__name__}: {_scrub(str(exc), token)}") from None
+        return self._checked(claims)
+
+    def _claims_verified_by_cloud_run(self, payload: str, token: str) -> dict[str, Any]:
+        """The claims of a token Cloud Run's front end verified: audience and times checked here."""
+        try:
+            claims = json.loads(_b64decode(payload))
+        except ValueError as exc:
+            raise ValueError(f"unreadable claims: {_scrub(str(exc), token)}") from None
+        if not isinstance(claims, dict):
+            raise ValueError("unreadable claims")
+        audiences = claims.get("aud") if isinstance(claims.get("aud"), list) else [claims.get("aud")]
+        if not any(a in self.audiences for a in audiences):
+            raise ValueError(f"audience {claims.get('aud')!r} is not this service")
+        now = time.time()
+        try:
+            issued, expires = float(claims["iat"]), float(claims["exp"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError("no iat/exp claims") from None
+        if now < issued - self.clock_skew_s or now > expires + self.clock_skew_s:
+            raise ValueError("token used outside its lifetime")
+        return claims
+
+    def _checked(self, claims: dict[str, Any]) -> dict[str, Any]:
         if claims.get("iss") not in GOOGLE_ISSUERS:
             raise ValueError(f"issuer {claims.get('iss')!r} is not Google")
         if self.invokers and str(claims.get("email", "")).lower() not in self.invokers:
@@ -160,7 +199,11 @@ class ServiceAuth:
         if mode == TOKEN:
             return cls(TOKEN, token=embed_config.model_token())
         if mode == GOOGLE_ID:
-            verifier = GoogleIdVerifier(embed_config.model_audience(), invokers=embed_config.model_invokers())
+            verifier = GoogleIdVerifier(
+                embed_config.model_audience(),
+                invokers=embed_config.model_invokers(),
+                behind_cloud_run=embed_config.on_cloud_run(),
+            )
             return cls(GOOGLE_ID, verifier=verifier)
         return cls(NONE)
 

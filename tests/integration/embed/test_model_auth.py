@@ -303,3 +303,35 @@ def test_client_credentials_follow_the_settings(monkeypatch, tmp_path):
     monkeypatch.setenv("DGB_MODEL_AUTH", "open")
     with pytest.raises(ValueError, match="DGB_MODEL_AUTH"):
         client_credentials(AUDIENCE)
+
+
+def test_on_cloud_run_a_token_whose_signature_the_front_end_removed_is_checked_by_its_claims(issuer):
+    """Cloud Run's IAM verifies the signature and forwards the token with SIGNATURE_REMOVED_BY_GOOGLE
+    in its place: inside Cloud Run (K_SERVICE) the claims are still checked; elsewhere refused."""
+
+    def stripped(token: str) -> str:
+        return token.rsplit(".", 1)[0] + ".SIGNATURE_REMOVED_BY_GOOGLE"
+
+    on_run = ServiceAuth(
+        GOOGLE_ID, verifier=GoogleIdVerifier(AUDIENCE, certs=issuer.certs, behind_cloud_run=True)
+    )
+    elsewhere = ServiceAuth(GOOGLE_ID, verifier=GoogleIdVerifier(AUDIENCE, certs=issuer.certs))
+    good = stripped(issuer.token(AUDIENCE))
+    assert on_run.refusal(f"Bearer {good}") is None
+    assert elsewhere.refusal(f"Bearer {good}").startswith("invalid ID token")
+    for bad, why in (
+        (issuer.token("https://another.run.app"), "audience"),
+        (issuer.token(AUDIENCE, issued=time.time() - 7200), "lifetime"),
+        (issuer.token(AUDIENCE, issuer="https://evil.example"), "is not Google"),
+    ):
+        assert why in on_run.refusal(f"Bearer {stripped(bad)}")
+    assert "unreadable claims" in on_run.refusal("Bearer a.%%%.SIGNATURE_REMOVED_BY_GOOGLE")
+
+
+def test_the_service_knows_it_runs_on_cloud_run(monkeypatch):
+    monkeypatch.setenv("DGB_MODEL_AUTH", "google_id")
+    monkeypatch.setenv("DGB_MODEL_AUDIENCE", AUDIENCE)
+    monkeypatch.delenv("K_SERVICE", raising=False)
+    assert ServiceAuth.from_env().verifier.behind_cloud_run is False
+    monkeypatch.setenv("K_SERVICE", "dgb-model-service")  # what Cloud Run sets in its containers
+    assert ServiceAuth.from_env().verifier.behind_cloud_run is True

@@ -29,6 +29,28 @@ def host_line(h: dict) -> str:
     )
 
 
+def _secs(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} s" if abs(value) < 120 else f"{value / 60:.0f} min"
+
+
+def cadence_lines(c: dict) -> list[str]:
+    """Each agency's scrape cadence, its reason and measured lag as `dgb status` prints them (issue 27)."""
+    if not c["agencies"]:
+        return ["  scrape cadence: none yet (the scrape_dispatcher DAG has not run)"]
+    reasons = ", ".join(f"{k} {v}" for k, v in c["by_reason"].items())
+    lines = [
+        f"  scrape cadence (decided {_secs(c['updated_age_s'])} ago): {len(c['agencies'])} agencies,"
+        f" ~{c['polls_per_hour']:.0f} polls/h; {reasons}"
+    ]
+    for a in c["agencies"]:
+        lag = f"lag p50 {_secs(a['lag_p50_s'])} (n={a['lag_articles']})" if a["lag_articles"] else "lag -"
+        lines.append(
+            f"    scrape {a['agency']:<28s} every {_secs(a['interval_s']):>7s}  {a['reason']:<8s}"
+            f" {a['rate_per_hour']:6.2f}/h  {lag}  next in {_secs(a['due_in_s'])}"
+        )
+    return lines
+
+
 def _cmd_status(args) -> int:
     from dgb import db
     from dgb.config import settings
@@ -85,6 +107,8 @@ def _cmd_status(args) -> int:
         print(f"  breaker {b['name']} {b['state']}{until} failures {b['failures']}: {b['last_error']}")
     for h in status.get("hosts") or []:
         print(f"  {host_line(h)}")
+    if "scrape_cadence" in status:
+        print("\n".join(cadence_lines(status["scrape_cadence"])))
     for b in status.get("removals_paused") or []:
         print(f"  REMOVALS PAUSED {b['scope']} {b['key']} since {b['tripped_at']}: {b['reason']}")
     return 0

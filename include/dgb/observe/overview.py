@@ -179,11 +179,13 @@ def pipeline_overview(
     model: str | None = None,
 ) -> dict[str, Any]:
     """Everything the pipeline view shows, as one JSON-ready dict: ``current`` (the figures of
-    ``dgb status`` over the window, without its hosts), ``backlog_history``, ``latency``,
-    ``dead_letters``, ``hosts`` (request budgets) and ``bands`` (integrity per age band)."""
+    ``dgb status`` over the window, without its hosts and scrape cadence), ``backlog_history``,
+    ``latency``, ``dead_letters``, ``hosts`` (request budgets), ``cadence`` (each agency's scrape
+    cadence, reason and lag) and ``bands`` (integrity per age band)."""
     now, start = _window(now, hours)
     current = pipeline_status(conn, start, now, model=model)
     hosts = current.pop("hosts", [])
+    cadence = current.pop("scrape_cadence", None)
     return {
         "generated_at": now.isoformat(),
         "hours": hours,
@@ -194,5 +196,6 @@ def pipeline_overview(
         "latency": latency_history(conn, now, hours=hours),
         "dead_letters": dead_letters_by_reason(conn, now, hours=hours),
         "hosts": hosts,
+        "cadence": cadence,
         "bands": band_figures(conn, now),
     }

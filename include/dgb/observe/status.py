@@ -4,7 +4,9 @@ A stage's backlog is what its definition (:mod:`dgb.pipeline.definitions`) says 
 dated by the oldest value of its ``since`` column: the same rule its sweep and reconciliation use.
 ``held`` counts, per stage and reason, the articles held out of the sweep after a permanent
 failure, ``parked`` those parked for an operator (``dgb reconcile redrive`` takes them up again);
-``breakers`` lists the dependencies whose circuit breaker is not closed (dgb.pipeline.resilience).
+``breakers`` lists the dependencies whose circuit breaker is not closed (dgb.pipeline.resilience);
+``scrape_cadence`` each agency's learnt scrape cadence, its reason and measured lag
+(:func:`dgb.scraper.dispatch.cadence_table`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dgb.hostbudget import snapshot as host_budgets
 from dgb.integrity.evidence import tripped_breakers
 from dgb.pipeline.definitions import DEFINITIONS, SEARCHABLE, params
 from dgb.pipeline.resilience import breaker_rows
+from dgb.scraper.dispatch import cadence_table
 
 
 def pipeline_status(
@@ -81,6 +84,7 @@ def pipeline_status(
     out["removals_paused"] = tripped_breakers(conn)  # issue 16: agencies/hosts whose removals pause
     out["breakers"] = breaker_rows(conn)
     out["hosts"] = host_budgets(conn)  # issue 14: each host's request budget, use, waiters, backoff
+    out["scrape_cadence"] = cadence_table(conn, now)  # issue 27: each agency's cadence, reason, lag
     conn.commit()
     return out
 

@@ -206,3 +206,40 @@ def _record(conn, agencies: list[AgencyCadence], now: float) -> None:
             rows,
         )
     conn.commit()
+
+
+def cadence_table(conn, now: datetime | None = None) -> dict:
+    """Each agency's current cadence as the dispatcher last wrote it (``dgb status``, the pipeline
+    view): ``agencies`` (fastest first: interval, reason, expected rate, last poll, next due, median
+    lag and its sample), ``by_reason``, ``polls_per_hour`` (3600 / interval, summed) and the age of
+    the last decision (``updated_age_s``; None when the dispatcher never ran)."""
+    now = now or datetime.now(UTC)
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT agency_key, interval_s, reason, rate_per_hour, last_poll_at, due_at, lag_p50_s,"
+            " lag_articles, updated_at FROM scrape_cadence ORDER BY interval_s, agency_key"
+        )
+        rows = cur.fetchall()
+    conn.commit()
+    agencies, by_reason = [], {}
+    for key, interval, reason, rate, last, due, lag, n, _ in rows:
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+        agencies.append(
+            {
+                "agency": key,
+                "interval_s": round(float(interval), 1),
+                "reason": reason,
+                "rate_per_hour": round(float(rate), 3),
+                "last_poll_at": last.isoformat() if last else None,
+                "due_in_s": round((due - now).total_seconds(), 1) if due else None,
+                "lag_p50_s": None if lag is None else round(float(lag), 1),
+                "lag_articles": n,
+            }
+        )
+    updated = max((r[8] for r in rows), default=None)
+    return {
+        "agencies": agencies,
+        "by_reason": dict(sorted(by_reason.items())),
+        "polls_per_hour": round(sum(3600.0 / max(a["interval_s"], 1.0) for a in agencies), 1),
+        "updated_age_s": None if updated is None else round((now - updated).total_seconds(), 1),
+    }

@@ -252,6 +252,27 @@ def band_chart(chart_id: str, bands: list[dict]) -> str:
 # -- page ------------------------------------------------------------------------------------------
 
 
+def cadence_table(table_id: str, cadence: dict | None) -> str:
+    """Each agency's scrape cadence (fastest first), why, its expected rate and measured lag."""
+    if not cadence or not cadence["agencies"]:
+        return '<p class="muted">No cadence yet: the scrape_dispatcher DAG has not run.</p>'
+    reasons = " · ".join(f"{esc(k)} {v}" for k, v in cadence["by_reason"].items())
+    rows = "".join(
+        f"<tr><td>{esc(a['agency'])}</td><td>{esc(duration_text(a['interval_s']))}</td>"
+        f"<td>{esc(a['reason'])}</td><td>{a['rate_per_hour']:.2f}</td>"
+        f"<td>{esc(duration_text(a['lag_p50_s']) if a['lag_articles'] else '-')}</td>"
+        f"<td>{a['lag_articles']}</td><td>{esc(duration_text(a['due_in_s']))}</td></tr>"
+        for a in cadence["agencies"]
+    )
+    return (
+        f'<p class="muted">{len(cadence["agencies"])} agencies, ~{cadence["polls_per_hour"]:.0f} polls/h;'
+        f" {reasons}; decided {esc(duration_text(cadence['updated_age_s']))} ago</p>"
+        f'<div style="max-height:320px;overflow:auto"><table id="{table_id}"><thead><tr><th>agency</th>'
+        "<th>every</th><th>reason</th><th>expected/h</th><th>lag p50 (24 h)</th><th>n</th>"
+        f"<th>next in</th></tr></thead><tbody>{rows}</tbody></table></div>"
+    )
+
+
 def render_page(o: dict) -> str:
     cur = o["current"]
     backlog = cur["backlog"]
@@ -305,6 +326,7 @@ def render_page(o: dict) -> str:
             ("Open dead letters by reason", dead_letter_chart("chart-dead-letters", o["dead_letters"])),
             ("Requests per host against the budget (last minute)", host_chart("chart-hosts", o["hosts"])),
             ("Integrity coverage and overdue per age band", band_chart("chart-bands", o["bands"])),
+            ("Scrape cadence per agency (learnt)", cadence_table("table-cadence", o.get("cadence"))),
         )
     )
     return f"""<!DOCTYPE html>

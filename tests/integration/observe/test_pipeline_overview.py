@@ -220,6 +220,7 @@ def test_pipeline_page_renders_every_section(pg, client):
     hosts = _svg(page, "chart-hosts")
     assert 'data-host="www.gov.br" data-rate="1.200" data-budget="2.000"' in hosts
     assert 'data-host="127.0.0.1:9" data-rate="0.000" data-budget="1.000"' in hosts
+    assert "No cadence yet: the scrape_dispatcher DAG has not run." in page
     bands = _svg(page, "chart-bands")
     for b in band_figures(pg, NOW):
         band = f'data-band="{b["band"]}" data-articles="{b["articles"]}" data-overdue="{b["overdue"]}"'
@@ -307,3 +308,28 @@ def test_pipeline_page_screenshot_in_headless_chromium(pg, client, tmp_path):
     )
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000  # a real, non-blank screenshot
+
+
+def test_pipeline_page_shows_each_agencys_scrape_cadence(pg, client):
+    from dgb.scraper.cadence import CadencePolicy
+    from dgb.scraper.dags import ScrapeSpec
+    from dgb.scraper.dispatch import decide
+
+    with db.transaction(pg) as cur:
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_key, title, url, published_at, created_at)"
+            " VALUES ('c1', 'mec', 't', 'https://x/c1', %s, %s)",
+            (NOW - timedelta(minutes=3), NOW - timedelta(minutes=3) + timedelta(seconds=50)),
+        )
+    specs = [ScrapeSpec("scrape_mec", ("mec",), None), ScrapeSpec("scrape_aeb", ("aeb",), None)]
+    decide(pg, specs, now=NOW.timestamp(), policy=CadencePolicy(), rps=2.0)
+    o = client.get("/api/pipeline?hours=1&step=5").json()
+    assert [(a["agency"], a["reason"]) for a in o["cadence"]["agencies"]] == [
+        ("mec", "recent"),
+        ("aeb", "dormant"),
+    ]
+    page = client.get("/pipeline?hours=1&step=5").text
+    table = page.split('<table id="table-cadence">')[1].split("</table>")[0]
+    assert "<tr><td>mec</td><td>60 s</td><td>recent</td>" in table
+    assert "<td>50 s</td><td>1</td>" in table  # the measured lag and its sample
+    assert "<tr><td>aeb</td><td>60.0 min</td><td>dormant</td>" in table

@@ -70,3 +70,34 @@ def test_counts_backlog_and_latency(pg, capsys):
     ):
         assert key in out
     assert main(["status", "--json", "--since", "not-a-date"]) == 2
+
+
+def test_status_shows_each_agencys_scrape_cadence_reason_and_lag(pg, capsys):
+    from dgb.scraper.cadence import CadencePolicy
+    from dgb.scraper.dags import ScrapeSpec
+    from dgb.scraper.dispatch import decide
+
+    assert main(["status"]) == 0
+    assert "scrape cadence: none yet (the scrape_dispatcher DAG has not run)" in capsys.readouterr().out
+    now = datetime.now(UTC)
+    with db.transaction(pg) as cur:
+        for i in range(6):  # mec: six articles in the last hour, each stored 40 s after publication
+            published = now - timedelta(minutes=10 * i + 5)
+            cur.execute(
+                "INSERT INTO news (unique_id, agency_key, title, url, published_at, created_at)"
+                " VALUES (%s, 'mec', 't', %s, %s, %s)",
+                (f"c{i}", f"https://x/c{i}", published, published + timedelta(seconds=40)),
+            )
+    specs = [ScrapeSpec("scrape_mec", ("mec",), None), ScrapeSpec("scrape_aeb", ("aeb",), None)]
+    decide(pg, specs, policy=CadencePolicy(), rps=2.0)
+    c = pipeline_status(pg)["scrape_cadence"]
+    assert [a["agency"] for a in c["agencies"]] == ["mec", "aeb"]  # fastest first
+    mec, aeb = c["agencies"]
+    assert (mec["interval_s"], mec["reason"], mec["lag_p50_s"], mec["lag_articles"]) == (60, "recent", 40, 6)
+    assert (aeb["interval_s"], aeb["reason"], aeb["lag_articles"]) == (3600, "dormant", 0)
+    assert c["by_reason"] == {"dormant": 1, "recent": 1} and c["polls_per_hour"] == 61
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "scrape cadence (decided" in out and "2 agencies, ~61 polls/h; dormant 1, recent 1" in out
+    assert "scrape mec " in out and "every    60 s  recent" in out and "lag p50 40 s (n=6)" in out
+    assert "scrape aeb " in out and "every  60 min  dormant" in out

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "dgb.integrity.cli",
     "dgb.embed.cli",
     "dgb.reconcile.cli",
+    "dgb.features.cli",  # dgb features backfill
 )
 
 

@@ -94,6 +94,9 @@ def _one(exc: BaseException) -> Verdict | None:
         if "unavailable" in text or "did not answer" in text:
             return Verdict(TRANSIENT, MODEL_SERVICE, "model_service_unavailable", detail)
         m = _HTTP_STATUS.search(text)
+        if m and m.group(1) in ("401", "403"):
+            # the service refuses our credentials (dgb.embed.auth): every call, never one article
+            return Verdict(TRANSIENT, MODEL_SERVICE, "model_service_refused", detail)
         if m:
             kind = _status_kind(int(m.group(1)))
             return Verdict(kind, MODEL_SERVICE, f"model_service_http_{m.group(1)}", detail)

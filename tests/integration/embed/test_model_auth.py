@@ -29,6 +29,7 @@ from dgb.embed.auth import (
 from dgb.embed.client import ModelServiceError, ServiceEmbedder
 from dgb.embed.model import load_model
 from dgb.embed.service import make_app
+from dgb.pipeline.resilience import classify
 from tests.support.model_service import LocalIssuer, free_port, ready_state, serving
 from tests.support.processes import stop_process_group
 
@@ -140,6 +141,13 @@ def test_the_client_sends_its_token_and_a_wrong_one_is_not_an_outage(service, mo
         with pytest.raises(ModelServiceError, match="HTTP 401: unauthorized") as err:
             client.encode(TEXTS)
         assert type(err.value) is ModelServiceError  # refused at once, never retried as an outage
+    # the pipeline holds the work (the breaker): wrong credentials are no article's fault
+    verdict = classify(err.value)
+    assert (verdict.kind, verdict.dependency, verdict.reason) == (
+        "transient",
+        "model_service",
+        "model_service_refused",
+    )
     with ServiceEmbedder(service["url"]) as anonymous:
         assert anonymous.available() is False  # health without credentials does not name the model
 

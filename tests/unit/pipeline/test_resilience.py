@@ -66,6 +66,17 @@ def _chained(outer: Exception, inner: Exception) -> Exception:
             PERMANENT,
             MODEL_SERVICE,
         ),
+        # wrong credentials (a rotated token): the service refuses every call, no article's fault
+        (
+            ModelServiceError("model service at http://x refused POST /embed: HTTP 401: unauthorized"),
+            TRANSIENT,
+            MODEL_SERVICE,
+        ),
+        (
+            ModelServiceError("model service at http://x refused POST /embed: HTTP 403: forbidden"),
+            TRANSIENT,
+            MODEL_SERVICE,
+        ),
         (
             ModelServiceError("model service at http://x refused POST /embed: HTTP 413: body"),
             PERMANENT,

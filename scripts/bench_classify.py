@@ -5,20 +5,26 @@ routing, summary overlap and speed.
                                                [--batch-size 64] [--folds 5] [--no-speed] [--no-curve]
     .venv/bin/python scripts/bench_classify.py --corpus PATH [--service] [--batch-size 64]
 
-* Level-1 agreement with production's labels, CROSS-VALIDATED: folds grouped by normalised title
-  over all the files (real.jsonl, labelled.jsonl, weak.jsonl and our corpus), and the head is
-  retrained on the other folds for every fold (:mod:`dgb.enrich.training`), so no article is
-  ever scored by a head that saw it. Reported per file, plus prototypes alone (no head).
-* Level-2 agreement on real.jsonl where production's ``l2_label`` exists (our level-2 label
-  compared by name, so it only means something once our tree carries production's labels).
+* Level-1 agreement with production's labels on real.jsonl, CROSS-VALIDATED by title: the
+  titles of real.jsonl are dealt into folds, and each fold's head is trained on the other folds
+  plus every row of the other files (labelled.jsonl, weak.jsonl, archive.jsonl, our corpus)
+  whose title is not in the test fold (:func:`dgb.enrich.training.out_of_fold_logits`), so no
+  article is ever scored by a head that saw it. Three figures: whole articles; excerpts (the
+  title and the first 500 characters of the content, :func:`dgb.enrich.training.excerpt_item`);
+  macro-averaged recall over the level-1 themes present. Also without the lexical part, with
+  prototypes alone, and what the agency prior adds (the test rows' agency withheld; a head
+  without agency features).
 * Learning curve: the same cross-validation with each head trained on 25% and 50% of its
   training articles (whole title groups, 3 draws each): the gain per doubling of labelled data.
+* Level-2 agreement on real.jsonl where production's ``l2_label`` exists (our level-2 label
+  compared by name, so it only means something once our tree carries production's labels).
 * Confusion summary: the (production, ours) level-1 pairs most often confused on real.jsonl.
-* Calibration of ``theme_confidence`` (expected calibration error, accuracy by confidence band;
-  the one temperature is fitted on the same out-of-fold predictions) and the hybrid mode
-  simulated: share routed to Bedrock and overall agreement when production's label stands in for
-  Bedrock's answer, for several thresholds.
-* The extractive summary against real.jsonl's ``reference_summary``: ROUGE-L F1 and lengths.
+* Calibration of ``theme_confidence`` on whole articles and excerpts (expected calibration error,
+  accuracy by confidence band; the one temperature is fitted on the same out-of-fold
+  predictions of both) and the hybrid mode simulated on both: share routed to Bedrock and
+  overall agreement when production's label stands in for Bedrock's answer.
+* The extractive summary against real.jsonl's ``reference_summary`` and production's own stored
+  summaries (archive.jsonl ``reference_summary``): ROUGE-L precision, recall, F1 and lengths.
 * Articles/s of ``classify_batch`` with the SHIPPED head over real.jsonl (warm model; one pass,
   on a shared machine: a noisy figure). ``--service`` goes through the resident model service.
 
@@ -45,13 +51,13 @@ import numpy as np
 
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
-from dgb.enrich import training
+from dgb.enrich import measure, training, training_level2
 from dgb.enrich.base import ArticleText
 from dgb.enrich.local import LocalClassifier
 from dgb.enrich.text import split_sentences
 from dgb.taxonomy import LEVEL1, load_taxonomy
 
-SOURCES = ("real", "labelled", "weak", "corpus")
+SOURCES = ("real", "labelled", "weak", "corpus", "archive")
 
 
 def _share(mask: np.ndarray, values: np.ndarray) -> str:
@@ -101,6 +107,10 @@ def bench_file(args) -> int:
     return 0
 
 
+def _pred(logits: np.ndarray, codes: list[str]) -> np.ndarray:
+    return np.array([codes[j] for j in logits.argmax(1)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=training.DEV_DATA, help="development data folder")
@@ -108,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--folds", type=int, default=training.FOLDS)
     parser.add_argument("--no-speed", action="store_true", help="skip the articles/s measurement")
-    parser.add_argument("--no-curve", action="store_true", help="skip the learning curve (~1 min)")
+    parser.add_argument("--no-curve", action="store_true", help="skip the learning curve (~5 min)")
     parser.add_argument(
         "--corpus",
         type=Path,
@@ -128,43 +138,73 @@ def main(argv: list[str] | None = None) -> int:
     bare = LocalClassifier(embedder, taxonomy, cache_dir=cache, head=False).warm()
     codes = bare.level1_codes
     feats = bare.features(items)
+    short = bare.features([training.excerpt_item(i) for i in items])
+    excerpt = (short.X, short.proto)
     labels = np.array([a.l1 or "" for a in articles])
     source = np.array([a.source for a in articles])
     real = source == "real"
     print(
         f"embedder={embedder.name} articles={len(articles)} "
         + " ".join(f"{s}={int((source == s).sum())}" for s in SOURCES)
-        + f" groups={len(set(training.group_ids(articles).tolist()))} folds={args.folds}"
+        + f" groups={len(set(training.group_ids(articles).tolist()))} folds={args.folds} "
+        "(real.jsonl scored, cross-validated by title; every other row trains every fold)"
     )
 
-    # -- level 1: prototypes alone, and the head cross-validated -------------------------------
-    proto_pred = np.array([codes[j] for j in feats.proto.argmax(1)])
-    oof = training.out_of_fold_logits(feats.X, feats.proto, articles, codes, folds=args.folds)
-    oof_plain = training.out_of_fold_logits(
-        feats.X, feats.proto, articles, codes, folds=args.folds, lexical_part=False
-    )
-    plain_pred = np.array([codes[j] for j in oof_plain.argmax(1)])
-    scale = training.fit_scale(oof[real], list(labels[real]), codes)
-    probs = training.softmax(scale * oof)
-    level2 = training.out_of_fold_level2(feats.X, articles, taxonomy, folds=args.folds)
-    results = bare.decide(items, feats, probs, level2)
-    pred = np.array([r.theme_l1 for r in results])
-    correct = pred == labels
-    for s in SOURCES:
-        m = source == s
+    # -- level 1: the three figures, prototypes alone, without the lexical part ----------------
+    def cv(**kw):
+        return training.out_of_fold_logits(
+            feats.X, feats.proto, articles, codes, excerpt=excerpt, folds=args.folds, **kw
+        )
+
+    oof, oof_ex = cv()
+    whole_pred, ex_pred = _pred(oof, codes), _pred(oof_ex, codes)
+    plain, plain_ex = cv(lexical_part=False)
+    for name, pred, plain_pred, proto in (
+        ("whole", whole_pred, _pred(plain, codes), feats.proto),
+        (
+            f"excerpts (title + first {training.EXCERPT_CHARS} chars)",
+            ex_pred,
+            _pred(plain_ex, codes),
+            short.proto,
+        ),
+    ):
         print(
-            f"l1_agreement[{s}] cv_head={_share(m, correct)} "
-            f"without_lexical={_share(m, plain_pred == labels)} "
-            f"prototypes_only={_share(m, proto_pred == labels)}"
+            f"l1_agreement[real, {name}] cv_head={_share(real, pred == labels)} "
+            f"without_lexical={_share(real, plain_pred == labels)} "
+            f"prototypes_only={_share(real, _pred(proto, codes) == labels)}"
+        )
+    (mw, themes), (me, _) = (measure.macro_recall(p[real], labels[real]) for p in (whole_pred, ex_pred))
+    print(f"l1_macro_recall[real, {themes} themes] whole={mw:.3f} excerpts={me:.3f}")
+    for name, kw in (
+        ("agency withheld at test", {"agency_at_test": False}),
+        ("no agency features", {"agency_prior": False}),
+    ):
+        z, z_ex = cv(**kw)
+        print(
+            f"agency prior[real, {name}] whole={_share(real, _pred(z, codes) == labels)} "
+            f"excerpts={_share(real, _pred(z_ex, codes) == labels)} "
+            f"macro whole={measure.macro_recall(_pred(z, codes)[real], labels[real])[0]:.3f}"
         )
 
     # -- learning curve: how much more labelled data would buy --------------------------------
     if not args.no_curve:
-        curve = training.learning_curve(feats.X, feats.proto, articles, codes, real, folds=args.folds)
-        print(
-            "learning_curve[real] (share of each fold's training articles -> agreement): "
-            + ", ".join(f"{share:.0%} {score:.3f}" for share, score in curve)
+        curve = training.learning_curve(
+            feats.X, feats.proto, articles, codes, real, excerpt=excerpt, folds=args.folds
         )
+        print(
+            "learning_curve[real, whole] (share of each fold's training articles: articles -> agreement): "
+            + ", ".join(f"{share:.0%}: {n} -> {score:.3f}" for share, n, score in curve)
+        )
+
+    # -- calibration on whole articles and excerpts together ----------------------------------
+    both = np.concatenate([oof[real], oof_ex[real]])
+    both_labels = np.concatenate([labels[real], labels[real]])
+    scale = training.fit_scale(both, list(both_labels), codes)
+    probs = training.softmax(scale * oof)
+    level2 = training_level2.out_of_fold_level2(feats.X, articles, taxonomy, folds=args.folds)
+    results = bare.decide(items, feats, probs, level2)
+    pred = np.array([r.theme_l1 for r in results])
+    correct = pred == labels
 
     # -- level 2 (real.jsonl, by label) -----------------------------------------------------
     def label_of(code: str | None) -> str:
@@ -191,12 +231,6 @@ def main(argv: list[str] | None = None) -> int:
         ]
     )
     print(f"l2_agreement[real, prototypes only] {_share(has_l2, l2_proto_ok)}")
-    lab = np.array([a.source == "labelled" and bool(a.l2) for a in articles])
-    code_ok = np.array([bool(a.l2) and r.theme_l2 == a.l2 for a, r in zip(articles, results)])
-    print(
-        f"l2_agreement[labelled, by code; codes of an older production taxonomy: indicative] "
-        f"{_share(lab, code_ok)}"
-    )
 
     # -- confusion summary ------------------------------------------------------------------
     pairs = collections.Counter((labels[i] or "none", pred[i]) for i in np.flatnonzero(real & ~correct))
@@ -213,43 +247,55 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(f"{c} {r:.2f} of {n}" for r, c, n in sorted(recall)[:6])
     )
 
-    # -- calibration and hybrid routing -----------------------------------------------------
-    conf = probs.max(1)
-    ece = training.expected_calibration_error(conf[real], correct[real])
-    print(
-        f"calibration[real] scale={scale:.3f} ECE={ece:.3f} "
-        f"mean_confidence={conf[real].mean():.3f} accuracy={correct[real].mean():.3f}"
-    )
-    for lo, hi in ((0.0, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)):
-        m = real & (conf >= lo) & (conf < hi)
+    # -- calibration and hybrid routing, whole articles and excerpts ------------------------
+    p_both = training.softmax(scale * both)
+    conf_all = p_both.max(1)
+    ok_all = np.array([codes[j] for j in p_both.argmax(1)]) == both_labels
+    n = int(real.sum())
+    for name, sel in (("whole", slice(0, n)), ("excerpts", slice(n, 2 * n)), ("both", slice(0, 2 * n))):
+        conf, ok = conf_all[sel], ok_all[sel]
+        ece = measure.expected_calibration_error(conf, ok)
         print(
-            f"  confidence [{lo:.1f}, {min(hi, 1.0):.1f}): share {m.sum() / real.sum():.2f} "
-            f"agreement {_share(m, correct)}"
+            f"calibration[real, {name}] scale={scale:.3f} ECE={ece:.3f} "
+            f"mean_confidence={conf.mean():.3f} accuracy={ok.mean():.3f}"
         )
-    threshold = training.choose_threshold(conf[real], correct[real])
+    for lo, hi in ((0.0, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)):
+        m = (conf_all >= lo) & (conf_all < hi)
+        print(
+            f"  confidence [{lo:.1f}, {min(hi, 1.0):.1f}) (whole + excerpts): share {m.mean():.2f} "
+            f"agreement {_share(m, ok_all)}"
+        )
+    threshold = measure.choose_threshold(conf_all, ok_all)
     print(
-        f"hybrid[real] (production's label stands in for Bedrock's; best threshold with <= 30% routed: "
-        f"{threshold:.2f}):"
+        "hybrid[real, whole + excerpts] (production's label stands in for Bedrock's; best threshold "
+        f"with <= 30% routed: {threshold:.2f}):"
     )
-    for t, routed, overall in training.routing_table(
-        conf[real], correct[real], sorted({0.3, 0.4, 0.5, 0.6, 0.7, threshold})
+    for t, routed, overall in measure.routing_table(
+        conf_all, ok_all, sorted({0.3, 0.4, 0.5, 0.6, 0.7, threshold})
     ):
-        print(f"  threshold {t:.2f}: routed {routed:.1%} overall agreement {overall:.3f}")
+        row = f"  threshold {t:.2f}: routed {routed:.1%} overall agreement {overall:.3f}"
+        for name, sel in (("whole", slice(0, n)), ("excerpts", slice(n, 2 * n))):
+            [(_, r, o)] = measure.routing_table(conf_all[sel], ok_all[sel], [t])
+            row += f"; {name} routed {r:.1%} overall {o:.3f}"
+        print(row)
 
-    # -- summary ----------------------------------------------------------------------------
-    refs = [
-        (r.summary, a.reference_summary)
-        for a, r in zip(articles, results)
-        if a.source == "real" and a.reference_summary
-    ]
-    f1 = [training.rouge_l(s, ref)[2] for s, ref in refs]
-    print(
-        f"summary[real] ROUGE-L F1={np.mean(f1):.3f} over {len(refs)}; median chars ours="
-        f"{np.median([len(s or '') for s, _ in refs]):.0f} "
-        f"reference={np.median([len(ref) for _, ref in refs]):.0f}; "
-        f"median sentences ours={np.median([len(split_sentences(s or '')) for s, _ in refs]):.0f} "
-        f"reference={np.median([len(split_sentences(ref)) for _, ref in refs]):.0f}"
-    )
+    # -- summary: against real.jsonl's reference and production's own stored summaries ------
+    for src in ("real", "archive"):
+        refs = [
+            (r.summary, a.reference_summary)
+            for a, r in zip(articles, results)
+            if a.source == src and a.reference_summary
+        ]
+        if not refs:
+            continue
+        prf = np.mean([measure.rouge_l(s, ref) for s, ref in refs], axis=0)
+        print(
+            f"summary[{src}] ROUGE-L F1={prf[2]:.3f} (P {prf[0]:.3f} R {prf[1]:.3f}) over {len(refs)}; "
+            f"median chars ours={np.median([len(s or '') for s, _ in refs]):.0f} "
+            f"reference={np.median([len(ref) for _, ref in refs]):.0f}; "
+            f"median sentences ours={np.median([len(split_sentences(s or '')) for s, _ in refs]):.0f} "
+            f"reference={np.median([len(split_sentences(ref)) for _, ref in refs]):.0f}"
+        )
 
     # -- speed with the shipped head --------------------------------------------------------
     if not args.no_speed:
@@ -262,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - start
         print(
             f"speed: {len(timed) / elapsed:.1f} articles/s over real.jsonl ({shipped.version}; "
-            f"batches of {args.batch_size}; load average {os.getloadavg()[0]:.1f}: shared machine, noisy)"
+            f"{embedder.name} via {type(embedder).__name__}; batches of {args.batch_size}; "
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: shared machine, noisy)"
         )
     return 0
 

@@ -41,10 +41,9 @@ import numpy as np
 
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
-from dgb.enrich import training
+from dgb.enrich import measure, training, training_level2
 from dgb.enrich.head import HEAD_FILE
-from dgb.enrich.lexical import lexical_text
-from dgb.enrich.local import LocalClassifier
+from dgb.enrich.local import VERSION, LocalClassifier
 from dgb.taxonomy import load_taxonomy
 
 
@@ -62,15 +61,30 @@ def main(argv: list[str] | None = None) -> int:
         default=training.ARCHIVE_LIMIT,
         help="newest archive articles to read (0: all)",
     )
+    parser.add_argument(
+        "--archive-file",
+        type=Path,
+        default=None,
+        help="an exported archive (archive.jsonl format) instead of the one in --data",
+    )
+    parser.add_argument(
+        "--archive-file-limit", type=int, default=0, help="first rows of --archive-file to read (0: all)"
+    )
     parser.add_argument("--no-dev-data", action="store_true", help="leave the development data out")
     args = parser.parse_args(argv)
-    if args.no_dev_data and not args.archive:
-        parser.error("--no-dev-data needs --archive: there would be nothing to train on")
-    if args.archive_limit < 0:
-        parser.error(f"--archive-limit must be 0 (all) or a positive number, got {args.archive_limit}")
+    if args.no_dev_data and not (args.archive or args.archive_file):
+        parser.error("--no-dev-data needs --archive or --archive-file: there would be nothing to train on")
+    if args.archive_limit < 0 or args.archive_file_limit < 0:
+        parser.error("--archive-limit and --archive-file-limit must be 0 (all) or a positive number")
 
     settings = current_settings()
-    articles = [] if args.no_dev_data else training.load_dev_data(args.data)
+    articles = (
+        [] if args.no_dev_data else training.load_dev_data(args.data, archive=args.archive_file is None)
+    )
+    if args.archive_file is not None:
+        exported = training.load_archive_file(args.archive_file, limit=args.archive_file_limit or None)
+        print(f"archive file: {len(exported)} labelled articles from {args.archive_file}")
+        articles += exported
     if args.archive:
         from dgb import db
 
@@ -85,55 +99,64 @@ def main(argv: list[str] | None = None) -> int:
     clf = LocalClassifier(
         embedder, load_taxonomy(), cache_dir=settings.state_dir / "cache", head=False
     ).warm()
-    X, proto = training.training_features(
-        clf,
-        [a.item for a in articles],
-        progress=(lambda done, total: print(f"embedded {done}/{total}", flush=True))
+    progress = (
+        (lambda done, total: print(f"embedded {done}/{total}", flush=True))
         if len(articles) > training.FEATURE_CHUNK
-        else None,
+        else None
+    )
+    X, proto = training.training_features(clf, [a.item for a in articles], progress=progress)
+    excerpt = training.training_features(
+        clf, [training.excerpt_item(a.item) for a in articles], progress=progress
     )
     codes = clf.level1_codes
-    labels = [a.l1 for a in articles]
-    real = np.array([a.source in training.PRODUCTION_LABELLED for a in articles])
+    labels = np.array([a.l1 or "" for a in articles])
+    scored = training.scored_rows(articles)
 
-    oof = training.out_of_fold_logits(X, proto, articles, codes)
-    scale = training.fit_scale(oof[real], [labels[i] for i in np.flatnonzero(real)], codes)
-    probs = training.softmax(scale * oof)
+    # calibration and the hybrid threshold: out-of-fold predictions of whole articles AND excerpts
+    oof, oof_ex = training.out_of_fold_logits(X, proto, articles, codes, excerpt=excerpt)
+    both = np.concatenate([oof[scored], oof_ex[scored]])
+    both_labels = np.concatenate([labels[scored], labels[scored]])
+    scale = training.fit_scale(both, list(both_labels), codes)
+    probs = training.softmax(scale * both)
     pred = np.array([codes[j] for j in probs.argmax(1)])
-    correct = pred == np.array([lab or "" for lab in labels])
+    correct = pred == both_labels
     conf = probs.max(1)
-    threshold = training.choose_threshold(conf[real], correct[real])
+    threshold = measure.choose_threshold(conf, correct)
+    n = int(scored.sum())
+    scored_source = articles[int(np.flatnonzero(scored)[0])].source
+    cv = {
+        scored_source: round(float(correct[:n].mean()), 4),
+        f"{scored_source}_excerpts": round(float(correct[n:].mean()), 4),
+    }
+    macro = round(measure.macro_recall(pred[:n], both_labels[:n])[0], 4)
     sources = [src for src in training.SOURCE_WEIGHTS if any(a.source == src for a in articles)]
-    cv = {src: round(float(correct[[a.source == src for a in articles]].mean()), 4) for src in sources}
 
-    fitted = training.fit_head(
-        X,
-        labels,
-        np.array([a.weight for a in articles]),
-        codes,
-        [a.item.agency for a in articles],
-        training.group_ids(articles),
-    )
+    labelled = np.flatnonzero(labels != "")
+    fitted, lexical = training.fit_level1(labelled, X, articles, codes, excerpt_X=excerpt[0])
     digest = hashlib.sha256()
     for a in articles:
         digest.update(f"{a.source}\t{a.item.title}\t{a.l1}\n".encode())
     meta = {
+        "version": VERSION,
         "trained_on": {src: sum(a.source == src for a in articles) for src in sources},
         "data_digest": digest.hexdigest()[:16],
         "cv_level1_agreement": cv,
-        "cv_ece_real": round(training.expected_calibration_error(conf[real], correct[real]), 4),
+        "cv_macro_recall": {scored_source: macro},
+        "cv_ece_real": round(measure.expected_calibration_error(conf, correct), 4),
         "hybrid_threshold": threshold,
         "regularisation_c": training.REGULARISATION_C,
         "source_weights": training.SOURCE_WEIGHTS,
+        "weak_whole_weight": training.WEAK_WHOLE_WEIGHT,
+        "class_balance": training.CLASS_BALANCE,
+        "excerpt_chars": training.EXCERPT_CHARS,
+        "excerpt_weight": training.EXCERPT_WEIGHT,
+        "rows_without_agency_prior": sum(not a.agency_prior for a in articles),
         "taxonomy_prototypes": clf._protos.digest[:16],
     }
     meta["agencies_with_prior"] = len(fitted[2])
-    targets = training.level2_targets(articles, clf.taxonomy)
-    level2 = training.fit_level2(X, targets)
+    targets = training_level2.level2_targets(articles, clf.taxonomy)
+    level2 = training_level2.fit_level2(X, targets)
     meta["level2_trained_on"] = sum(1 for t in targets if t)
-    lexical = training.fit_lexical(
-        [lexical_text(a.item) for a in articles], labels, np.array([a.weight for a in articles]), codes
-    )
     meta["lexical_terms"] = len(lexical.terms) if lexical else 0
     meta["lexical_c"] = training.LEX_C
     head = training.make_head(
@@ -148,9 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     head.save(args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
-    print(f"cross-validated level-1 agreement (grouped by title): {cv}")
+    print(f"cross-validated level-1 agreement (grouped by title): {cv}; macro recall {macro}")
     print(
-        f"calibration scale={scale:.4f} ECE(production-labelled)={meta['cv_ece_real']} "
+        f"calibration scale={scale:.4f} ECE(whole + excerpts)={meta['cv_ece_real']} "
         f"hybrid_threshold={threshold}"
     )
     return 0

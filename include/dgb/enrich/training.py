@@ -4,7 +4,9 @@ One home for what ``scripts/train_classifier.py`` (fits the shipped head) and
 ``scripts/bench_classify.py`` (cross-validated figures) share:
 
 * :func:`load_dev_data`: the development data (``../shared/data/classifier-dev``: ``real.jsonl``,
-  ``labelled.jsonl``, ``weak.jsonl``) plus our own invented corpus, as :class:`DevArticle` rows;
+  ``labelled.jsonl``, ``weak.jsonl`` and, when present, ``archive.jsonl``: whole articles with
+  production's own label, from four agencies only) plus our own invented corpus, as
+  :class:`DevArticle` rows;
 * :func:`load_archive`: an operator's own labelled archive, the ``news`` rows production's
   classifier or Bedrock labelled (source ``archive``): the head is data-limited (the learning
   curve of ``scripts/bench_classify.py``), and a deployment that adopted production's database
@@ -12,20 +14,24 @@ One home for what ``scripts/train_classifier.py`` (fits the shipped head) and
 * :func:`group_ids`: one group per article, by normalised title across ALL files (the same
   article appears whole and as excerpts, and in more than one file), so a split by group never
   trains and tests on the same article;
-* :func:`fit_head` / :func:`out_of_fold_logits`: a multinomial logistic regression on the
-  classifier's features (title, lead and body vectors, and the publishing agency as a prior),
-  added to the taxonomy-prototype scores (which carry the themes with little or no training data);
+* :func:`fit_level1` / :func:`out_of_fold_logits`: a multinomial logistic regression on the
+  classifier's features (title, lead and body vectors, and the publishing agency as a prior)
+  and one on word counts, added to the taxonomy-prototype scores (which carry the themes with
+  little or no training data). Rows are weighted so every theme weighs the same
+  (:data:`CLASS_BALANCE`), and every whole training article is also trained on as an excerpt
+  (:func:`excerpt_item`: title + first :data:`EXCERPT_CHARS` characters). The cross-validation
+  scores ``real.jsonl`` only (folds by title); every other row is training data of every fold;
 * :func:`fit_scale`: the calibration (one temperature, fitted by likelihood on out-of-fold
-  predictions of the real articles), so ``theme_confidence`` reads as a probability;
-* :func:`rouge_l`: ROUGE-L (longest common subsequence of word tokens) for the summary.
+  predictions of the real articles, whole and as excerpts), so ``theme_confidence`` reads as a
+  probability. The measures themselves live in :mod:`dgb.enrich.measure`.
 
 scikit-learn is imported only by the fitting functions: classifying needs numpy alone.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -36,15 +42,21 @@ import numpy as np
 
 from dgb.config import REPO_ROOT
 from dgb.enrich.contract import ArticleText
-from dgb.enrich.head import L2_UNSEEN_LOGPROB, Head, agency_key
+from dgb.enrich.head import Head, agency_key
 from dgb.enrich.lexical import Lexical, lexical_terms, lexical_text
 from dgb.enrich.softmax import log_softmax
 
 DEV_DATA = REPO_ROOT.parent / "shared" / "data" / "classifier-dev"
 CORPUS = REPO_ROOT / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 SOURCES = ("real", "labelled", "weak")
-#: training weight per source: weak labels are a coarse 10-way category mapped to level 1
+ARCHIVE_FILE = "archive.jsonl"  # optional: production-labelled whole articles of four agencies
+#: training weight per source: weak labels are a coarse 10-way category mapped to level 1; the
+#: whole articles of weak.jsonl were chosen by production's level-1 theme (their category agrees
+#: with production on 8 of the 9 that real.jsonl also holds), so they weigh as real ones
 SOURCE_WEIGHTS = {"real": 1.0, "labelled": 1.0, "weak": 0.5, "corpus": 1.0, "archive": 1.0}
+WEAK_WHOLE_WEIGHT = 1.0
+#: the rows the cross-validation scores (every other row trains every fold)
+SCORED_SOURCE = "real"
 #: sources whose labels are production's own answers on whole real articles: the calibration and
 #: the hybrid threshold are fitted on these
 PRODUCTION_LABELLED = ("real", "archive")
@@ -58,9 +70,10 @@ PROTO_TEMPERATURE = 0.05  # prototype scores (cosines) are divided by this befor
 FOLDS = 5
 AGENCY_WEIGHT = 1.0  # value of an agency indicator feature (its prior's regularisation)
 AGENCY_MIN_ARTICLES = 2  # agencies with fewer distinct training articles get no prior
-CLASS_BALANCE = 0.0  # rows of theme c weighted by (mean theme weight / weight of c) ** this
-# (measured 0.3-1.0: no gain on real.jsonl, only on our corpus)
-LEVEL2_C = 1.0  # level-2 part: inverse L2 strength (~290 real articles, ~70 codes)
+CLASS_BALANCE = 1.0  # rows of theme c weighted by (mean theme weight / weight of c) ** this
+# (0 -> 1: macro recall 0.57 -> 0.60, excerpts +0.02; the acceptance set is balanced over themes)
+EXCERPT_CHARS = 500  # an excerpt: the title and this many first characters of the content
+EXCERPT_WEIGHT = 0.5  # weight of each whole training article's excerpt view
 LEVEL2_WEIGHT = 1.0  # weight of its log-probabilities next to the level-2 prototype scores
 # the lexical part: a logistic regression over TF-IDF word counts, its log-probabilities added
 # to the level-1 logits (real.jsonl, 5 grouped folds: 0.653 -> 0.680; 3 and 10 folds: +0.027)
@@ -79,10 +92,27 @@ class DevArticle:
     l2_label: str | None = None  # real.jsonl: production's level-2 label
     l2: str | None = None  # labelled.jsonl: level-2 code (an OLDER production taxonomy)
     reference_summary: str | None = None
+    excerpt: bool = False  # a part of an article (labelled.jsonl and weak.jsonl excerpts)
+    agency_prior: bool = True  # False: its agency teaches no prior (a sample of four agencies)
 
     @property
     def weight(self) -> float:
+        if self.source == "weak" and not self.excerpt:
+            return WEAK_WHOLE_WEIGHT
         return SOURCE_WEIGHTS[self.source]
+
+
+def _text(value) -> str | None:
+    """A text field of a data file: None for a missing one (JSON null, or NaN from a data frame)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def excerpt_item(item: ArticleText, chars: int = EXCERPT_CHARS) -> ArticleText:
+    """A short text as readers and the acceptance check see it: the title and the first
+    ``chars`` characters of the content (no subtitle, no lead)."""
+    return ArticleText(item.unique_id, item.title, None, None, (item.content or "")[:chars], item.agency)
 
 
 def _rows(path: Path) -> list[dict]:
@@ -90,9 +120,12 @@ def _rows(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def load_dev_data(folder: Path | None = None, *, corpus: bool = True) -> list[DevArticle]:
-    """The development articles of ``folder`` (default :data:`DEV_DATA`) and, with ``corpus``,
-    our own corpus; FileNotFoundError naming the folder when a file is missing."""
+def load_dev_data(
+    folder: Path | None = None, *, corpus: bool = True, archive: bool = True
+) -> list[DevArticle]:
+    """The development articles of ``folder`` (default :data:`DEV_DATA`), with ``archive`` its
+    :data:`ARCHIVE_FILE` when present (:func:`load_archive_file`) and, with ``corpus``, our own
+    corpus; FileNotFoundError naming the folder when a file is missing."""
     folder = Path(folder) if folder is not None else DEV_DATA
     out: list[DevArticle] = []
     for source in SOURCES:
@@ -112,8 +145,11 @@ def load_dev_data(folder: Path | None = None, *, corpus: bool = True) -> list[De
                     l2_label=r.get("l2_label"),
                     reference_summary=r.get("reference_summary"),
                     l2=r.get("l2") or None,
+                    excerpt=bool(r.get("excerpt")),
                 )
             )
+    if archive and (folder / ARCHIVE_FILE).is_file():
+        out += load_archive_file(folder / ARCHIVE_FILE)
     if corpus:
         for a in _rows(CORPUS):
             item = ArticleText(
@@ -125,6 +161,33 @@ def load_dev_data(folder: Path | None = None, *, corpus: bool = True) -> list[De
                 a.get("agency"),
             )
             out.append(DevArticle("corpus", item, a["theme_l1"]))
+    return out
+
+
+def load_archive_file(path: Path, *, limit: int | None = None) -> list[DevArticle]:
+    """``archive.jsonl``: whole articles exported from production's news table with its level-1
+    label and stored summary, as ``archive`` rows WITHOUT an agency prior (the sample holds four
+    agencies: their prior would mean nothing for the others); ``limit``: the first rows only."""
+    out = []
+    for r in _rows(Path(path))[:limit]:
+        item = ArticleText(
+            r.get("id"),
+            _text(r.get("title")) or "",
+            _text(r.get("subtitle")),
+            _text(r.get("editorial_lead")),
+            _text(r.get("content")) or "",
+            _text(r.get("agency")),
+        )
+        out.append(
+            DevArticle(
+                "archive",
+                item,
+                _text(r.get("l1")),
+                l2_label=_text(r.get("l2_label")),
+                reference_summary=_text(r.get("reference_summary")),
+                agency_prior=False,
+            )
+        )
     return out
 
 
@@ -233,6 +296,17 @@ def _rows_per_code(model, codes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]
     return W, b
 
 
+def balanced(weights: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``weights`` with the rows of theme c multiplied by (mean theme total / total of c) **
+    :data:`CLASS_BALANCE`: every theme weighs alike, so the head learns no class frequencies."""
+    weights = weights.astype(np.float64)
+    if not CLASS_BALANCE or not len(labels):
+        return weights
+    totals = {c: weights[labels == c].sum() for c in set(labels.tolist())}
+    mean = np.mean(list(totals.values()))
+    return weights * np.array([(mean / totals[c]) ** CLASS_BALANCE for c in labels.tolist()])
+
+
 def fit_head(
     X: np.ndarray,
     labels: Sequence[str | None],
@@ -259,11 +333,7 @@ def fit_head(
         groups = groups if groups is not None else np.arange(len(X))
         vocab = agency_vocabulary([agencies[i] for i in np.flatnonzero(keep)], groups[keep])
         design = np.hstack([X, agency_onehot(agencies, vocab)])
-    sample_weight = weights[keep].astype(np.float64)
-    if CLASS_BALANCE:
-        totals = {c: sample_weight[y[keep] == c].sum() for c in set(y[keep])}
-        mean = np.mean(list(totals.values()))
-        sample_weight = sample_weight * np.array([(mean / totals[c]) ** CLASS_BALANCE for c in y[keep]])
+    sample_weight = balanced(weights[keep], y[keep])
     model = LogisticRegression(C=C, max_iter=3000)
     model.fit(design[keep], y[keep], sample_weight=sample_weight)
     full, b = _rows_per_code(model, codes)
@@ -292,7 +362,7 @@ def fit_lexical(
     vec = TfidfVectorizer(analyzer=lexical_terms, sublinear_tf=True, min_df=LEX_MIN_DF)
     A = vec.fit_transform([texts[i] for i in keep])
     model = LogisticRegression(C=C, max_iter=3000)
-    model.fit(A, y[keep], sample_weight=weights[keep].astype(np.float64))
+    model.fit(A, y[keep], sample_weight=balanced(weights[keep], y[keep]))
     W, b = _rows_per_code(model, codes)
     terms = tuple(str(t) for t in vec.get_feature_names_out())
     return Lexical(terms, vec.idf_.astype(np.float32), W.astype(np.float32), b.astype(np.float32))
@@ -332,65 +402,56 @@ def make_head(
     )
 
 
-def level2_targets(articles: Sequence[DevArticle], taxonomy) -> list[str | None]:
-    """Production's level-2 label of each article as OUR level-2 code (a child of its level-1
-    code with the same label, compared loosely), or None (no label, or no such child: the
-    label only maps once our tree carries production's labels)."""
-    codes = {(t.parent_code, title_key(t.label)): t.code for t in taxonomy.level(2)}
-    return [codes.get((a.l1, title_key(a.l2_label))) if a.l1 and a.l2_label else None for a in articles]
+def prior_agencies(articles: Sequence[DevArticle]) -> list[str | None]:
+    """Each article's agency for the agency prior: None where the row may teach none."""
+    return [a.item.agency if a.agency_prior else None for a in articles]
 
 
-def fit_level2(
-    X: np.ndarray, targets: Sequence[str | None], *, C: float = LEVEL2_C
-) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
-    """(codes, W2, b2) of a logistic regression over the level-2 codes seen in ``targets``, or
-    None with fewer than two of them."""
-    from sklearn.linear_model import LogisticRegression
-
-    rows = [i for i, t in enumerate(targets) if t]
-    if len({targets[i] for i in rows}) < 2:
-        return None
-    model = LogisticRegression(C=C, max_iter=3000)
-    model.fit(X[rows], [targets[i] for i in rows])
-    return (
-        tuple(str(c) for c in model.classes_),
-        model.coef_.astype(np.float32),
-        model.intercept_.astype(np.float32),
-    )
+def scored_rows(articles: Sequence[DevArticle]) -> np.ndarray:
+    """The rows the cross-validation scores: those of :data:`SCORED_SOURCE` (real.jsonl), or,
+    without any, the production-labelled ones, or every labelled one."""
+    for sources in ((SCORED_SOURCE,), PRODUCTION_LABELLED, None):
+        mask = np.array([a.l1 is not None and (sources is None or a.source in sources) for a in articles])
+        if mask.any():
+            return mask
+    return np.zeros(len(articles), dtype=bool)
 
 
-def out_of_fold_level2(
-    X: np.ndarray, articles: Sequence[DevArticle], taxonomy, *, folds: int = FOLDS
-) -> tuple[tuple[str, ...], np.ndarray] | None:
-    """(level-2 codes, log-probabilities of every article from a level-2 part trained on the
-    OTHER folds); codes a fold never saw get :data:`~dgb.enrich.head.L2_UNSEEN_LOGPROB`."""
-    targets = level2_targets(articles, taxonomy)
-    codes = tuple(sorted({t for t in targets if t}))
-    if len(codes) < 2:
-        return None
-    out = np.full((len(articles), len(codes)), L2_UNSEEN_LOGPROB, dtype=np.float64)
-    for test in grouped_folds(group_ids(articles), folds):
-        train = np.setdiff1d(np.arange(len(articles)), test)
-        fitted = fit_level2(X[train], [targets[i] for i in train])
-        if fitted is None:
-            continue
-        head = Head(
-            (),
-            np.zeros((0, X.shape[1])),
-            np.zeros(0),
-            0.0,
-            1.0,
-            1.0,
-            "",
-            X.shape[1] // 3,
-            {},
-            l2_codes=fitted[0],
-            W2=fitted[1],
-            b2=fitted[2],
-        )
-        cols = [codes.index(c) for c in fitted[0]]
-        out[np.ix_(test, cols)] = head.level2_logprobs(X[test])
-    return codes, out
+def fit_level1(
+    train: np.ndarray,
+    X: np.ndarray,
+    articles: Sequence[DevArticle],
+    codes: Sequence[str],
+    *,
+    excerpt_X: np.ndarray | None = None,
+    C: float = REGULARISATION_C,
+    lexical_part: bool = True,
+    agency_prior: bool = True,
+) -> tuple[tuple, Lexical | None]:
+    """(fitted head arrays, lexical part) trained on the rows ``train`` of ``articles`` (``X``:
+    their whole-article features) and, with ``excerpt_X`` (the features of each article's
+    :func:`excerpt_item`), on the excerpt view of every whole one at :data:`EXCERPT_WEIGHT`.
+    ``agency_prior=False``: no agency features at all (what the prior adds is measured so)."""
+    train = np.asarray(train, dtype=np.int64)
+    rows = [articles[i] for i in train]
+    labels = [a.l1 for a in rows]
+    weights = np.array([a.weight for a in rows], dtype=np.float64)
+    agencies = prior_agencies(rows)
+    groups = group_ids(articles)[train]
+    texts = [lexical_text(a.item) for a in rows]
+    design = X[train]
+    if excerpt_X is not None and EXCERPT_WEIGHT > 0:
+        whole = np.array([not a.excerpt for a in rows], dtype=bool)
+        extra = train[whole]
+        design = np.vstack([design, excerpt_X[extra]])
+        labels += [articles[i].l1 for i in extra]
+        weights = np.concatenate([weights, EXCERPT_WEIGHT * weights[whole]])
+        agencies += [agencies[n] for n in np.flatnonzero(whole)]
+        groups = np.concatenate([groups, groups[whole]])
+        texts += [lexical_text(excerpt_item(articles[i].item)) for i in extra]
+    fitted = fit_head(design, labels, weights, codes, agencies if agency_prior else None, groups, C=C)
+    lexical = fit_lexical(texts, labels, weights, codes) if lexical_part else None
+    return fitted, lexical
 
 
 def out_of_fold_logits(
@@ -399,48 +460,60 @@ def out_of_fold_logits(
     articles: Sequence[DevArticle],
     codes: Sequence[str],
     *,
+    excerpt: tuple[np.ndarray, np.ndarray] | None = None,
     folds: int = FOLDS,
     C: float = REGULARISATION_C,
     lexical_part: bool = True,
+    agency_prior: bool = True,
+    agency_at_test: bool = True,
     train_share: float = 1.0,
     seed: int = 0,
-) -> np.ndarray:
-    """Logits of every article from a head trained on the OTHER folds (grouped by title);
-    ``lexical_part=False``: without the lexical part (what it adds is measured against this);
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(whole-article logits, excerpt logits or None) of every :func:`scored_rows` article from a
+    head trained on everything outside its fold: the scored rows' title groups are dealt into
+    ``folds``, and every other row (other files, the archive) whose title is not in the test
+    fold trains every fold. Rows never scored stay zero. ``excerpt`` = (X, proto) of each
+    article's :func:`excerpt_item`: trained on (augmentation) and scored too.
+    ``lexical_part=False``: without the lexical part; ``agency_prior=False``: no agency features;
+    ``agency_at_test=False``: the test rows' agency withheld (what the prior adds is measured so);
     ``train_share`` < 1: each head sees only that share of its training articles (whole title
     groups, drawn with ``seed``): a point of the learning curve (:func:`learning_curve`)."""
     if not 0.0 < train_share <= 1.0:
         raise ValueError(f"train_share must be in (0, 1], got {train_share!r}")
     rng = np.random.default_rng(seed)
     groups = group_ids(articles)
-    labels = [a.l1 for a in articles]
-    agencies = [a.item.agency for a in articles]
-    weights = np.array([a.weight for a in articles])
+    scored = np.flatnonzero(scored_rows(articles))
+    labelled = np.array([a.l1 is not None for a in articles])
     texts = [lexical_text(a.item) for a in articles]
     out = np.zeros((len(articles), len(codes)), dtype=np.float64)
-    for test in grouped_folds(groups, folds):
-        train = np.setdiff1d(np.arange(len(articles)), test)
+    out_ex = np.zeros_like(out) if excerpt is not None else None
+    ex_texts = [lexical_text(excerpt_item(a.item)) for a in articles] if excerpt is not None else []
+    for fold in grouped_folds(groups[scored], folds):
+        test_groups = np.unique(groups[scored][fold])
+        test = scored[fold]
+        train = np.flatnonzero(labelled & ~np.isin(groups, test_groups))
         if train_share < 1.0:
             pool = np.unique(groups[train])
             drawn = rng.choice(pool, max(1, round(train_share * len(pool))), replace=False)
             train = train[np.isin(groups[train], drawn)]
-        fitted = fit_head(
-            X[train],
-            [labels[i] for i in train],
-            weights[train],
+        fitted, lexical = fit_level1(
+            train,
+            X,
+            articles,
             codes,
-            [agencies[i] for i in train],
-            groups[train],
+            excerpt_X=excerpt[0] if excerpt is not None else None,
             C=C,
-        )
-        lexical = (
-            fit_lexical([texts[i] for i in train], [labels[i] for i in train], weights[train], codes)
-            if lexical_part
-            else None
+            lexical_part=lexical_part,
+            agency_prior=agency_prior,
         )
         head = make_head(fitted, codes, X.shape[1] // 3, lexical=lexical)
-        out[test] = head.logits(X[test], proto[test], [agencies[i] for i in test], [texts[i] for i in test])
-    return out
+        agencies = [articles[i].item.agency if agency_at_test else None for i in test]
+        out[test] = head.logits(X[test], proto[test], agencies, [texts[i] for i in test])
+        if excerpt is not None:
+            out_ex[test] = head.logits(
+                excerpt[0][test], excerpt[1][test], agencies, [ex_texts[i] for i in test]
+            )
+    return out, out_ex
 
 
 LEARNING_SHARES = (0.25, 0.5, 1.0)
@@ -454,22 +527,34 @@ def learning_curve(
     codes: Sequence[str],
     rows: np.ndarray,
     *,
+    excerpt: tuple[np.ndarray, np.ndarray] | None = None,
     shares: Sequence[float] = LEARNING_SHARES,
     folds: int = FOLDS,
     seeds: int = LEARNING_SEEDS,
-) -> list[tuple[float, float]]:
-    """(share, mean cross-validated level-1 agreement over the ``rows`` mask) when each head is
-    trained on that share of its training articles: how much more labelled data would buy.
-    Shares below 1 average ``seeds`` draws."""
+) -> list[tuple[float, int, float]]:
+    """(share, mean training articles per fold, mean cross-validated level-1 agreement over the
+    ``rows`` mask) when each head is trained on that share of its training articles: how much
+    more labelled data would buy. Shares below 1 average ``seeds`` draws."""
     labels = np.array([a.l1 or "" for a in articles])
+    groups = group_ids(articles)
+    scored = np.flatnonzero(scored_rows(articles))
+    labelled = np.array([a.l1 is not None for a in articles])
+    per_fold = np.mean(
+        [
+            int((labelled & ~np.isin(groups, np.unique(groups[scored][f]))).sum())
+            for f in grouped_folds(groups[scored], folds)
+        ]
+    )
     out = []
     for share in shares:
         scores = []
         for seed in range(1 if share >= 1.0 else seeds):
-            z = out_of_fold_logits(X, proto, articles, codes, folds=folds, train_share=share, seed=seed)
+            z, _ = out_of_fold_logits(
+                X, proto, articles, codes, excerpt=excerpt, folds=folds, train_share=share, seed=seed
+            )
             pred = np.array([codes[j] for j in z.argmax(1)])
             scores.append(float((pred[rows] == labels[rows]).mean()))
-        out.append((float(share), float(np.mean(scores))))
+        out.append((float(share), round(share * per_fold), float(np.mean(scores))))
     return out
 
 
@@ -503,69 +588,3 @@ def fit_scale(logits: np.ndarray, labels: Sequence[str | None], codes: Sequence[
 
 def softmax(z: np.ndarray) -> np.ndarray:
     return np.exp(log_softmax(np.asarray(z, dtype=np.float64)))
-
-
-def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
-    """Mean |accuracy - confidence| over equal-width confidence bins, weighted by bin size."""
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    total = 0.0
-    for lo, hi in itertools.pairwise(edges):
-        sel = (confidence > lo) & (confidence <= hi)
-        if sel.any():
-            total += sel.sum() * abs(correct[sel].mean() - confidence[sel].mean())
-    return float(total / max(1, len(confidence)))
-
-
-def routing_table(
-    confidence: np.ndarray, correct: np.ndarray, thresholds: Sequence[float]
-) -> list[tuple[float, float, float]]:
-    """Hybrid mode simulated: for each threshold, (threshold, share routed to Bedrock, overall
-    agreement) when routed articles take the reference label (production's answer stands in
-    for Bedrock's) and the others keep the local answer."""
-    out = []
-    for t in thresholds:
-        routed = confidence < t
-        agree = np.where(routed, True, correct)
-        out.append((float(t), float(routed.mean()), float(agree.mean())))
-    return out
-
-
-def choose_threshold(confidence: np.ndarray, correct: np.ndarray, *, max_routed: float = 0.30) -> float:
-    """The threshold with the best simulated overall agreement among those routing at most
-    ``max_routed`` of the articles (on out-of-fold confidences)."""
-    grid = np.round(np.arange(0.0, 1.0001, 0.01), 2)
-    rows = [r for r in routing_table(confidence, correct, grid) if r[1] <= max_routed]
-    return max(rows, key=lambda r: (r[2], -r[1]))[0]
-
-
-# ----------------------------------------------------------------------------- summary overlap
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-
-
-def tokens(text: str | None) -> list[str]:
-    return _TOKEN.findall((text or "").lower())
-
-
-def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest common subsequence of two token lists (O(len(a) x len(b)))."""
-    if not a or not b:
-        return 0
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0]
-        for j, y in enumerate(b):
-            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
-        prev = cur
-    return prev[-1]
-
-
-def rouge_l(candidate: str | None, reference: str | None) -> tuple[float, float, float]:
-    """ROUGE-L (precision, recall, F1) of ``candidate`` against ``reference`` over lower-cased
-    word tokens; (0, 0, 0) when either is empty."""
-    a, b = tokens(candidate), tokens(reference)
-    lcs = lcs_length(a, b)
-    if lcs == 0:
-        return 0.0, 0.0, 0.0
-    p, r = lcs / len(a), lcs / len(b)
-    return p, r, 2 * p * r / (p + r)

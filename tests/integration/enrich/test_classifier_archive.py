@@ -121,7 +121,7 @@ def test_train_classifier_on_the_archive_alone_writes_a_head_that_classifies(arc
 
     head = Head.load(out)
     assert head.meta["trained_on"] == {"archive": len(arts)}
-    assert set(head.meta["cv_level1_agreement"]) == {"archive"}
+    assert set(head.meta["cv_level1_agreement"]) == {"archive", "archive_excerpts"}
     assert 0.0 <= head.meta["hybrid_threshold"] <= 1.0 and head.scale > 0
     # the themes the archive has get trained rows; the others only their prototype scores
     trained = {c for c, row in zip(head.codes, head.W) if np.any(row)}

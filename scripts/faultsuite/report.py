@@ -109,8 +109,12 @@ class Report:
                 f"late: {','.join(late)} not indexed within {RECOVERY_LIMIT_S:.0f}s of the recovery",
                 flush=True,
             )
+        failed = sum(b.failed_for_good for b in self.articles.batches)
+        if failed:
+            print(f"failed_for_good: {failed} task(s) failed with no retry left", flush=True)
         print(last_line(total_lost, total_dup, total_dlh, worst), flush=True)
-        return 0 if total_lost == 0 and total_dup == 0 and total_dlh == 0 and not late else 1
+        ok = total_lost == 0 and total_dup == 0 and total_dlh == 0 and not late and not failed
+        return 0 if ok else 1
 
     def pg_rows(self) -> dict[str, int]:
         """Title -> PostgreSQL rows of the run's articles."""

@@ -59,7 +59,7 @@ def test_last_line_contract():
 def test_every_long_outage_is_a_fault():
     assert set(catalogue.LONG_OUTAGES) <= set(catalogue.FAULTS)
     assert set(catalogue.SPENDS_RETRIES) <= set(catalogue.LONG_OUTAGES)
-    assert len(set(catalogue.FAULTS)) == len(catalogue.FAULTS) == 11
+    assert len(set(catalogue.FAULTS)) == len(catalogue.FAULTS) == 12
 
 
 def test_recovery_is_timed_from_the_injection_or_for_long_outages_from_the_recovery():
@@ -133,3 +133,17 @@ def test_a_quick_outage_ends_at_the_cap_and_other_outages_at_their_length(monkey
     assert catalogue.QUICK_OUTAGE_CAP_S <= held <= catalogue.QUICK_OUTAGE_CAP_S + outages.SPENT_POLL_S
     assert held_for(monkeypatch, "emulator_down", 140.0, spent_after=None) == 140.0  # not adaptive
     assert held_for(monkeypatch, "typesense_down", 600.0, spent_after=None, quick=False) == 600.0
+
+
+def test_the_upgrade_probe_still_fits_the_stage_dags_file():
+    """The upgrade fault changes the stage DAGs by rewriting their tags: if that line changes,
+    the probe must change with it (it refuses to run rather than change nothing)."""
+    from faultsuite import upgrade
+
+    from dgb import db
+
+    text = upgrade.STAGE_DAG_FILE.read_text(encoding="utf-8")
+    assert text.count(upgrade.TAGS_BEFORE) == 1
+    assert upgrade.PROBE_TAG not in text
+    assert not upgrade.PROBE_MIGRATION.exists()  # never left behind by a run
+    assert int(upgrade.PROBE_VERSION) > max(int(m.version) for m in db.discover())

@@ -40,8 +40,10 @@ import sys
 import time
 import urllib.request
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 for sub in ("include", "plugins", "dev"):
@@ -389,22 +391,32 @@ def run_checks(s, corpus, start: datetime) -> dict:
 # --------------------------------------------------------------------------- main
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--articles", type=int, default=300_000)
-    ap.add_argument("--minutes", type=float, default=60.0)
-    ap.add_argument("--keep", action="store_true", help="keep the scratch database at the end")
-    ap.add_argument("--workers", type=int, default=2, help="processes parsing the preload (default 2)")
-    args = ap.parse_args(argv)
+@dataclass
+class Realtime:
+    """The whole stack up on the scratch names, the site serving the synthetic corpus, the
+    database preloaded, every DAG unpaused (what :func:`bring_up` returns)."""
 
+    s: Any  # dgb.config.Settings
+    corpus: Any  # dgb_dev.mirror.synthetic.SyntheticCorpus
+    base: str  # the local site's base URL
+    info: dict  # the preload's figures
+    pg: Any  # dgb_dev.stack.Postgres
+    dags: list[str]
+    scrape_dags: list[str]
+    start: datetime  # the corpus's five years end here: what is published after is new
+
+
+def bring_up(articles: int, workers: int) -> Realtime:
+    """Steps 1-3 of the module doc up to the start of the measured run (shared with
+    scripts/bench_soak.py): this checkout's Airflow, watchdog and site stopped, the stack up on the
+    scratch names, the corpus preloaded, Airflow started with its watchdog and every DAG unpaused."""
     os.environ.update(SCRATCH)
     start = datetime.now(UTC).replace(microsecond=0)
-    os.environ["DGB_MIRROR_SYNTHETIC"] = str(args.articles)
+    os.environ["DGB_MIRROR_SYNTHETIC"] = str(articles)
     os.environ["DGB_MIRROR_SYNTHETIC_END"] = start.isoformat()
     os.environ["DGB_MIRROR_SYNTHETIC_EXTRA_DAYS"] = "2"
 
     from dgb.config import Settings
-    from dgb.scraper.dags import CYCLE_MINUTES, selected_agencies
     from dgb_dev import stack
     from dgb_dev.stack.airflow_start import unpause_pipeline, up_airflow
     from dgb_dev.stack.watchdog import start_watchdog, stop_watchdog
@@ -419,10 +431,10 @@ def main(argv=None) -> int:
     pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
     stack.ensure_database(pg, s.pg_db)
     stack.bootstrap(s)
-    corpus = _corpus(args.articles, start, 2.0)
+    corpus = _corpus(articles, start, 2.0)
     log(f"synthetic corpus: {corpus.summary()}")
     base = s.mirror_url.rstrip("/")
-    info = preload(s, corpus, args.articles, start, base, args.workers)
+    info = preload(s, corpus, articles, start, base, workers)
     s = stack.ensure(["mirror", "model"], s)
     t_air = time.monotonic()
     up_airflow(s)
@@ -430,6 +442,24 @@ def main(argv=None) -> int:
     log(f"watchdog: {start_watchdog(s)}")
     scrape_dags = [d for d in dags if d.startswith("scrape_")]
     log(f"Airflow up in {time.monotonic() - t_air:.0f}s: {len(dags)} DAGs, {len(scrape_dags)} scrape DAGs")
+    return Realtime(s, corpus, base, info, pg, dags, scrape_dags, start)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--articles", type=int, default=300_000)
+    ap.add_argument("--minutes", type=float, default=60.0)
+    ap.add_argument("--keep", action="store_true", help="keep the scratch database at the end")
+    ap.add_argument("--workers", type=int, default=2, help="processes parsing the preload (default 2)")
+    args = ap.parse_args(argv)
+
+    from dgb.scraper.dags import CYCLE_MINUTES, selected_agencies
+    from dgb_dev import stack
+    from dgb_dev.stack.watchdog import stop_watchdog
+
+    run = bring_up(args.articles, args.workers)
+    s, corpus, base, info, pg = run.s, run.corpus, run.base, run.info, run.pg
+    dags, scrape_dags = run.dags, run.scrape_dags
     # the run is measured from here: every component up, the catalogue's DAGs unpaused
     run_start = datetime.now(UTC)
     epoch0 = time.time()

@@ -261,11 +261,7 @@ class _RequireAuth:
         if scope["type"] != "http" or not self.auth.required or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        header = _authorization(scope)
-        if self.auth.mode == GOOGLE_ID:  # may fetch Google's certificates: off the event loop
-            reason = await asyncio.to_thread(self.auth.refusal, header)
-        else:
-            reason = self.auth.refusal(header)
+        reason = await _refusal(self.auth, _authorization(scope))
         if reason is None:
             await self.app(scope, receive, send)
             return
@@ -284,6 +280,14 @@ class _RequireAuth:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+async def _refusal(auth: ServiceAuth, header: str | None) -> str | None:
+    """``auth.refusal(header)``; a Google ID token check (which may fetch Google's certificates)
+    runs off the event loop."""
+    if auth.mode == GOOGLE_ID:
+        return await asyncio.to_thread(auth.refusal, header)
+    return auth.refusal(header)
 
 
 def _authorization(scope) -> str | None:
@@ -357,7 +361,7 @@ def make_app(state: ModelState, limits: Limits = Limits(), on_loaded=None, auth:
     async def health(request: Request):
         t0 = time.perf_counter()
         # without valid credentials: the status word alone (nothing about the model)
-        status, body = state.health(full=auth.refusal(request.headers.get("authorization")) is None)
+        status, body = state.health(full=await _refusal(auth, request.headers.get("authorization")) is None)
         # health polls (every 0.3 s while the stack waits for start-up) go to DEBUG
         _log(request, status, "-", t0, level=logging.DEBUG)
         return _json(status, body, retry_after=RETRY_AFTER_S if status == 503 else None)

@@ -195,6 +195,9 @@ def test_migrate_adopts_production_rows_without_changing_them(production_db, typ
         doc = ts.collections[alias].documents["merenda-escolar-recebe-reforco_a1b2c3"].retrieve()
         assert doc["theme_1_level_3_label"] == "Alimentação Escolar"
         assert doc["content_hash"] == "0123456789abcdef" and doc["summary"] == "Resumo de produção."
+        # production's own features reach the index with the article (its news_features row)
+        assert (doc["sentiment_label"], doc["word_count"]) == ("positive", 5)
+        assert doc["entity_org"] == ["MEC"] and doc["entity_canonical"] == ["Q10345911"]
     finally:
         target = ts.aliases[alias].retrieve()["collection_name"]
         ts.aliases[alias].delete()

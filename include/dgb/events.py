@@ -51,6 +51,7 @@ def version_supported(version: str) -> bool:
     m = _VERSION.fullmatch(version)
     return bool(m) and int(m.group(1)) == int(topology.EVENT_VERSION.split(".")[0])
 
+
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
 
 

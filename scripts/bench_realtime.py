@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 ROOT = Path(__file__).resolve().parents[1]
 for sub in ("include", "plugins", "dev"):
@@ -109,7 +110,8 @@ def _stored_rows(indices: list[int]) -> list[tuple]:
         if kind == "plone6_api" and fetch == url:
             kind = "html"
         path, _, query = fetch[len(base) :].partition("?")
-        page = site.render(site.route(path), base, query)
+        # as the site's server routes it: the path decoded (MRE's listing path holds a %20)
+        page = site.render(site.route(unquote(path)), base, query)
         resp = Response(
             fetch, page.status, httpx.Headers({"content-type": page.content_type}), page.body, 0.0
         )

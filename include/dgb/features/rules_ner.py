@@ -57,7 +57,7 @@ _HEADS = {
         "Observatório Laboratório Museu Biblioteca Arquivo Embaixada Consulado Frente Fórum Rede "
         "Sindicato Cooperativa"
     ),
-    "POLICY": _words("Programa Plano Política Estratégia Pacto Projeto Iniciativa Campanha Ação"),
+    "POLICY": _words("Programa Plano Política Estratégia Pacto Campanha"),
     "LAW": ["Lei", "Estatuto", "Código"],  # numbered norms: _NORM
     "EVENT": _words(
         "Conferência Prêmio Festival Semana Encontro Congresso Seminário Simpósio Feira Olimpíada "
@@ -65,6 +65,10 @@ _HEADS = {
     ),
 }
 _HEAD_TYPE = {h: t for t, heads in _HEADS.items() for h in heads}
+_ARTICLES = frozenset(_words("a o as os"))
+# heads that also start place names: "Centro Histórico de ...", "Casa Forte" (a neighbourhood)
+_PLACES = ("Centro Histórico", "Casa Forte", "Casa em ")
+_UFS = frozenset(_words("AC AL AP AM BA CE DF ES GO MA MT MS MG PA PB PR PE PI RJ RN RS RO RR SC SP SE TO"))
 _HEAD_TYPE["Fórum"] = "EVENT"
 _CONNECTORS = frozenset(_words("de da do das dos e para em à às ao aos a o no na nos nas sobre com"))
 _ROLES = _words(
@@ -92,7 +96,7 @@ _NORM = re.compile(
 )
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_TOKEN = re.compile(r"\w+(?:[-'’./]\w+)*")
+_TOKEN = re.compile(r"\w+(?:[-'’/]\w+|\.(?:\d+|br)\b)*")  # "14.133/2021", "gov.br"; not "fim.Sua"
 _NOT_NAMES = frozenset(
     _words(
         "Governo Federal Nacional República Brasil Estado União Estados Ministério Secretaria "
@@ -178,23 +182,26 @@ def _headed(tokens: list[re.Match], text: str) -> list[tuple[str, str, str | Non
         j, last = i + 1, i
         while j < len(tokens):
             gap = text[tokens[j - 1].end() : tokens[j].start()]
-            if gap.strip() not in ("", ","):
-                break
-            word = tokens[j].group()
-            if word in _HEAD_TYPE and tokens[j - 1].group() in _CONNECTORS:
+            if gap.strip():
+                break  # punctuation ends a name ("Política de Cuidados, Laís Abramo")
+            word, before = tokens[j].group(), tokens[j - 1].group()
+            if word in _HEAD_TYPE and before in _CONNECTORS:
                 break  # "... e a Secretaria Nacional": another name starts
+            if before == "e" and (word in _ARTICLES or (word.isupper() and len(word) > 1)):
+                break  # "Polícia Civil e a Força", "Ministério Público e PF": two names
             if (word[:1].isupper() and not word.isupper()) or (
                 word.isupper() and len(word) > 1 and word.isalpha()
             ):
                 last = j
-            elif word not in _CONNECTORS or "," in gap:
+            elif word not in _CONNECTORS:
                 break
             j += 1
         if last > i:
             name = text[tokens[i].start() : tokens[last].end()]
             rest = text[tokens[last].end() : tokens[last].end() + 16]
             m = re.match(r"\s*\(([A-Z][A-Za-z0-9]{1,11})\)", rest)
-            out.append((etype, " ".join(name.split()), m.group(1) if m else None))
+            acronym = m.group(1) if m and m.group(1) not in _UFS else None  # "(PR)" is a state
+            out.append((etype, " ".join(name.split()), acronym))
             i = last + 1
         else:
             i += 1
@@ -206,7 +213,7 @@ def _local_entries(text: str, tokens: list[re.Match], known: dict[str, Entry]) -
     for etype, name, acronym in _headed(tokens, text):
         key = _key(name)
         words = key.split()
-        if all(w in _HEAD_TYPE or w in _CONNECTORS for w in words[1:]) or key.startswith("Centro Histórico"):
+        if all(w in _HEAD_TYPE or w in _CONNECTORS for w in words[1:]) or key.startswith(_PLACES):
             continue  # "Projeto de Lei": heads only, no name; a historic centre is a place
         cut = next((k for k in range(len(words) - 1, 1, -1) if " ".join(words[:k]) in known), None)
         if cut is not None and words[cut] in ("e", "com"):

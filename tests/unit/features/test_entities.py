@@ -1,0 +1,121 @@
+"""Entity mentions: production's types and their mapping, alias normalisation, canonical id
+minting, the Typesense entity fields, and the offline extractor on real gov.br text."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from dgb.features import entities, rules_ner
+
+NEWS = Path(__file__).resolve().parents[2] / "fixtures" / "classifier" / "real_news.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        ("org", "ORG"),
+        (" Programa ", "POLICY"),
+        ("PROGRAMA", "POLICY"),
+        ("DECRETO", "POLICY"),
+        ("DECREE", "POLICY"),
+        ("AWARD", "EVENT"),
+        ("PRÊMIO", "EVENT"),
+        ("PREMIO", "EVENT"),
+        ("WORK", "WORK"),
+        ("PRODUCT", "PRODUCT"),
+        ("LAW", "LAW"),
+        ("MISC", None),
+        ("DATE", None),
+        (None, None),
+        (3, None),
+    ],
+)
+def test_types_and_their_mapping(raw, want):
+    assert entities.entity_type(raw) == want
+
+
+def test_alias_normalisation_is_productions():
+    assert entities.normalize("  Ministério   da\nEducação ") == "ministerio da educacao"
+    assert entities.normalize("São  Paulo (SP)") == "sao paulo (sp)"
+    assert entities.normalize(None) == ""
+
+
+def test_minted_ids_fit_64_characters():
+    assert entities.mint_id("Pé-de-Meia") == "dgb_pe-de-meia"
+    assert entities.mint_id("Lei nº 14.133/2021") == "dgb_lei-no-14-133-2021"  # º folds to o
+    name = "Programa Nacional de Vigilância da Qualidade da Água para Consumo Humano no Brasil"
+    got = entities.mint_id(name)
+    slug = entities.slugify(name)
+    assert len(f"dgb_{slug}") > 64 and len(got) <= 64
+    assert got == f"dgb_{slug[:52].rstrip('-')}_{hashlib.sha1(name.encode()).hexdigest()[:6]}"
+    assert entities.is_qid("Q155") and not entities.is_qid("dgb_mec") and not entities.is_qid("Q0")
+
+
+def test_clean_mention_shapes_an_extractors_item():
+    assert entities.clean_mention({"text": " MEC ", "type": "org", "count": "2", "salience": 3}) == {
+        "text": "MEC",
+        "type": "ORG",
+        "count": 2,
+        "forma_canonica": "MEC",
+        "salience": 1.0,
+    }
+    assert entities.clean_mention({"text": "x", "type": "MISC"}) is None
+    assert entities.clean_mention("MEC") is None
+
+
+def test_search_fields_dedup_in_first_occurrence_order_and_leave_empty_lists_out():
+    mentions = [
+        {"text": "MEC", "type": "ORG", "canonical_id": "dgb_mec"},
+        {"text": "Brasil", "type": "LOC", "canonical_id": "Q155"},
+        {"text": "MEC", "type": "ORG", "canonical_id": "dgb_mec"},
+        {"text": "Lei nº 1", "type": "LAW", "canonical_id": "dgb_lei-n-1"},
+        {"text": "Pix", "type": "PRODUCT"},
+        {"text": "Enem", "type": "EVENT", "canonical_id": "dgb_enem"},
+        {"text": "", "type": "ORG"},
+        "junk",
+    ]
+    assert entities.search_fields(mentions) == {
+        "entities": ["MEC", "Brasil", "Lei nº 1", "Pix", "Enem"],
+        "entity_org": ["MEC"],
+        "entity_loc": ["Brasil"],
+        "entity_event": ["Enem"],
+        "entity_misc": ["Lei nº 1", "Pix"],
+        "entity_canonical": ["Q155", "dgb_enem", "dgb_lei-n-1", "dgb_mec"],
+    }
+    assert entities.search_fields([]) == {} and entities.search_fields(None) == {}
+
+
+def test_offline_extractor_on_a_constructed_paragraph():
+    text = (
+        "A ministra da Saúde, Nísia Trindade, e o presidente Luiz Inácio Lula da Silva lançaram em "
+        "Brasília o Programa Agora Tem Especialistas, com recursos do Novo PAC. O Instituto Nacional "
+        "de Câncer (INCA) e a Fiocruz participam. A Lei nº 14.133/2021 rege as compras. O INCA "
+        "atende no Rio de Janeiro. Casa em Colombo (PR) recebe visitas."
+    )
+    got = {(m["text"], m["type"]): m for m in rules_ner.extract("Saúde amplia atendimento", text)}
+    assert ("Nísia Trindade", "PER") in got and ("Luiz Inácio Lula da Silva", "PER") in got
+    assert got[("Brasília", "LOC")]["canonical_id"] == "Q2844"
+    assert ("Programa Agora Tem Especialistas", "POLICY") in got and ("Novo PAC", "POLICY") in got
+    inca = got[("Instituto Nacional de Câncer", "ORG")]
+    assert inca["count"] == 3 and inca["canonical_id"] == "dgb_inca"  # name, (INCA), INCA
+    assert got[("Fiocruz", "ORG")]["forma_canonica"] == "Fundação Oswaldo Cruz"
+    assert ("Lei nº 14.133/2021", "LAW") in got
+    assert not any(t == "PR" or t.startswith("Casa em") for t, _ in got)  # a state, a place
+    for m in got.values():
+        assert m["count"] >= 1 and 0 <= m["salience"] <= 1 and m["type"] in entities.TYPES
+
+
+def test_offline_extractor_on_real_news_cleans_markdown():
+    rows = [json.loads(line) for line in NEWS.read_text(encoding="utf-8").splitlines()]
+    anvisa = next(r for r in rows if r["title"].startswith("Anvisa"))
+    mentions = rules_ner.extract(anvisa["title"], anvisa["content"])
+    assert mentions[0]["text"] == "Anvisa" and mentions[0]["canonical_id"] == "dgb_anvisa"
+    assert not any(
+        "http" in m["text"] or "](" in m["text"]
+        for r in rows
+        for m in rules_ner.extract(r["title"], r["content"])
+    )

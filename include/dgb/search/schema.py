@@ -27,10 +27,11 @@ THEME_FIELDS: tuple[str, ...] = (
 )
 
 
-#: Fields production's clients filter, facet or sort on that this pipeline does not compute yet
-#: (production fills them from a separate features job): declared optional so those queries
-#: answer with empty results instead of a 404 "field not found". docs/compatibility.md lists them.
-NOT_COMPUTED_FIELDS: tuple[dict, ...] = (
+#: The article features' fields, production's names and types, optional (an article without a value
+#: leaves the field out): sentiment, reading figures and entities from ``news_features``
+#: (:mod:`dgb.features`, written by the enrich stage), trending and views from the engagement jobs
+#: (:mod:`dgb.engagement`). docs/compatibility.md has a row for each.
+FEATURE_FIELDS: tuple[dict, ...] = (
     {"name": "sentiment_label", "type": "string", "facet": True, "optional": True},
     {"name": "sentiment_score", "type": "float", "optional": True},
     {"name": "trending_score", "type": "float", "optional": True, "sort": True},
@@ -86,7 +87,7 @@ def fields(embedding_dim: int) -> list[dict]:
         {"name": "has_image", "type": "bool", "facet": True, "optional": True},
         {"name": "has_video", "type": "bool", "facet": True, "optional": True},
         {"name": "image_broken", "type": "bool", "facet": True, "optional": True},
-        *NOT_COMPUTED_FIELDS,
+        *FEATURE_FIELDS,
         # ours
         {"name": "agency_name", "type": "string", "facet": True, "optional": True},
         {"name": "updated_at", "type": "int64", "optional": True},

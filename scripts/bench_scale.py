@@ -15,9 +15,14 @@ cadence), by two policies at the same budget:
   checked first, as ``due_articles`` orders them) as far as the same budget allows, each check
   with its image (as the tier runs do).
 
-The host budget (``--budget-rps``, default 2) includes the listing traffic: every agency's
-listing page once per ``--listing-every`` seconds (160 agencies every 10 min = 0.27 req/s); the
-integrity checks get the rest. Requests within a slot go out evenly paced at that rate (as the
+The host budget (``--budget-rps``, default 2) includes the scrape traffic, simulated first
+(:mod:`scrapesim`, issue 27): publications from the model estimated from real articles
+(:mod:`dgb_dev.mirror.publication`: per-agency rates, office hours, weekends) for the first
+``--agencies-listing`` agencies at the corpus's final daily volume, polled by the learnt cadence
+(the production :mod:`dgb.scraper.cadence` functions and the dispatcher's polls) and, for
+comparison, every 10 minutes. The learnt cadence's requests (polls, listing pages, new articles)
+take their turns first, as the shared host budget gives scrapes priority; the integrity checks
+get the rest of each slot. Requests within a slot go out evenly paced at that rate (as the
 shared host budget paces them), so ``max_rps`` (the largest count in any 10 s window ÷ 10) checks
 the accounting, not a network. An article is read when scraped (0-10 min after publication);
 articles older than that start "last checked" uniformly within the previous ``--warm-days``.
@@ -31,7 +36,12 @@ Prints per-band tables for both policies and, as its last line::
 max_unchecked_days=<x> mean_delay_vs_fixed=<ratio>
 
 (3h = edits to articles under 3 h old, 2d = under 2 days, 30d = 3-30 days; ours; the ratio is our
-mean delay over all edits ÷ the fixed tiers' at the same budget).
+mean delay over all edits ÷ the fixed tiers' at the same budget), then one more, the last::
+
+    freshness: p50_s=<n> p95_s=<n> listing_requests_per_day=<n> fixed_cadence_listing_requests_per_day=<n>
+
+(publication -> scraped lag of the learnt cadence, its listing requests a day, and those of the
+fixed 10 minutes).
 
     .venv/bin/python scripts/bench_scale.py --articles 300000 --budget-rps 2 --days 30
 """
@@ -45,6 +55,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 
@@ -56,7 +67,12 @@ from dgb.integrity.tiers import (
     agency_rate_multipliers,
     choose,
 )
+from dgb.scraper.cadence import CadencePolicy
+from dgb_dev.mirror.publication import PublicationModel
 from dgb_dev.mirror.synthetic import DAY, SyntheticCorpus
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/ is not a package: scrapesim
+from scrapesim import simulate_scraping
 
 HOUR = 3600.0
 
@@ -171,14 +187,13 @@ def coverage_snapshot(c: SyntheticCorpus, st: Store, now: float, cut: int) -> No
             st.coverage.setdefault(b.name, []).append(covered / n)
 
 
-def simulate(c, policy_name, args, t0, rng_seed) -> tuple[Store, np.ndarray]:
+def simulate(c, policy_name, args, t0, rng_seed, scrape_times) -> tuple[Store, np.ndarray]:
     rng = np.random.default_rng(rng_seed)
     st = initial_store(c, t0, args.warm_days, rng)
     bp = BudgetPolicy(budget_rps=args.budget_rps, slot_seconds=args.slot)
     # the shared host pacer: one request every 1/budget s; listings (priority) take the first free
     # turn at or after their time, integrity checks the remaining turns of the slot in order
     turns = int(args.budget_rps * args.slot)
-    every = args.listing_every / max(1, args.agencies_listing)
     seconds = args.days * DAY
     sent: list[np.ndarray] = []
     rates = None
@@ -191,8 +206,12 @@ def simulate(c, policy_name, args, t0, rng_seed) -> tuple[Store, np.ndarray]:
             if s:  # daily, after the warm start
                 coverage_snapshot(c, st, now, cut)
         rel = s * args.slot
-        listing_at = np.arange(math.ceil(rel / every), math.ceil((rel + args.slot) / every)) * every - rel
-        taken = np.unique(np.minimum(np.ceil(listing_at * args.budget_rps - 1e-9).astype(int), turns - 1))
+        lo, hi = np.searchsorted(scrape_times, [rel, rel + args.slot])
+        listing_at = scrape_times[lo:hi] - rel
+        # each scrape request takes the first turn at or after its time not taken by the one before
+        first = np.ceil(listing_at * args.budget_rps - 1e-9).astype(int) - np.arange(len(listing_at))
+        taken = np.minimum(np.maximum.accumulate(first) + np.arange(len(listing_at)), turns - 1)
+        taken = np.unique(taken)
         free = np.setdiff1d(np.arange(turns), taken)
         capacity = float(len(free))
         if policy_name == "ours":
@@ -278,7 +297,13 @@ def main(argv=None) -> int:
     ap.add_argument("--days", type=float, default=30.0, help="simulated days (default 30)")
     ap.add_argument("--slot", type=float, default=600.0, help="seconds per integrity run (default 600)")
     ap.add_argument("--agencies-listing", type=int, default=160, help="agencies whose listing is read")
-    ap.add_argument("--listing-every", type=float, default=600.0, help="seconds between listing reads")
+    ap.add_argument(
+        "--publication-data",
+        type=Path,
+        default=None,
+        help="estimate the publication model from these real articles (default: the stored estimate)",
+    )
+    ap.add_argument("--latency", type=float, default=10.0, help="dispatch tick -> listing request, seconds")
     ap.add_argument("--warm-days", type=float, default=7.0, help="initial last checks within these days")
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--skip-fixed", action="store_true", help="only our policy (no ratio)")
@@ -293,16 +318,18 @@ def main(argv=None) -> int:
         " ones),"
         f" {info['agencies']} agencies, {info['edits']} edits, ~{info['per_day_last_30d']} new/day"
     )
-    listing_rps = args.agencies_listing / args.listing_every
-    print(
-        f"budget: {args.budget_rps:g} req/s = listings {listing_rps:.3f} req/s"
-        f" + integrity {args.budget_rps - listing_rps:.3f} req/s; slot {args.slot:g} s"
-    )
     T0 = t0.timestamp()
+    fresh = scraping(corpus, info, args, T0)
+    scrape_times = fresh["learnt"].requests - T0
+    listing_rps = len(scrape_times) / (args.days * DAY)
+    print(
+        f"budget: {args.budget_rps:g} req/s = scrapes {listing_rps:.3f} req/s (mean: listings and new"
+        f" articles, learnt cadence) + integrity the rest; slot {args.slot:g} s"
+    )
     results = {}
     for name in ("ours",) + (() if args.skip_fixed else ("fixed",)):
         t = time.monotonic()
-        st, sent = simulate(corpus, name, args, T0, args.seed + 1)
+        st, sent = simulate(corpus, name, args, T0, args.seed + 1, scrape_times)
         # the most requests in any 10 s window [x, x + 10): windows starting at a request
         in_window = np.searchsorted(sent, sent + 10.0 - 1e-6, side="left") - np.arange(len(sent))
         p, d, age = delay_table(corpus, st, T0)
@@ -352,7 +379,44 @@ def main(argv=None) -> int:
         f" p95_delay_2d_min={p2d:.1f} p95_delay_30d_h={p30:.1f}"
         f" max_unchecked_days={st.max_gap.max() / DAY:.1f} mean_delay_vs_fixed={ratio:.3f}"
     )
+    ours, fixed = fresh["learnt"], fresh["fixed"]
+    print(
+        f"freshness: p50_s={pct(ours.lags, 50):.0f} p95_s={pct(ours.lags, 95):.0f}"
+        f" listing_requests_per_day={ours.listing_per_day:.0f}"
+        f" fixed_cadence_listing_requests_per_day={fixed.listing_per_day:.0f}"
+    )
     return 0
+
+
+def scraping(corpus, info, args, t0: float) -> dict:
+    """Publication -> scraped lag of the learnt cadence and of the fixed 10 minutes (scrapesim)."""
+    model = (
+        PublicationModel.from_data(args.publication_data)
+        if args.publication_data
+        else PublicationModel.load()
+    )
+    keys = list(corpus.agencies[: args.agencies_listing])
+    everyone = model.shares(list(corpus.agencies))
+    per_day = info["per_day_last_30d"] * float(everyone[: len(keys)].sum())
+    rng = np.random.default_rng(args.seed + 27)
+    history = CadencePolicy().history_days
+    times, who = model.generate(keys, t0 - history * DAY, history + args.days, per_day, rng)
+    out = {}
+    for mode in ("fixed", "learnt"):
+        t = time.monotonic()
+        r = out[mode] = simulate_scraping(
+            keys, times, who, t0, args.days, mode=mode, host_rps=args.budget_rps, latency_s=args.latency
+        )
+        reasons = " ".join(f"{k}={v}" for k, v in sorted(r.reasons.items()))
+        print(
+            f"scrape {mode}: {int(((times >= t0) & (times < t0 + args.days * DAY)).sum())} articles"
+            f" published, lag p50 {pct(r.lags, 50):.0f} s p95 {pct(r.lags, 95):.0f} s max"
+            f" {r.lags.max() if len(r.lags) else 0:.0f} s; {r.listing_per_day:.0f} listing requests/day,"
+            f" {len(r.requests) / args.days:.0f} scrape requests/day, {r.dag_runs_per_hour:.0f} DAG runs/h"
+            + (f"; polls by reason {reasons}" if reasons else "")
+            + f", {time.monotonic() - t:.0f} s"
+        )
+    return out
 
 
 if __name__ == "__main__":

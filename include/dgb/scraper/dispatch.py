@@ -196,9 +196,10 @@ def read_lags(conn, keys: list[str], now: float) -> dict[str, tuple[float | None
               FROM news
              WHERE agency_key = ANY(%s) AND created_at > %s - make_interval(secs => %s)
                AND created_at <= %s AND created_at - published_at < make_interval(secs => %s)
+               AND published_at > %s - make_interval(secs => %s)  -- implied: the index range
              GROUP BY agency_key
             """,
-            (keys, at, LAG_WINDOW_S, at, BACKFILL_AGE_S),
+            (keys, at, LAG_WINDOW_S, at, BACKFILL_AGE_S, at, LAG_WINDOW_S + BACKFILL_AGE_S),
         )
         return {k: (max(0.0, float(p)) if p is not None else None, int(n)) for k, p, n in cur.fetchall()}
 

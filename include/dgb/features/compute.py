@@ -99,7 +99,6 @@ def write(cur, unique_id: str, features: ArticleFeatures, published_at=None) -> 
     keys["entities"] = mentions
     gone = [k for k, v in keys.items() if v is None]
     present = {k: v for k, v in keys.items() if v is not None}
-    store.merge_features(cur, {unique_id: present})
-    store.remove_keys(cur, [unique_id], gone)
+    store.merge_features(cur, {unique_id: present}, drop=gone)
     registry.write_news_entities(cur, unique_id, mentions, published_at)
     return present

@@ -17,17 +17,31 @@ _MERGE = (
     "INSERT INTO news_features (unique_id, features) VALUES (%s, %s)"
     " ON CONFLICT (unique_id) DO UPDATE SET features = news_features.features || EXCLUDED.features"
 )
+_MERGE_DROP = (
+    "INSERT INTO news_features (unique_id, features) VALUES (%s, %s)"
+    " ON CONFLICT (unique_id) DO UPDATE"
+    " SET features = (news_features.features || EXCLUDED.features) - %s::text[]"
+)
 
 
-def merge_features(cur, rows: Mapping[str, Mapping[str, Any]] | Iterable[tuple[str, Mapping]]) -> int:
+def merge_features(
+    cur,
+    rows: Mapping[str, Mapping[str, Any]] | Iterable[tuple[str, Mapping]],
+    *,
+    drop: Iterable[str] = (),
+) -> int:
     """Merge ``{unique_id: {key: value}}`` into ``news_features`` with the caller's cursor (its
-    transaction). Empty objects are skipped. Returns the number of articles written.
+    transaction); ``drop``: keys removed from the stored objects in the same statement (keys that
+    no longer apply). Empty objects are skipped. Returns the number of articles written.
 
     Rows are written in ``unique_id`` order, so two writers merging overlapping sets lock the
     rows in the same order (no deadlock)."""
     items = rows.items() if isinstance(rows, Mapping) else rows
     params = sorted(((uid, Jsonb(dict(f))) for uid, f in items if f), key=lambda p: p[0])
-    if params:
+    gone = list(dict.fromkeys(drop))
+    if params and gone:
+        cur.executemany(_MERGE_DROP, [(uid, f, gone) for uid, f in params])
+    elif params:
         cur.executemany(_MERGE, params)
     return len(params)
 

@@ -60,3 +60,11 @@ def test_entity_tables_exist_in_productions_layout(pg):
     assert cols["entity_alias"] == ["alias_norm", "type", "entity_id", "source", "confidence", "created_at"]
     assert cols["news_entities"] == ["unique_id", "entity_id", "type", "count", "salience", "published_at"]
     assert cols["entity_registry"][:4] == ["entity_id", "canonical_name", "type", "aliases"]
+
+
+def test_merge_can_drop_keys_that_no_longer_apply(pg):
+    news.add(pg, "a3")
+    with db.transaction(pg) as cur:
+        store.merge_features(cur, {"a3": {"readability_flesch": 40.0, "view_count": 3}})
+        store.merge_features(cur, {"a3": {"word_count": 4}}, drop=["readability_flesch", "absent_key"])
+        assert store.read_features(cur, ["a3"])["a3"] == {"view_count": 3, "word_count": 4}

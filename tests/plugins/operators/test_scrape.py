@@ -80,3 +80,27 @@ def test_relay_operator_fails_when_a_publish_failed(pg, project, site, monkeypat
     with pytest.raises(RuntimeError, match="outbox relay"):
         OutboxRelayOperator(task_id="relay_outbox", gcp_conn_id="empty_project").execute(task_context())
     assert _count(pg, "SELECT count(*) FROM outbox WHERE published_at IS NULL") == len(MEC)
+
+
+def test_dispatch_polls_due_agencies_and_emits_the_due_assets_of_those_with_news(pg, site, monkeypatch):
+    from airflow.sdk import AssetAlias
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+
+    from dgb_airflow.operators.scrape import ScrapeDispatchOperator
+
+    monkeypatch.setenv("DGB_SCRAPE_AGENCIES", "mec,mulheres")
+    ScrapeAgencyOperator(task_id="scrape_mec", agency_keys=["mec"]).execute(task_context())  # mec stored
+
+    def tick() -> tuple[dict, list[str]]:
+        context = {**task_context(), "outlet_events": OutletEventAccessors()}
+        result = ScrapeDispatchOperator(task_id="dispatch").execute(context)
+        events = context["outlet_events"][AssetAlias("dgb_scrape_due")].asset_alias_events
+        return result, [e.dest_asset_key.name for e in events]
+
+    result, emitted = tick()
+    # mulheres was never polled and has news; mec was just scraped (its run is its last poll)
+    assert result["polled"] == 1 and emitted == ["scrape_mulheres_due"]
+    assert result["started"] == ["scrape_mulheres"]
+    result, emitted = tick()  # a moment later nobody is due: polled, not polled again
+    assert (result["polled"], emitted) == (0, [])
+    assert _count(pg, "SELECT count(*) FROM scrape_cadence") == 2

@@ -408,6 +408,22 @@ class Realtime:
     start: datetime  # the corpus's five years end here: what is published after is new
 
 
+def drop_scratch_index(s) -> None:
+    """The scratch alias and every collection behind it from an earlier run: the index then holds
+    exactly what this run's preload and pipeline put there (the soak compares it with the database)."""
+    from dgb.search import schema
+
+    ts = schema.client(s)
+    alias = s.typesense_collection
+    for c in ts.collections.retrieve():
+        if c["name"] == alias or c["name"].startswith(alias + "_"):
+            ts.collections[c["name"]].delete()
+    try:
+        ts.aliases[alias].delete()
+    except Exception:  # no alias yet
+        pass
+
+
 def bring_up(articles: int, workers: int) -> Realtime:
     """Steps 1-3 of the module doc up to the start of the measured run (shared with
     scripts/bench_soak.py): this checkout's Airflow, watchdog and site stopped, the stack up on the
@@ -432,6 +448,7 @@ def bring_up(articles: int, workers: int) -> Realtime:
     pg = stack.Postgres(s)
     pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
     stack.ensure_database(pg, s.pg_db)
+    drop_scratch_index(s)
     stack.bootstrap(s)
     corpus = _corpus(articles, start, 2.0)
     log(f"synthetic corpus: {corpus.summary()}")

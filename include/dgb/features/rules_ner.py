@@ -180,13 +180,13 @@ def _headed(tokens: list[re.Match], text: str) -> list[tuple[str, str, str | Non
             i += 1
             continue
         j, last = i + 1, i
-        while j < len(tokens):
+        while j < len(tokens) and j - i < MAX_NGRAM:  # a longer run of words is no name
             gap = text[tokens[j - 1].end() : tokens[j].start()]
             if gap.strip():
                 break  # punctuation ends a name ("Política de Cuidados, Laís Abramo")
             word, before = tokens[j].group(), tokens[j - 1].group()
-            if word in _HEAD_TYPE and before in _CONNECTORS:
-                break  # "... e a Secretaria Nacional": another name starts
+            if word in _HEAD_TYPE and (before in _CONNECTORS or (j > i + 1 and before[:1].isupper())):
+                break  # "... e a Secretaria Nacional", "Saúde Ministério": another name starts
             if before == "e" and (word in _ARTICLES or (word.isupper() and len(word) > 1)):
                 break  # "Polícia Civil e a Força", "Ministério Público e PF": two names
             if (word[:1].isupper() and not word.isupper()) or (

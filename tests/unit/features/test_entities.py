@@ -119,3 +119,12 @@ def test_offline_extractor_on_real_news_cleans_markdown():
         for r in rows
         for m in rules_ner.extract(r["title"], r["content"])
     )
+
+
+def test_a_long_run_of_capitalised_words_is_no_name():
+    # 200 repetitions without punctuation: each one is the known name, never a 600-word "name"
+    got = rules_ner.extract("", "Ministério da Saúde " * 200 + "Fundação Biblioteca Nacional abriu.")
+    assert [(m["text"], m["count"]) for m in got] == [
+        ("Ministério da Saúde", 200),
+        ("Fundação Biblioteca Nacional", 1),
+    ]

@@ -19,6 +19,10 @@ from .deadletters import DeadLetterWatch
 from .plumbing import log
 
 SPENT_POLL_S = 2.0  # --quick, past an outage's floor: how often the retries-spent check runs
+# --quick, faults of SPENDS_RETRIES: the outage ends once the batch has spent a stage task's retries
+# or the breaker holds its work (the evidence, checked from this floor on), not at the planned
+# length: that is only how long the retry budget would take at ~20 s a try
+ADAPTIVE_FLOOR_S = 60.0
 DOWN_POLL_S = 2.0  # how often a held outage checks that its component is still down
 OBSERVE_EVERY_S = 10.0  # how often a held outage looks for healthy articles dead-lettered
 
@@ -36,8 +40,9 @@ class Outages:
         self.budget = RetryBudget(self.ctx)
 
     def hold(self, batch: Batch, seconds: float, component: str | None = None) -> None:
-        """Keep the dependency down for ``seconds`` (--quick, faults of SPENDS_RETRIES: and then
-        until the batch spent a stage task's retries, at most QUICK_OUTAGE_CAP_S in all), watching
+        """Keep the dependency down for ``seconds`` (--quick, faults of SPENDS_RETRIES: at least
+        ADAPTIVE_FLOOR_S and then until the batch spent a stage task's retries or the breaker holds
+        its work, at most QUICK_OUTAGE_CAP_S in all), watching
         for healthy articles dead-lettered. ``component``: the stopped one, checked every
         DOWN_POLL_S and stopped again if something else started it meanwhile (on a shared machine,
         a test session's fixtures start Typesense or the emulator when they find it down: the
@@ -48,7 +53,7 @@ class Outages:
         try:
             t0 = time.monotonic()
             since = datetime.now(UTC)
-            end = t0 + seconds
+            end = t0 + (min(seconds, ADAPTIVE_FLOOR_S) if adaptive else seconds)
             cap = t0 + max(seconds, QUICK_OUTAGE_CAP_S)
             last_log = next_observe = 0.0
             while True:
@@ -125,6 +130,12 @@ class Outages:
             self.completion.note_pending(batch)
             batch.fault_at = time.monotonic()
             self.components.stop(name)
-        log(f"{name} stopped for {seconds:.0f}s")
+        adaptive = self.ctx.quick and not self.ctx.args.outage_s and f in SPENDS_RETRIES
+        log(
+            f"{name} stopped until the batch spent its stage retries or the breaker holds it"
+            f" (at least {min(seconds, ADAPTIVE_FLOOR_S):.0f}s)"
+            if adaptive
+            else f"{name} stopped for {seconds:.0f}s"
+        )
         self.hold(batch, seconds, component=name)
         self.components.start_again(name)

@@ -120,7 +120,8 @@ def held_for(monkeypatch, fault: str, floor: float, spent_after: float | None, q
 
 
 def test_a_quick_outage_lasts_its_floor_even_when_the_retries_are_spent_sooner(monkeypatch):
-    assert held_for(monkeypatch, "typesense_down", 140.0, spent_after=0.0) == 140.0
+    assert held_for(monkeypatch, "typesense_down", 140.0, spent_after=0.0) == outages.ADAPTIVE_FLOOR_S
+    assert held_for(monkeypatch, "typesense_down", 140.0, spent_after=30.0) == outages.ADAPTIVE_FLOOR_S
 
 
 def test_past_its_floor_a_quick_outage_ends_within_seconds_of_the_retries_spent(monkeypatch):

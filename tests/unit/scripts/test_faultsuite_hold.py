@@ -62,14 +62,23 @@ def test_a_component_started_elsewhere_is_stopped_again_within_a_poll(fake_time,
 def test_a_component_left_down_is_only_checked(fake_time, monkeypatch):
     batch, comps, observed, held = hold(fake_time, monkeypatch, up_at=[], spent_after=0.0)
     assert comps.stops == [] and "restarted_elsewhere" not in batch.note
-    assert held == 140.0
+    # the retries were spent at once: the outage ends at its floor, not at the planned 140 s
+    assert held == outages.ADAPTIVE_FLOOR_S
     # dead letters are still looked for every 10 s until the floor, not at every component check
-    before_floor = [t for t in observed if t < 140.0]
-    assert before_floor == [10.0 * k for k in range(len(before_floor))] and len(before_floor) == 14
+    before_floor = [t for t in observed if t < outages.ADAPTIVE_FLOOR_S]
+    assert before_floor == [10.0 * k for k in range(len(before_floor))] and len(before_floor) == 6
+
+
+def test_the_outage_lasts_until_the_retries_are_spent_past_its_planned_length(fake_time, monkeypatch):
+    _batch, _comps, _observed, held = hold(fake_time, monkeypatch, up_at=[], spent_after=95.0)
+    assert 95.0 <= held <= 95.0 + outages.SPENT_POLL_S
+    _batch, _comps, _observed, held = hold(fake_time, monkeypatch, up_at=[], spent_after=None)
+    assert held >= 300.0  # never spent: to the cap, and the note says so
+    assert "retries_not_spent_by_cap" in _batch.note
 
 
 def test_an_outage_without_a_component_is_not_checked(fake_time, monkeypatch):
     batch, comps, _observed, held = hold(
         fake_time, monkeypatch, up_at=[0.0], fault="bedrock_throttle", spent_after=0.0, component=None
     )
-    assert comps.stops == [] and held == 140.0
+    assert comps.stops == [] and held == outages.ADAPTIVE_FLOOR_S

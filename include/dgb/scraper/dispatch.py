@@ -19,15 +19,21 @@ www.gov.br's budget) decide, and every agency's cadence, reason and lag is writt
 ``scrape_cadence`` for ``dgb status`` and the pipeline view.
 
 **The poll is the dispatcher's.** :func:`run_tick` reads the newest listing page of each due agency
-itself (:func:`probe`: one request through the shared host budget at ``scrape`` priority, the Plone
-6 API sorted by effective date for Plone 6 sites) and compares its items with the stored URLs, up
-to the known-URL fence (3 consecutive known). Only an agency with an unknown item (or a listing
-that failed: its scrape run records the error category, as before) gets its scrape DAG started. A
-poll that finds nothing therefore costs one request and no DAG run: scrape DAG runs follow the
-news (a few hundred a day) instead of the cadence (tens of thousands of polls a day). The
-``dispatched_at`` column holds the time of the agency's last probe. Probes stop after
-``deadline_s`` (45 s) so a tick never overlaps the next one; the agencies left are still due and
-go first at the next tick (reason ``budget``).
+itself (:func:`probe`: one request through the shared host budget at ``scrape`` priority; for Plone
+6 sites the API sorted by effective date, a page of 10 summaries) and compares its items with the
+stored URLs, up to the known-URL fence (3 consecutive known). Only an agency with an unknown item
+(or a listing that failed: its scrape run records the error category, as before) gets its scrape DAG
+started. A poll that finds nothing therefore costs one request and no DAG run: scrape DAG runs
+follow the news (a few hundred a day) instead of the cadence (tens of thousands of polls a day). The
+``dispatched_at`` column holds the time of the agency's last probe. Probes stop after ``deadline_s``
+(45 s) so a tick never overlaps the next one; the agencies left are still due and go first at the
+next tick (reason ``budget``).
+
+No conditional request (``If-None-Match`` / ``If-Modified-Since``) on the listing poll yet. A 304
+still takes a token of the host budget (it saves bytes, not requests); ``If-Modified-Since`` is not
+safe on a listing (a Plone collection's ``Last-Modified`` need not move when a new item matches it,
+and a 304 would then hide the news); ``If-None-Match`` is, but needs each agency's last listing
+ETag stored (a column of ``scrape_cadence``, a migration to come).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dgb.hostbudget import GOV_BR, BudgetConfig
 from dgb.scrape_errors import as_scrape_error
@@ -44,6 +51,7 @@ from dgb.scraper.cadence import DAY, Cadence, CadencePolicy, History, Plan, cade
 from dgb.scraper.run import _parse_listing, listing_url, own_sites
 
 LAG_WINDOW_S = DAY
+PROBE_PAGE_SIZE = 10  # Plone 6 polls: summaries of the 10 newest items
 BACKFILL_AGE_S = 2 * DAY
 
 
@@ -76,11 +84,24 @@ class Probe:
     error: str | None = None  # the listing's error category
 
 
+def probe_url(agency) -> str:
+    """The listing a poll reads: the agency's first listing page; for Plone 6 sites the ``@search``
+    API sorted by effective date as the scrape reads it, but a small page of summaries
+    (``b_size`` 10, no ``fullobjects``): the poll needs the URLs, not 25 whole articles."""
+    url = listing_url(agency)
+    if agency.site_kind != "plone6_api":
+        return url
+    parts = urlsplit(url)
+    query = {k: v for k, v in parse_qsl(parts.query) if k != "fullobjects"}
+    query["b_size"] = str(PROBE_PAGE_SIZE)
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
 def probe(conn, agency, fetcher, fence: int = 3) -> Probe:
     """One listing request: how many items of the agency's newest listing page are not stored yet
     (counted until ``fence`` consecutive known URLs, as a scrape run stops)."""
     try:
-        page = _parse_listing(agency, fetcher.get(listing_url(agency)), own_sites(agency))
+        page = _parse_listing(agency, fetcher.get(probe_url(agency)), own_sites(agency))
     except Exception as exc:
         return Probe(agency.key, error=as_scrape_error(exc).category)
     known = store.known_urls(conn, agency.key, [i.url for i in page.items])

@@ -13,7 +13,7 @@ from dgb import db
 from dgb.fetch import Fetcher
 from dgb.scraper.cadence import CadencePolicy, hour_of_week
 from dgb.scraper.dags import ScrapeSpec
-from dgb.scraper.dispatch import decide, run_tick
+from dgb.scraper.dispatch import Probe, decide, probe, probe_url, run_tick
 from dgb.scraper.run import scrape_agency
 from tests.support.articles import ARTICLES, mirrored_agency
 from tests.support.fetch import FAST
@@ -175,3 +175,14 @@ def test_a_tick_stops_polling_at_its_deadline_and_leaves_the_rest_first_in_line(
     waiting = [a for a in decision.agencies if a.reason == "budget"]
     assert len(waiting) == 1 and not waiting[0].dispatched
     assert rows(pg)[waiting[0].key][2] is None  # not polled: never polled stays first next tick
+
+
+def test_a_plone6_poll_reads_a_small_page_of_summaries_and_finds_the_same_news(pg, mirror):
+    site, server, base = mirror(ARTICLES)
+    mec = mirrored_agency(base, "mec", kind="plone6_api")
+    url = probe_url(mec)
+    assert "sort_on=effective" in url and "b_size=10" in url and "fullobjects" not in url
+    with Fetcher(FAST) as f:
+        assert probe(pg, mec, f) == Probe("mec", new=5)  # nothing stored yet: the five are news
+        scrape_agency(pg, mec, f)  # the scrape reads whole articles; the URLs are the same
+        assert probe(pg, mec, f) == Probe("mec", new=0)

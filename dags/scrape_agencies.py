@@ -1,7 +1,8 @@
 """Scrape DAGs: one per active agency (`scrape_<key>`) and `scrape_ebc_sources`, from the agency config.
 
 Each is scheduled on its due asset, emitted by the `scrape_dispatcher` DAG (dags/scrape_dispatcher.py)
-when the agency's learnt cadence makes it due; `DGB_SCRAPE_CADENCE=fixed`: every 10 minutes instead."""
+when its poll of the agency's listing (at the agency's learnt cadence) finds news;
+`DGB_SCRAPE_CADENCE=fixed`: every 10 minutes instead."""
 
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ for spec in scrape_specs():
     when = (
         "every 10 minutes (staggered)"
         if spec.schedule
-        else f"when `scrape_dispatcher` finds it due (asset `{name}`: its cadence is learnt from its"
-        " publication history, between the floor and the ceiling; see `dgb status`)"
+        else f"when `scrape_dispatcher`'s poll of its listing finds news (asset `{name}`; the polls"
+        " follow a cadence learnt from its publication history, between the floor and the ceiling;"
+        " see `dgb status`)"
     )
     with DAG(
         dag_id=spec.dag_id,

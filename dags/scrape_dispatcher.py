@@ -1,4 +1,5 @@
-"""The scrape dispatcher: every minute, start the scrape DAGs whose learnt cadence makes them due."""
+"""The scrape dispatcher: every minute, poll the agencies whose learnt cadence makes them due and
+start the scrape DAGs of those whose listing shows news."""
 
 from __future__ import annotations
 
@@ -25,12 +26,14 @@ if learnt_cadence():
 ### scrape_dispatcher
 Every minute: computes each agency's scrape cadence from its publication history in `news`
 (articles by hour of the week over the last 28 days, time since its newest article), between
-`DGB_SCRAPE_FLOOR` (60 s) and `DGB_SCRAPE_CEILING` (3600 s), and emits the due asset of each
-scrape DAG that is due, at most the listing share of www.gov.br's budget per minute
-(`DGB_SCRAPE_LISTING_SHARE`, 0.5 of 2 req/s: 60). Every agency's cadence, reason and measured lag
-go to `scrape_cadence` (`dgb status`, the pipeline view). Manual runs of a scrape DAG still work
-and count as polls. `DGB_SCRAPE_CADENCE=fixed` removes this DAG (the scrape DAGs then run every
-10 minutes).
+`DGB_SCRAPE_FLOOR` (60 s) and `DGB_SCRAPE_CEILING` (3600 s), and polls the agencies that are
+due, at most the listing share of www.gov.br's budget per minute (`DGB_SCRAPE_LISTING_SHARE`,
+0.75 of 2 req/s: 90), for up to 45 s: one listing request each (Plone 6: 10 summaries), items
+compared with the stored URLs up to the known-URL fence. An agency whose listing shows an
+unknown item (or fails) gets its scrape DAG started: an event of its due asset. Every agency's
+cadence, reason and measured lag go to `scrape_cadence` (`dgb status`, the pipeline view).
+Manual runs of a scrape DAG still work and count as polls. `DGB_SCRAPE_CADENCE=fixed` removes
+this DAG (the scrape DAGs then run every 10 minutes).
 """,
     ) as scrape_dispatcher:
         ScrapeDispatchOperator(

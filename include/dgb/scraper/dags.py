@@ -3,11 +3,12 @@
 One DAG per active gov.br agency (``scrape_<key>``, the key verbatim: hyphens and underscores are
 both valid in Airflow DAG ids, so two keys never map to one id) plus ``scrape_ebc_sources`` for the EBC
 sources (a gov.br agency may be keyed ``ebc``),
-each started by the ``scrape_dispatcher`` DAG (every minute) when its learnt cadence makes it due
-(:mod:`dgb.scraper.cadence`, :mod:`dgb.scraper.dispatch`): the dispatcher emits the DAG's due asset
-(:func:`due_asset`), the asset the DAG is scheduled on; manual runs and ``airflow dags trigger``
-work as before. ``DGB_SCRAPE_CADENCE=fixed`` goes back to every 10 minutes at a minute offset
-derived from the key (runs spread over the cycle) and no dispatcher.
+each started by the ``scrape_dispatcher`` DAG (every minute), which polls an agency's listing when
+its learnt cadence makes it due (:mod:`dgb.scraper.cadence`, :mod:`dgb.scraper.dispatch`) and, when
+the listing shows news, emits the DAG's due asset (:func:`due_asset`), the asset the DAG is
+scheduled on; manual runs and ``airflow dags trigger`` work as before. ``DGB_SCRAPE_CADENCE=fixed``
+goes back to every 10 minutes at a minute offset derived from the key (runs spread over the cycle)
+and no dispatcher.
 In mirror mode (the offline default) only agencies the local site serves get a DAG; the
 others would only collect 404s. ``DGB_SCRAPE_AGENCIES`` (comma-separated keys, or ``all``)
 overrides the selection.

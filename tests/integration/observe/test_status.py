@@ -101,3 +101,9 @@ def test_status_shows_each_agencys_scrape_cadence_reason_and_lag(pg, capsys):
     assert "scrape cadence (decided" in out and "2 agencies, ~61 polls/h; dormant 1, recent 1" in out
     assert "scrape mec " in out and "every    60 s  recent" in out and "lag p50 40 s (n=6)" in out
     assert "scrape aeb " in out and "every  60 min  dormant" in out
+    assert main(["status", "--json"]) == 0
+    cadence = json.loads(capsys.readouterr().out)["scrape_cadence"]
+    assert [(a["agency"], a["reason"]) for a in cadence["agencies"]] == [
+        ("mec", "recent"),
+        ("aeb", "dormant"),
+    ]

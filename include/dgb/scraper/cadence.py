@@ -24,15 +24,17 @@ burst ages.
 polls, the mean publication -> poll delay is least when each agency's interval goes as
 ``1 / sqrt(rate)``. An agency expected to publish ``busy_per_hour`` (0.7) articles an hour or more
 is polled at the floor; one with no article in its history and none recently, at the ceiling.
-The defaults are the cheapest that met the freshness targets in ``scripts/bench_scale.py`` (p95
-publication -> scraped <= 3 min on the publication model estimated from real articles).
+The defaults are the cheapest of the settings tried that met the freshness targets in
+``scripts/bench_scale.py`` (p95 publication -> scraped <= 3 min on the publication model estimated
+from real articles).
 
 **Budget.** :func:`plan` picks, each tick, the agencies whose interval has passed, most overdue
 first (never polled first of all), at most ``listing_share * host_rps * tick_s`` of them (0.75 of
 www.gov.br's 2 req/s: 90 a minute); the rest wait for the next tick (reason ``budget``). The cap
-bounds the listings of the busiest minute (integrity keeps at least a quarter of the host then);
-over a day they average about a third of it, less at night and at weekends, and the host budget
-(:mod:`dgb.hostbudget`) still serves scrapes before integrity request by request.
+bounds the polls of the busiest minute to 1.5 req/s (the scrape runs of the polls that found news
+come on top: a few a minute); over a day the scrapes average 0.88 req/s in ``bench_scale.py``,
+less at night and at weekends, and the host budget (:mod:`dgb.hostbudget`) still serves scrapes
+before integrity request by request and never lets the host exceed its 2 req/s.
 
 Reasons (``Cadence.reason``): ``busy`` (at the floor from history), ``recent`` (the time since the
 last new article drives the rate), ``history`` (between floor and ceiling from the hour's rate),

@@ -408,22 +408,6 @@ class Realtime:
     start: datetime  # the corpus's five years end here: what is published after is new
 
 
-def drop_scratch_index(s) -> None:
-    """The scratch alias and every collection behind it from an earlier run: the index then holds
-    exactly what this run's preload and pipeline put there (the soak compares it with the database)."""
-    from dgb.search import schema
-
-    ts = schema.client(s)
-    alias = s.typesense_collection
-    for c in ts.collections.retrieve():
-        if c["name"] == alias or c["name"].startswith(alias + "_"):
-            ts.collections[c["name"]].delete()
-    try:
-        ts.aliases[alias].delete()
-    except Exception:  # no alias yet
-        pass
-
-
 def bring_up(articles: int, workers: int) -> Realtime:
     """Steps 1-3 of the module doc up to the start of the measured run (shared with
     scripts/bench_soak.py): this checkout's Airflow, watchdog and site stopped, the stack up on the
@@ -437,6 +421,7 @@ def bring_up(articles: int, workers: int) -> Realtime:
     from dgb.config import Settings
     from dgb_dev import stack
     from dgb_dev.stack.airflow_start import unpause_pipeline, up_airflow
+    from dgb_dev.stack.typesense import drop_index
     from dgb_dev.stack.watchdog import start_watchdog, stop_watchdog
 
     s = stack.ensure_secrets(Settings.from_env())
@@ -448,7 +433,7 @@ def bring_up(articles: int, workers: int) -> Realtime:
     pg = stack.Postgres(s)
     pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
     stack.ensure_database(pg, s.pg_db)
-    drop_scratch_index(s)
+    drop_index(s)  # the run's index holds exactly what its preload and pipeline put there
     stack.bootstrap(s)
     corpus = _corpus(articles, start, 2.0)
     log(f"synthetic corpus: {corpus.summary()}")

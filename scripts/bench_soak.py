@@ -184,7 +184,7 @@ def edit_history(s, corpus, start: datetime, stop: datetime) -> dict:
 def index_equality(s, start: datetime, indexed_days: float) -> dict:
     """Typesense against PostgreSQL, ids and versions: every article that should be searchable
     (new or indexed during the run, or in the preload's indexed horizon) at its indexed version,
-    and nothing else (the scratch index starts empty: bench_realtime.drop_scratch_index)."""
+    and nothing else (the scratch index starts empty: dgb_dev.stack.typesense.drop_index)."""
     from dgb.search import schema
 
     db = Db(s.pg_dsn())

@@ -46,3 +46,23 @@ class Typesense(ManagedProcess):
 
     def describe(self) -> str:
         return f"typesense http://{self.host}:{self.port}"
+
+
+def drop_index(settings) -> list[str]:
+    """Drop the alias ``settings.typesense_collection`` and every collection of its name (a scratch
+    index from an earlier run: the benchmarks start from an empty one). Returns the collections
+    dropped."""
+    from dgb.search import schema
+
+    ts = schema.client(settings)
+    alias = settings.typesense_collection
+    dropped = []
+    for c in ts.collections.retrieve():
+        if c["name"] == alias or c["name"].startswith(alias + "_"):
+            ts.collections[c["name"]].delete()
+            dropped.append(c["name"])
+    try:
+        ts.aliases[alias].delete()
+    except Exception:  # no alias yet
+        pass
+    return dropped

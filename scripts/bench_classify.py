@@ -118,7 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--folds", type=int, default=training.FOLDS)
     parser.add_argument("--no-speed", action="store_true", help="skip the articles/s measurement")
-    parser.add_argument("--no-curve", action="store_true", help="skip the learning curve (~5 min)")
+    parser.add_argument("--no-curve", action="store_true", help="skip the learning curve")
+    parser.add_argument(
+        "--curve-seeds", type=int, default=training.LEARNING_SEEDS, help="draws per learning-curve share"
+    )
     parser.add_argument(
         "--corpus",
         type=Path,
@@ -189,7 +192,15 @@ def main(argv: list[str] | None = None) -> int:
     # -- learning curve: how much more labelled data would buy --------------------------------
     if not args.no_curve:
         curve = training.learning_curve(
-            feats.X, feats.proto, articles, codes, real, excerpt=excerpt, folds=args.folds
+            feats.X,
+            feats.proto,
+            articles,
+            codes,
+            real,
+            excerpt=excerpt,
+            folds=args.folds,
+            seeds=args.curve_seeds,
+            known={1.0: float((whole_pred == labels)[real].mean())},
         )
         print(
             "learning_curve[real, whole] (share of each fold's training articles: articles -> agreement): "

@@ -2,29 +2,38 @@
 
     .venv/bin/python scripts/train_classifier.py [--data ../shared/data/classifier-dev] [--service]
                                                  [--out include/dgb/data/classifier/head.npz]
-                                                 [--archive [--archive-limit 50000]] [--no-dev-data]
+                                                 [--archive [--archive-limit 50000]]
+                                                 [--archive-file FILE [--archive-file-limit N]]
+                                                 [--no-dev-data]
+
+The development data is real.jsonl, labelled.jsonl, weak.jsonl, our corpus and, when the folder
+has it, archive.jsonl (whole articles exported from production's news table with production's
+own label; four agencies only, so its rows teach no agency prior). ``--archive-file`` reads
+another such export instead (``--archive-file-limit``: its first rows only; with
+``--no-dev-data``: that file alone, e.g. the small sample the tests train on).
 
 ``--archive`` adds the operator's own labelled archive: the newest ``--archive-limit`` rows of the
 configured database's ``news`` table whose theme production's classifier or Bedrock gave
 (``dgb.enrich.training.load_archive``; never the local classifier's own answers). The head is
 data-limited (``scripts/bench_classify.py`` prints its learning curve), so a deployment that adopted
 production's database gets a better head this way; ``--no-dev-data`` trains on the archive alone
-(a machine without ``../shared/data``). Embedding runs at ~60 articles/s on 2 cores: 50,000
-articles take ~15 min. Calibration and the hybrid threshold are fitted on production-labelled
-whole articles (real.jsonl and the archive; ``cv_ece_real`` in the metadata covers both). The head
-is written over the shipped file, which every classifier loads; ``--out`` writes it elsewhere first.
+(a machine without ``../shared/data``). Embedding runs at ~60-140 articles/s on 2 cores (twice per
+article: whole and as an excerpt). The head is written over the shipped file, which every
+classifier loads; ``--out`` writes it elsewhere first.
 
 Deterministic: the same data, taxonomy and model give the same figures and, on the same machine,
 the same file (the logistic regression is lbfgs from zeros, the folds are dealt by title in file
 order); another machine's floating point moves the weights by ~1e-4. Steps:
 
-1. embed every article once (title, lead and body views; taxonomy-prototype scores);
-2. out-of-fold logits with folds grouped by title (:mod:`dgb.enrich.training`), used to fit the
-   calibration temperature on the real articles and to choose the hybrid-mode threshold
-   (<= 30% routed to Bedrock on real.jsonl);
-3. fit the head on everything (level 1 with its lexical part, a logistic regression over TF-IDF
-   word counts; and level 2 on production's level-2 labels of real.jsonl that map to our tree)
-   and save it with that calibration and the figures in its metadata.
+1. embed every article twice: whole, and as an excerpt (title + first 500 characters of the
+   content); title, lead and body views, taxonomy-prototype scores;
+2. out-of-fold logits of real.jsonl (folds by title; every other row trains every fold; without
+   real.jsonl, the production-labelled rows are scored), whole and as excerpts, used to fit the
+   calibration temperature on both and to choose the hybrid-mode threshold (<= 30% routed);
+3. fit the head on everything, each whole article also as its excerpt, themes weighted alike
+   (level 1 with its lexical part, a logistic regression over TF-IDF word counts; and level 2 on
+   production's level-2 labels of real.jsonl that map to our tree) and save it with that
+   calibration and the figures in its metadata.
 
 The cross-validated agreement printed here is the honest figure; the benchmark
 (``scripts/bench_classify.py``) recomputes it. Retrain after the taxonomy or the model changes.

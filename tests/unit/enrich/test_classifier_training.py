@@ -94,6 +94,14 @@ def test_train_classifier_on_the_archive_file_writes_a_head_that_classifies(tmp_
     )
     assert with_agency.confidence == without.confidence
 
+    # deterministic: the same data trains the same head
+    again = tmp_path / "again.npz"
+    assert script.main(["--no-dev-data", "--archive-file", str(SAMPLE), "--out", str(again)]) == 0
+    second = Head.load(again)
+    assert second.scale == head.scale and second.meta == head.meta
+    assert np.array_equal(second.W, head.W) and np.array_equal(second.b, head.b)
+    assert np.array_equal(second.lexical.W, head.lexical.W) and second.lexical.terms == head.lexical.terms
+
 
 def test_train_classifier_refuses_a_negative_file_limit(capsys):
     with pytest.raises(SystemExit):

@@ -35,6 +35,7 @@ from dgb_dev.bedrock_fake import FakeClient, converse_response
 from tests.support.bedrock import Sleeps, client_error
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "classifier" / "real_news.jsonl"
+SHORT = FIXTURE.with_name("short_news.jsonl")
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 
 
@@ -79,6 +80,28 @@ def test_shipped_head_is_used_and_labels_real_news(classifier, results):
     assert agree[:5] == [True] * 5, [(n["l1"], r.theme_l1) for n, r in zip(news, results)]
     confident = [r.confidence for r in results[:5]]
     assert min(confident) > results[5].confidence, (confident, results[5].confidence)
+
+
+def test_short_real_news_title_and_500_characters(classifier):
+    """Short texts as the acceptance check and TV Brasil notes are: a title and a few hundred
+    characters (labelled.jsonl, one per theme, production's classifier's label; the whole
+    fixture articles cut so too). Most agree, the disagreements are the least confident, and
+    the answers are the same on a second call."""
+    rows = [json.loads(line) for line in SHORT.read_text(encoding="utf-8").splitlines() if line.strip()]
+    items = [ArticleText(r["id"], r["title"], None, None, r["content"], r["agency"]) for r in rows]
+    assert len(rows) == 15 and all(len(i.content) <= training.EXCERPT_CHARS for i in items)
+    results = classifier.classify_batch(items)
+    agree = [r.theme_l1 == row["l1"] for r, row in zip(results, rows)]
+    assert sum(agree) >= 12, [(row["l1"], r.theme_l1) for r, row in zip(results, rows)]
+    right = [r.confidence for r, ok in zip(results, agree) if ok]
+    wrong = [r.confidence for r, ok in zip(results, agree) if not ok]
+    assert max(wrong, default=0.0) < np.median(right), (wrong, right)
+    again = classifier.classify_batch(items)
+    assert [(r.theme_l1, r.confidence, r.summary) for r in again] == [
+        (r.theme_l1, r.confidence, r.summary) for r in results
+    ]
+    cut = classifier.classify_batch([training.excerpt_item(as_item(r)) for r in real_news()])
+    assert [r.theme_l1 for r in cut] == [r["l1"] for r in real_news()]
 
 
 def test_results_nest_and_confidence_is_a_probability(results, taxonomy):

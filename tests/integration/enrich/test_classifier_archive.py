@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from dgb import db
-from dgb.enrich import training
+from dgb.enrich import training, training_level2
 from dgb.enrich.head import Head
 from dgb.enrich.local import LocalClassifier
 from dgb.taxonomy import load_taxonomy, themes_rows
@@ -89,7 +89,7 @@ def test_the_archive_is_the_rows_production_or_bedrock_labelled_newest_first(arc
     )
     # the level-2 label travels (what the level-2 part trains on), and maps back to our code
     assert first.l2_label == load_taxonomy().get(f"{first.l1}.01").label
-    assert training.level2_targets(rows[:1], load_taxonomy()) == [f"{first.l1}.01"]
+    assert training_level2.level2_targets(rows[:1], load_taxonomy()) == [f"{first.l1}.01"]
     assert [a.item.unique_id for a in training.load_archive(conn, limit=3)] == [
         "arch-000",
         "arch-001",

@@ -26,6 +26,7 @@ requests then the fault clears (null/absent = until reset). Kinds and params:
 ``malformed_jsonld`` article pages get the malformed JSON-LD variant
 ``head_405``        HEAD on images -> 405 (``Allow: GET``); GET works
 ``broken_image``    images -> 404
+``no_validators``   a site that ignores caching: no ``ETag``/``Last-Modified``, conditionals ignored
 ==================  ==============================================================================
 
 Control API (loopback clients only, JSON in and out):
@@ -72,6 +73,7 @@ FAULT_KINDS = frozenset(
         "malformed_jsonld",
         "head_405",
         "broken_image",
+        "no_validators",
     }
 )
 CHUNK = 64 * 1024
@@ -278,14 +280,21 @@ class MirrorHandler(BaseHTTPRequestHandler):
             resp.body = text.encode("cp1252", errors="replace").replace(
                 b"<head>", b"<head><!-- \xff\xfe -->", 1
             )
-        self._send(resp, method, conditional=True, slow=fault if f == "slow" else None)
+        caching = f != "no_validators"
+        self._send(resp, method, conditional=caching, validators=caching, slow=fault if f == "slow" else None)
 
     # -- writing -------------------------------------------------------------------------------
     def _send(
-        self, resp: Response, method: str, *, conditional: bool = False, slow: dict | None = None
+        self,
+        resp: Response,
+        method: str,
+        *,
+        conditional: bool = False,
+        validators: bool = True,
+        slow: dict | None = None,
     ) -> None:
         headers = dict(resp.headers)
-        if resp.status == 200 and resp.body:
+        if resp.status == 200 and resp.body and validators:
             etag = f'"{hashlib.sha1(resp.body).hexdigest()[:20]}"'
             headers["ETag"] = etag
             if resp.last_modified:

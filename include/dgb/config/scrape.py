@@ -5,7 +5,7 @@ Standard library only: the scrape DAG specs (:mod:`dgb.scraper.dags`) read it at
 
 from __future__ import annotations
 
-from dgb.config import env_number, env_str, only_set
+from dgb.config import env_flag, env_number, env_str, only_set
 
 
 def scrape_agencies() -> str:
@@ -34,4 +34,16 @@ def cadence_policy() -> dict:
         busy_per_hour=env_number("DGB_SCRAPE_BUSY_PER_HOUR", None, above=0),
         listing_share=env_number("DGB_SCRAPE_LISTING_SHARE", None, above=0, maximum=1),
         history_days=env_number("DGB_SCRAPE_HISTORY_DAYS", None, minimum=1),
+    )
+
+
+def conditional_policy() -> dict:
+    """``DGB_SCRAPE_CONDITIONAL`` (default on): conditional listing polls (If-None-Match, else
+    If-Modified-Since); ``DGB_SCRAPE_VALIDATOR_MAX_AGE`` (s) and ``DGB_SCRAPE_VALIDATOR_MAX_HITS``
+    (304s in a row) after which a listing's validators are dropped and the listing fetched whole: the
+    ones set, as :class:`dgb.scraper.conditional.ConditionalPolicy` keyword arguments."""
+    return only_set(
+        enabled=env_flag("DGB_SCRAPE_CONDITIONAL", True),
+        max_age_s=env_number("DGB_SCRAPE_VALIDATOR_MAX_AGE", None, minimum=0),
+        max_hits=env_number("DGB_SCRAPE_VALIDATOR_MAX_HITS", None, integer=True, minimum=0),
     )

@@ -42,6 +42,12 @@ def cadence_lines(c: dict) -> list[str]:
         f"  scrape cadence (decided {_secs(c['updated_age_s'])} ago): {len(c['agencies'])} agencies,"
         f" ~{c['polls_per_hour']:.0f} polls/h; {reasons}"
     ]
+    cond = c.get("conditional")
+    if cond and cond["hit_rate"] is not None:
+        lines.append(
+            f"  conditional listing polls: {cond['hit_rate']:.0%} answered 304 (hits {cond['hits']},"
+            f" misses {cond['misses']}, unconditional {cond['full']}; a 304 is still a request)"
+        )
     for a in c["agencies"]:
         lag = f"lag p50 {_secs(a['lag_p50_s'])} (n={a['lag_articles']})" if a["lag_articles"] else "lag -"
         lines.append(

@@ -29,11 +29,12 @@ follow the news (a few hundred a day) instead of the cadence (tens of thousands 
 (45 s) so a tick never overlaps the next one; the agencies left are still due and go first at the
 next tick (reason ``budget``).
 
-No conditional request (``If-None-Match`` / ``If-Modified-Since``) on the listing poll yet. A 304
-still takes a token of the host budget (it saves bytes, not requests); ``If-Modified-Since`` is not
-safe on a listing (a Plone collection's ``Last-Modified`` need not move when a new item matches it,
-and a 304 would then hide the news); ``If-None-Match`` is, but needs each agency's last listing
-ETag stored (a column of ``scrape_cadence``, a migration to come).
+The poll is **conditional** (:mod:`dgb.scraper.conditional`): it sends the listing's stored ETag
+(``If-None-Match``; ``If-Modified-Since`` only for a listing without an ETag), kept only from a
+listing whose items were all known; a 304 is "no news" without a parse (a hit, counted in
+``Decision.conditional`` and ``dgb status``). Validators are dropped after
+``DGB_SCRAPE_VALIDATOR_MAX_HITS`` 304s in a row or ``DGB_SCRAPE_VALIDATOR_MAX_AGE`` seconds, so the
+listing is read whole at least that often. A 304 still takes a token of the host budget.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dgb.hostbudget import GOV_BR, BudgetConfig
 from dgb.scrape_errors import as_scrape_error
-from dgb.scraper import store
+from dgb.scraper import conditional, store
 from dgb.scraper.cadence import DAY, Cadence, CadencePolicy, History, Plan, cadence, plan, week_profile
 from dgb.scraper.run import _parse_listing, listing_url, own_sites
 
@@ -76,12 +77,24 @@ class Decision:
     triggered: list[str] = field(default_factory=list)  # due DAGs whose poll found news: start them
     probes: list[Probe] = field(default_factory=list)
 
+    @property
+    def conditional(self) -> dict[str, int]:
+        """This tick's polls by answer: ``hit`` (304), ``miss`` (200 to a conditional request),
+        ``full`` (unconditional); failed polls not counted."""
+        out = {conditional.HIT: 0, conditional.MISS: 0, conditional.FULL: 0}
+        for p in self.probes:
+            if p.answer in out:
+                out[p.answer] += 1
+        return out
+
 
 @dataclass
 class Probe:
     key: str
     new: int = 0  # unknown items on the newest listing page, before the known-URL fence
     error: str | None = None  # the listing's error category
+    # how it was read, not what it found: hit (304), miss (200 to a conditional request), full
+    answer: str = field(default="", compare=False)
 
 
 def probe_url(agency) -> str:
@@ -97,13 +110,30 @@ def probe_url(agency) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
-def probe(conn, agency, fetcher, fence: int = 3) -> Probe:
+def probe(
+    conn,
+    agency,
+    fetcher,
+    fence: int = 3,
+    *,
+    now: float | None = None,
+    validators: conditional.ConditionalPolicy | None = None,
+) -> Probe:
     """One listing request: how many items of the agency's newest listing page are not stored yet
-    (counted until ``fence`` consecutive known URLs, as a scrape run stops)."""
+    (counted until ``fence`` consecutive known URLs, as a scrape run stops). Conditional
+    (:mod:`dgb.scraper.conditional`, ``validators`` default from the settings): a 304 is no news."""
+    validators = validators or conditional.ConditionalPolicy.from_env()
+    now = time.time() if now is None else now
+    answer = ""
     try:
-        page = _parse_listing(agency, fetcher.get(probe_url(agency)), own_sites(agency))
+        got = conditional.get(conn, fetcher, agency.key, probe_url(agency), now, validators)
+        answer = got.answer
+        if got.response is None:
+            return Probe(agency.key, answer=answer)  # 304: the listing as it was, every item known
+        page = _parse_listing(agency, got.response, own_sites(agency))
     except Exception as exc:
-        return Probe(agency.key, error=as_scrape_error(exc).category)
+        conn.rollback()
+        return Probe(agency.key, error=as_scrape_error(exc).category, answer=answer)
     known = store.known_urls(conn, agency.key, [i.url for i in page.items])
     conn.rollback()  # read only: no transaction left open between probes
     new = streak = 0
@@ -114,7 +144,8 @@ def probe(conn, agency, fetcher, fence: int = 3) -> Probe:
                 break
         else:
             streak, new = 0, new + 1
-    return Probe(agency.key, new)
+    conditional.record(conn, agency.key, got, now, all_known=new == 0 and not page.errors)
+    return Probe(agency.key, new, answer=answer)
 
 
 def run_tick(
@@ -128,11 +159,13 @@ def run_tick(
     rps: float | None = None,
     deadline_s: float = 45.0,
     clock=time.monotonic,
+    validators: conditional.ConditionalPolicy | None = None,
 ) -> Decision:
     """One dispatcher tick: decide who is due, poll them (most overdue first, until ``deadline_s``),
     record every agency's cadence; ``Decision.triggered`` lists the scrape DAGs to start.
     ``agency_for(key)`` gives the agency (:func:`dgb.scraper.dags.agency_by_key`'s object)."""
     decision = decide(conn, specs, now=now, policy=policy, rps=rps, record=False)
+    validators = validators or conditional.ConditionalPolicy.from_env()
     started = clock()
     by_dag: dict[str, list[AgencyCadence]] = {}
     for a in decision.agencies:
@@ -143,7 +176,9 @@ def run_tick(
             for a in mine:
                 a.dispatched, a.reason = False, "budget"
             continue
-        found = [probe(conn, agency_for(a.key), fetcher) for a in mine]
+        found = [
+            probe(conn, agency_for(a.key), fetcher, now=decision.now, validators=validators) for a in mine
+        ]
         decision.probes += found
         if any(p.new or p.error for p in found):
             decision.triggered.append(dag_id)
@@ -310,8 +345,9 @@ def _record(conn, agencies: list[AgencyCadence], now: float) -> None:
 def cadence_table(conn, now: datetime | None = None) -> dict:
     """Each agency's current cadence as the dispatcher last wrote it (``dgb status``, the pipeline
     view): ``agencies`` (fastest first: interval, reason, expected rate, last poll, next due, median
-    lag and its sample), ``by_reason``, ``polls_per_hour`` (3600 / interval, summed) and the age of
-    the last decision (``updated_age_s``; None when the dispatcher never ran)."""
+    lag and its sample), ``by_reason``, ``polls_per_hour`` (3600 / interval, summed), the age of
+    the last decision (``updated_age_s``; None when the dispatcher never ran) and the conditional
+    polls so far (``conditional``: :func:`dgb.scraper.conditional.totals`)."""
     now = now or datetime.now(UTC)
     with conn.cursor() as cur:
         cur.execute(
@@ -341,4 +377,5 @@ def cadence_table(conn, now: datetime | None = None) -> dict:
         "by_reason": dict(sorted(by_reason.items())),
         "polls_per_hour": round(sum(3600.0 / max(a["interval_s"], 1.0) for a in agencies), 1),
         "updated_age_s": None if updated is None else round((now - updated).total_seconds(), 1),
+        "conditional": conditional.totals(conn),
     }

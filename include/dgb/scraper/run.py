@@ -38,7 +38,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from dgb.fetch import Fetcher
 from dgb.scrape_errors import EmptyContentError, HtmlChangedError, ScrapeError, as_scrape_error
-from dgb.scraper import store
+from dgb.scraper import conditional, store
 from dgb.scraper.article import parse_article_bytes
 from dgb.scraper.ebc import parse_ebc_article, parse_ebc_listing
 from dgb.scraper.listing import parse_listing_page
@@ -105,6 +105,7 @@ class RunReport:
     article_errors: int = 0
     problems: dict[str, int] = field(default_factory=dict)  # article errors by kind (errors.KINDS...)
     off_site_dropped: int = 0  # listing items / next links on another site, not followed
+    not_modified: bool = False  # the first listing page answered 304: nothing new, nothing read
     seconds: float = 0.0
 
     def as_dict(self) -> dict:
@@ -210,7 +211,12 @@ def scrape_agency(
     params: ScrapeParams | None = None,
     run_id: str | None = None,
     record: bool = True,
+    validators: conditional.ConditionalPolicy | None = None,
 ) -> RunReport:
+    """With ``validators`` (the scrape DAGs pass the settings' policy) a regular run's first listing
+    page is a conditional request (:mod:`dgb.scraper.conditional`, the validators shared with the
+    dispatcher's poll of the same URL): a 304 ends the run with nothing new; after a successful run
+    the first page's validators are kept, after any other they are dropped."""
     params = params or ScrapeParams()
     report = RunReport(agency=agency.key)
     started = datetime.now(UTC)
@@ -219,9 +225,20 @@ def scrape_agency(
     consecutive_known = 0
     max_pages = params.backfill_max_pages if params.backfill else params.max_pages
     sites = own_sites(agency)
+    first: conditional.Fetched | None = None
+    asked = time.time()
     try:
         while url and report.pages < max_pages:
-            page = _parse_listing(agency, fetcher.get(url), sites)  # off-site links dropped
+            if report.pages == 0 and validators is not None and not params.backfill:
+                first = conditional.get(conn, fetcher, agency.key, url, asked, validators, counted=False)
+                if first.response is None:
+                    report.not_modified = True
+                    log.info("agency %s: listing not modified (304): nothing new", agency.key)
+                    break
+                resp = first.response
+            else:
+                resp = fetcher.get(url)
+            page = _parse_listing(agency, resp, sites)  # off-site links dropped
             report.pages += 1
             report.off_site_dropped += page.off_site_dropped
             for exc in page.errors:
@@ -277,6 +294,10 @@ def scrape_agency(
         if record:
             _record(conn, report, started, run_id)
         raise
+    if first is not None and first.response is not None:
+        conn.rollback()  # every page's articles are committed by store.save_articles
+        ok = report.status == "success"
+        conditional.record(conn, agency.key, first, asked, all_known=ok, counted=False)
     report.seconds = time.monotonic() - t0
     if record:
         _record(conn, report, started, run_id)

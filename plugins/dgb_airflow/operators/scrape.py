@@ -44,6 +44,7 @@ class ScrapeAgencyOperator(BaseOperator):
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
         from dgb.hostbudget import task_fetcher
+        from dgb.scraper.conditional import ConditionalPolicy
         from dgb.scraper.dags import agency_by_key
         from dgb.scraper.run import ScrapeParams, scrape_agency
 
@@ -54,13 +55,16 @@ class ScrapeAgencyOperator(BaseOperator):
             }
         )
         run_id = context.get("run_id")
+        validators = ConditionalPolicy.from_env()
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         reports = []
         relay_hook = OutboxRelayHook(self.gcp_conn_id)  # one publisher for every agency's relay
         try:
             with task_fetcher("scrape") as fetcher:  # the host budget shared by every worker
                 for key in self.agency_keys:
-                    report = scrape_agency(conn, agency_by_key(key), fetcher, params, run_id=run_id)
+                    report = scrape_agency(  # first listing page conditional (a 304: nothing new)
+                        conn, agency_by_key(key), fetcher, params, run_id=run_id, validators=validators
+                    )
                     self.log.info("scrape %s: %s", key, report.as_dict())
                     reports.append(report.as_dict())
                     if report.new or report.updated:
@@ -117,5 +121,17 @@ class ScrapeDispatchOperator(BaseOperator):
         for a in decision.agencies:
             reasons[a.reason] = reasons.get(a.reason, 0) + 1
         polled = {p.key: p.error or p.new for p in decision.probes}
-        self.log.info("polled %s; started %s; agencies by reason: %s", polled, decision.triggered, reasons)
-        return {"polled": len(decision.probes), "started": decision.triggered, "reasons": reasons}
+        cond = decision.conditional  # 304 hits / 200 misses / unconditional polls (still requests)
+        self.log.info(
+            "polled %s; started %s; agencies by reason: %s; conditional polls %s",
+            polled,
+            decision.triggered,
+            reasons,
+            cond,
+        )
+        return {
+            "polled": len(decision.probes),
+            "started": decision.triggered,
+            "reasons": reasons,
+            "conditional": cond,
+        }

@@ -111,3 +111,50 @@ class LocalIssuer:
             "exp": iat + lifetime,
         }
         return jwt.encode(self.signer, claims).decode("ascii")
+
+
+@contextmanager
+def served_by_cli(log_path, token: str, model: str = "use-multilingual-v3", dim: int = 512) -> Iterator[str]:
+    """``dgb model serve`` as its own process on a free loopback port, with bearer ``token``
+    (``DGB_MODEL_AUTH=token``), its output in ``log_path``; yields its base URL once /health
+    answers 200 (at most 120 s: loading the model), stops its process group at the end."""
+    import os
+    import subprocess
+    import sys
+
+    from dgb.config import REPO_ROOT
+    from tests.support.processes import stop_process_group
+
+    port = free_port()
+    env = dict(
+        os.environ,
+        DGB_EMBEDDING_MODEL=model,
+        DGB_EMBEDDING_DIM=str(dim),
+        DGB_MODEL_AUTH="token",
+        DGB_MODEL_TOKEN=token,
+    )
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=str(REPO_ROOT),
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, log_path.read_text(errors="replace")[-2000:]
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-2000:]
+            time.sleep(0.1)
+        yield url
+    finally:
+        stop_process_group(proc)

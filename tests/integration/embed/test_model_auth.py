@@ -30,8 +30,7 @@ from dgb.embed.client import ModelServiceError, ServiceEmbedder
 from dgb.embed.model import load_model
 from dgb.embed.service import make_app
 from dgb.pipeline.resilience import classify
-from tests.support.model_service import LocalIssuer, free_port, ready_state, serving
-from tests.support.processes import stop_process_group
+from tests.support.model_service import LocalIssuer, free_port, ready_state, served_by_cli, serving
 
 pytestmark = pytest.mark.model
 
@@ -48,40 +47,9 @@ def model():
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     """`dgb model serve` on a free port, its token in DGB_MODEL_TOKEN."""
-    port = free_port()
     log_path = tmp_path_factory.mktemp("model-auth") / "service.log"
-    env = dict(
-        os.environ,
-        DGB_EMBEDDING_MODEL="use-multilingual-v3",
-        DGB_EMBEDDING_DIM="512",
-        DGB_MODEL_AUTH="token",
-        DGB_MODEL_TOKEN=SECRET,
-    )
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            cwd=str(REPO_ROOT),
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, log_path.read_text(errors="replace")[-2000:]
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-2000:]
-            time.sleep(0.1)
+    with served_by_cli(log_path, SECRET) as url:
         yield {"url": url, "log": log_path}
-    finally:
-        stop_process_group(proc)
 
 
 def _embed(url: str, headers: dict[str, str] | None = None) -> httpx.Response:

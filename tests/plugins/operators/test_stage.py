@@ -8,17 +8,13 @@ import json
 import os
 import secrets
 import socket
-import subprocess
-import sys
 import time
 import uuid
 from types import SimpleNamespace
 
-import httpx
 import pytest
 
 from dgb import outbox, topology
-from dgb.config import REPO_ROOT
 from dgb.fetch import Fetcher
 from dgb.scraper.run import scrape_agency
 from dgb_airflow.operators.stage import StageOperator
@@ -26,7 +22,7 @@ from dgb_airflow.triggers.pubsub import raw_batch, raw_event
 from tests.support.airflow_context import task_context
 from tests.support.articles import ARTICLES, mirrored_agency
 from tests.support.fetch import FAST
-from tests.support.processes import stop_process_group
+from tests.support.model_service import served_by_cli
 from tests.support.pubsub import pull_all
 
 MODEL_TOKEN = secrets.token_urlsafe(24)  # the model service's bearer token in this module
@@ -34,41 +30,10 @@ MODEL_TOKEN = secrets.token_urlsafe(24)  # the model service's bearer token in t
 
 @pytest.fixture(scope="module")
 def model_service(tmp_path_factory):
-    """``dgb model serve`` with the bundled model, until the module's tests are done."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    """``dgb model serve`` with the bundled model, until the module's tests are done: its port."""
     log_path = tmp_path_factory.mktemp("model-service") / "service.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=str(REPO_ROOT),
-            env=dict(
-                os.environ,
-                DGB_EMBEDDING_MODEL="use-multilingual-v3",
-                DGB_EMBEDDING_DIM="512",
-                DGB_MODEL_AUTH="token",
-                DGB_MODEL_TOKEN=MODEL_TOKEN,
-            ),
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, log_path.read_text(errors="replace")[-2000:]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-2000:]
-            time.sleep(0.2)
-        yield port
-    finally:
-        stop_process_group(proc)
+    with served_by_cli(log_path, MODEL_TOKEN) as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 @pytest.fixture

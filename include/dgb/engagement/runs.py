@@ -16,6 +16,7 @@ A value is pushed at least once, sometimes twice: partial updates are idempotent
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -103,3 +104,30 @@ def push(conn, ts, alias: str, run: Run, key: str, *, batch_size: int = 500) -> 
     """Send ``key`` of the articles :func:`to_push` selects to the index, as partial updates."""
     values = to_push(conn, key, run.since)
     return update_fields(ts, alias, ((uid, {key: v}) for uid, v in values.items()), batch_size=batch_size)
+
+
+def push_all(
+    conn,
+    ts,
+    alias: str,
+    run: Run,
+    key: str,
+    what: str,
+    figures: dict[str, Any],
+    t0: float,
+    *,
+    batch_size: int = 500,
+) -> None:
+    """:func:`push`, its counts and the run's seconds into ``figures``; RuntimeError when the index
+    rejected any (``what``: the values, e.g. "trending scores"), so the run is recorded as failed."""
+    pushed = push(conn, ts, alias, run, key, batch_size=batch_size)
+    figures.update(pushed.as_dict(), seconds=round(time.monotonic() - t0, 3))
+    if pushed.failed:
+        sample = dict(list(pushed.failed.items())[:5])
+        raise RuntimeError(f"{len(pushed.failed)} {what} rejected by the index: {sample}")
+
+
+def fail(conn, run: Run, figures: dict[str, Any], t0: float, exc: BaseException) -> None:
+    """Record ``run`` as failed with ``exc`` (its seconds so far if not counted yet)."""
+    figures.setdefault("seconds", round(time.monotonic() - t0, 3))
+    finish(conn, run, figures, f"{type(exc).__name__}: {exc}")

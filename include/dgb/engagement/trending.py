@@ -104,14 +104,9 @@ def run(conn, ts, alias: str, *, now: datetime | None = None, batch_size: int = 
     try:
         scored = compute(conn, now=now, since=rec.since)
         figures = {"live": scored["live"], "expired": scored["expired"], "changed": len(scored["changed"])}
-        pushed = runs.push(conn, ts, alias, rec, KEY, batch_size=batch_size)
-        figures.update(pushed.as_dict(), seconds=round(time.monotonic() - t0, 3))
-        if pushed.failed:
-            sample = dict(list(pushed.failed.items())[:5])
-            raise RuntimeError(f"{len(pushed.failed)} trending scores rejected by the index: {sample}")
+        runs.push_all(conn, ts, alias, rec, KEY, "trending scores", figures, t0, batch_size=batch_size)
     except Exception as exc:
-        figures.setdefault("seconds", round(time.monotonic() - t0, 3))
-        runs.finish(conn, rec, figures, f"{type(exc).__name__}: {exc}")
+        runs.fail(conn, rec, figures, t0, exc)
         raise
     runs.finish(conn, rec, figures)
     figures["changed_ids"] = sorted(scored["changed"])

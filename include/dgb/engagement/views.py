@@ -113,14 +113,9 @@ def run(
         counts = read_umami(umami_conn, days, website_ids)
         stored = store(conn, counts)
         figures.update({k: v for k, v in stored.items() if k != "changed"}, changed=len(stored["changed"]))
-        pushed = runs.push(conn, ts, alias, rec, KEY, batch_size=batch_size)
-        figures.update(pushed.as_dict(), seconds=round(time.monotonic() - t0, 3))
-        if pushed.failed:
-            sample = dict(list(pushed.failed.items())[:5])
-            raise RuntimeError(f"{len(pushed.failed)} view counts rejected by the index: {sample}")
+        runs.push_all(conn, ts, alias, rec, KEY, "view counts", figures, t0, batch_size=batch_size)
     except Exception as exc:
-        figures.setdefault("seconds", round(time.monotonic() - t0, 3))
-        runs.finish(conn, rec, figures, f"{type(exc).__name__}: {exc}")
+        runs.fail(conn, rec, figures, t0, exc)
         raise
     runs.finish(conn, rec, figures)
     figures["changed_ids"] = stored["changed"]

@@ -22,8 +22,8 @@ Integrity re-checks within a request budget, every **{every}** (issue 14).
 1. **wait_for_capacity** (deferrable sensor, shown as *deferred* while it waits): waits while
    the event pipeline has a backlog (outbox events unpublished, articles pending enrichment) or
    the database is loaded (active sessions, waiting locks); skips the run after ~9 min.
-2. **check_budget**: takes what the budget allows in the slot ({rps:g} requests/s × slot;
-   `DGB_INTEGRITY_BUDGET_RPS`, the host budget's share for integrity): articles under 3 h not
+2. **check_budget**: takes what the budget allows in the slot ({rps} × slot; set
+   `DGB_INTEGRITY_BUDGET_RPS` to pin a rate, `dgb.integrity.share`): articles under 3 h not
    checked for 10 min first, then articles unchecked for 25 days or with removal evidence due,
    then by expected value per cost (age, the agency's measured modification rate, time since the
    last change and check, the page's dateModified; a page that answers 304 costs less; images
@@ -78,6 +78,12 @@ def _load_sensor() -> PipelineLoadSensor:
     )
 
 
+def _rate(rps: float | None) -> str:
+    if rps is None:
+        return "what the scrapes leave of the host's requests/s, decided at the start of each run"
+    return f"{rps:g} requests/s"
+
+
 _schedule = Schedule.from_env()
 if _schedule.mode == "budget":
     _spec = budget_dag_spec()
@@ -91,7 +97,7 @@ if _schedule.mode == "budget":
         default_args=DEFAULT_ARGS,
         tags=["dgb", "integrity"],
         doc_md=BUDGET_DOC.format(
-            dag_id=_spec.dag_id, every=_every(_spec.every), rps=_spec.budget_rps, pool=POOL
+            dag_id=_spec.dag_id, every=_every(_spec.every), rps=_rate(_spec.budget_rps), pool=POOL
         ),
     ) as dag:
         _load_sensor() >> IntegrityBudgetOperator(

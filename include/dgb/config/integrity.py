@@ -74,6 +74,12 @@ def budget_policy() -> dict[str, Any]:
     )
 
 
+def min_rps() -> float:
+    """``DGB_INTEGRITY_MIN_RPS`` (0.1): the least requests/s a budget run plans with, however busy the
+    scrapes are (the fresh band keeps being checked; the host budget still gives scrapes first turn)."""
+    return env_number("DGB_INTEGRITY_MIN_RPS", 0.1, minimum=0.0)
+
+
 # -- backpressure (dgb.integrity.backpressure) and the check log (dgb.integrity.purge) ---------
 
 

@@ -35,7 +35,7 @@ class TierDagSpec:
 class BudgetDagSpec:
     dag_id: str
     every: timedelta
-    budget_rps: float
+    budget_rps: float | None  # None: integrity's share of the host budget, per run
 
 
 def tier_dag_specs(schedule: Schedule | None = None) -> list[TierDagSpec]:

@@ -20,7 +20,16 @@ from dgb.integrity.evidence import BreakerChange, RemovalPolicy
 from dgb.integrity.purge import purge_after_run
 from dgb.integrity.recording import record_failure
 from dgb.integrity.result import OUTCOMES, CheckResult
-from dgb.integrity.tiers import BudgetPolicy, Schedule, assign_tiers, choose, due_articles, load_candidates
+from dgb.integrity.share import integrity_share
+from dgb.integrity.tiers import (
+    DEFAULT_BUDGET_RPS,
+    BudgetPolicy,
+    Schedule,
+    assign_tiers,
+    choose,
+    due_articles,
+    load_candidates,
+)
 
 log = logging.getLogger("dgb.integrity")
 
@@ -142,20 +151,21 @@ def run_tier(
 # -- a budget run (issue 14) ---------------------------------------------------------------------
 
 
-def integrity_budget_rps(policy: BudgetPolicy | None = None) -> float:
-    """Requests/s the integrity checks may spend on the host now.
-
-    The single seam with the shared per-host budget (``dgb.hostbudget``): today the configured
-    share (``DGB_INTEGRITY_BUDGET_RPS``, default 1.7 = 2 req/s for www.gov.br minus ~0.27 for the
-    listings of 160 agencies every 10 min); wired to the host budget's rate query, it becomes
-    what the host allows integrity after listings. Each request itself still takes its turn in
-    the fetch path (``Fetcher``), where the host budget hands out tokens."""
-    return (policy or BudgetPolicy.from_env()).budget_rps
+def integrity_budget_rps(policy: BudgetPolicy | None = None, conn=None) -> float:
+    """Requests/s the integrity checks may spend on the host now: ``DGB_INTEGRITY_BUDGET_RPS`` when
+    set, else with a connection what the scrapes leave of the shared host budget
+    (:func:`dgb.integrity.share.integrity_share`), without one the default 1.7. Each request itself
+    still takes its turn in the fetch path (``Fetcher``), where the host budget hands out tokens."""
+    policy = policy or BudgetPolicy.from_env()
+    if conn is None:
+        return DEFAULT_BUDGET_RPS if policy.budget_rps is None else policy.budget_rps
+    return integrity_share(conn, policy.budget_rps).rps
 
 
 @dataclass
 class BudgetRunSummary:
     capacity: float = 0.0  # requests the budget allowed this run
+    share: dict[str, Any] | None = None  # integrity's share of the host budget (dgb.integrity.share)
     candidates: int = 0
     planned: int = 0
     planned_by_reason: dict[str, int] = field(default_factory=dict)
@@ -173,6 +183,7 @@ class BudgetRunSummary:
     def as_dict(self) -> dict[str, Any]:
         return {
             "capacity": round(self.capacity, 1),
+            "share": self.share,
             "candidates": self.candidates,
             "planned": self.planned,
             "planned_by_reason": dict(self.planned_by_reason),
@@ -207,7 +218,8 @@ def run_budget(
     clock: Callable[[], datetime] | None = None,
 ) -> BudgetRunSummary:
     """One run of the budget scheduler: take what the budget allows in the slot
-    (``budget_rps * slot``, :func:`dgb.integrity.tiers.choose` over every article) and check
+    (``budget_rps * slot``, :func:`dgb.integrity.tiers.choose` over every article; ``budget_rps``
+    None: integrity's share of the host budget now, :mod:`dgb.integrity.share`) and check
     it in the chosen order, stopping at ``max_seconds`` or when :func:`system_load` says the
     system is loaded (re-asked every ``recheck_every`` checks; the DAG's load sensor waits
     before a run starts). ``clock`` dates the plan and every check."""
@@ -216,8 +228,8 @@ def run_budget(
     policy = policy or BudgetPolicy.from_env()
     schedule = schedule or Schedule.from_env()
     removal = removal or RemovalPolicy.from_env()
-    rps = integrity_budget_rps(policy) if budget_rps is None else budget_rps
-    summary = BudgetRunSummary(capacity=policy.capacity(budget_rps=rps))
+    share = integrity_share(conn, policy.budget_rps if budget_rps is None else budget_rps)
+    summary = BudgetRunSummary(capacity=policy.capacity(budget_rps=share.rps), share=share.as_dict())
     t0 = time.monotonic()
     now = clock() if clock is not None else datetime.now(UTC)
     summary.placed = assign_tiers(conn, schedule, now)

@@ -223,7 +223,8 @@ def assign_tiers(
 #
 # One host (www.gov.br) serves ~160 agencies and ~300k articles; checking all of them at the seed's
 # fixed intervals would need ~7 requests/s. The budget scheduler spends a given request budget
-# (requests/s for integrity on the host, after listing traffic) where it detects most edits soonest:
+# (requests/s for integrity on the host, after listing traffic: dgb.integrity.share) where it detects
+# most edits soonest:
 #
 # 1. fresh: articles under ``fresh_age`` (3 h) not checked for ``fresh_interval`` (10 min), the
 #    longest-unchecked first (recent news every ~10 min);
@@ -279,11 +280,16 @@ def band_for(age: timedelta, bands: tuple[AgeBand, ...] = AGE_BANDS) -> AgeBand:
     return bands[0] if age < bands[0].min_age else bands[-1]
 
 
+DEFAULT_BUDGET_RPS = 1.7  # www.gov.br's 2 req/s minus ~0.3 for listings, when nothing is measured
+
+
 @dataclass(frozen=True)
 class BudgetPolicy:
     """The budget scheduler's knobs (``DGB_INTEGRITY_*``, read by :meth:`from_env`)."""
 
-    budget_rps: float = 1.7  # integrity's share of the host budget (2 req/s - listings ~0.27)
+    # requests/s of the host a run plans with; None: what the scrapes leave of the shared host
+    # budget, decided per run (dgb.integrity.share); DEFAULT_BUDGET_RPS where nothing is measured
+    budget_rps: float | None = None
     slot_seconds: float = 600.0  # one run of the integrity_budget DAG
     fresh_age_s: float = 3 * 3600.0
     fresh_interval_s: float = 600.0
@@ -301,7 +307,8 @@ class BudgetPolicy:
 
     def capacity(self, seconds: float | None = None, budget_rps: float | None = None) -> float:
         """Requests one run may spend: the budget over its slot."""
-        rps = self.budget_rps if budget_rps is None else budget_rps
+        rps = budget_rps if budget_rps is not None else self.budget_rps
+        rps = DEFAULT_BUDGET_RPS if rps is None else rps
         return max(0.0, rps * (self.slot_seconds if seconds is None else seconds))
 
 

@@ -33,6 +33,18 @@ def _secs(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f} s" if abs(value) < 120 else f"{value / 60:.0f} min"
 
 
+def share_line(share: dict) -> str:
+    """The integrity checks' requests/s for their next run, and why (dgb.integrity.share)."""
+    if share["source"] != "host":
+        why = "DGB_INTEGRITY_BUDGET_RPS" if share["source"] == "configured" else "shared host budget off"
+        return f"integrity share: {share['rps']:g} req/s ({why})"
+    return (
+        f"integrity share: {share['rps']:.2f} req/s of www.gov.br's {share['host_rps']:g}"
+        f" (listings planned {share['listings_planned_rps']:.2f}/s, scrapes measured"
+        f" {share['scrape_measured_rps']:.2f}/s over 10 min, floor {share['min_rps']:g})"
+    )
+
+
 def cadence_lines(c: dict) -> list[str]:
     """Each agency's scrape cadence, its reason and measured lag as `dgb status` prints them (issue 27)."""
     if not c["agencies"]:
@@ -115,6 +127,8 @@ def _cmd_status(args) -> int:
         print(f"  {host_line(h)}")
     if "scrape_cadence" in status:
         print("\n".join(cadence_lines(status["scrape_cadence"])))
+    if status.get("integrity_share"):
+        print(f"  {share_line(status['integrity_share'])}")
     for b in status.get("removals_paused") or []:
         print(f"  REMOVALS PAUSED {b['scope']} {b['key']} since {b['tripped_at']}: {b['reason']}")
     return 0

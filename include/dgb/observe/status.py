@@ -6,7 +6,8 @@ dated by the oldest value of its ``since`` column: the same rule its sweep and r
 failure, ``parked`` those parked for an operator (``dgb reconcile redrive`` takes them up again);
 ``breakers`` lists the dependencies whose circuit breaker is not closed (dgb.pipeline.resilience);
 ``scrape_cadence`` each agency's learnt scrape cadence, its reason and measured lag
-(:func:`dgb.scraper.dispatch.cadence_table`).
+(:func:`dgb.scraper.dispatch.cadence_table`); ``integrity_share`` the requests/s the next integrity
+budget run would plan with (:func:`dgb.integrity.share.integrity_share`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from datetime import UTC, datetime, timedelta
 from dgb import outbox
 from dgb.hostbudget import snapshot as host_budgets
 from dgb.integrity.evidence import tripped_breakers
+from dgb.integrity.share import integrity_share
+from dgb.integrity.tiers import BudgetPolicy
 from dgb.pipeline.definitions import DEFINITIONS, SEARCHABLE, params
 from dgb.pipeline.resilience import breaker_rows
 from dgb.scraper.dispatch import cadence_table
@@ -85,6 +88,7 @@ def pipeline_status(
     out["breakers"] = breaker_rows(conn)
     out["hosts"] = host_budgets(conn)  # issue 14: each host's request budget, use, waiters, backoff
     out["scrape_cadence"] = cadence_table(conn, now)  # issue 27: each agency's cadence, reason, lag
+    out["integrity_share"] = integrity_share(conn, BudgetPolicy.from_env().budget_rps).as_dict()
     conn.commit()
     return out
 

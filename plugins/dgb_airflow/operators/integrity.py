@@ -51,7 +51,8 @@ class IntegrityBudgetOperator(BaseOperator):
     ``dgb.integrity.budget.{planned,checked,requests,capacity}`` gauges and the per-band gauges
     (:func:`emit_band_gauges`).
 
-    :param budget_rps: requests/s for this run (None: :func:`dgb.integrity.runs.integrity_budget_rps`).
+    :param budget_rps: requests/s for this run (None: ``DGB_INTEGRITY_BUDGET_RPS`` if set, else what the
+        scrapes leave of the host budget, :mod:`dgb.integrity.share`).
     :param postgres_conn_id: Airflow connection of the news database.
     :param max_seconds: stop taking up new checks after this many seconds (None: the slot).
     """

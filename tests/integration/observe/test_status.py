@@ -96,9 +96,16 @@ def test_status_shows_each_agencys_scrape_cadence_reason_and_lag(pg, capsys):
     assert (mec["interval_s"], mec["reason"], mec["lag_p50_s"], mec["lag_articles"]) == (60, "recent", 40, 6)
     assert (aeb["interval_s"], aeb["reason"], aeb["lag_articles"]) == (3600, "dormant", 0)
     assert c["by_reason"] == {"dormant": 1, "recent": 1} and c["polls_per_hour"] == 61
+    # integrity plans with what the two agencies' listings leave of www.gov.br's 2 req/s
+    share = pipeline_status(pg)["integrity_share"]
+    assert share["source"] == "host" and share["host_rps"] == 2.0
+    assert share["listings_planned_rps"] == pytest.approx(1 / 60 + 1 / 3600, abs=1e-3)
+    taken = max(share["listings_planned_rps"], share["scrape_measured_rps"])
+    assert share["rps"] == pytest.approx(2.0 - taken, abs=2e-3)
     assert main(["status"]) == 0
     out = capsys.readouterr().out
     assert "scrape cadence (decided" in out and "2 agencies, ~61 polls/h; dormant 1, recent 1" in out
+    assert "integrity share: " in out and " req/s of www.gov.br's 2 (listings planned 0.02/s" in out
     assert "scrape mec " in out and "every    60 s  recent" in out and "lag p50 40 s (n=6)" in out
     assert "scrape aeb " in out and "every  60 min  dormant" in out
     assert main(["status", "--json"]) == 0

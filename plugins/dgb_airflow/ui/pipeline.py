@@ -253,7 +253,8 @@ def band_chart(chart_id: str, bands: list[dict]) -> str:
 
 
 def cadence_table(table_id: str, cadence: dict | None) -> str:
-    """Each agency's scrape cadence (fastest first), why, its expected rate and measured lag."""
+    """Each agency's scrape cadence (fastest first), why, its expected rate and measured lag, and the
+    conditional listing polls' hit rate (dgb.scraper.conditional)."""
     if not cadence or not cadence["agencies"]:
         return '<p class="muted">No cadence yet: the scrape_dispatcher DAG has not run.</p>'
     reasons = " · ".join(f"{esc(k)} {v}" for k, v in cadence["by_reason"].items())
@@ -264,9 +265,17 @@ def cadence_table(table_id: str, cadence: dict | None) -> str:
         f"<td>{a['lag_articles']}</td><td>{esc(duration_text(a['due_in_s']))}</td></tr>"
         for a in cadence["agencies"]
     )
+    cond = cadence.get("conditional") or {}
+    hits = (
+        f'<p class="muted" id="{table_id}-conditional">conditional listing polls: {cond["hit_rate"]:.0%}'
+        f" answered 304 (hits {cond['hits']}, misses {cond['misses']}, unconditional {cond['full']};"
+        " a 304 is still a request of the host budget)</p>"
+        if cond.get("hit_rate") is not None
+        else ""
+    )
     return (
         f'<p class="muted">{len(cadence["agencies"])} agencies, ~{cadence["polls_per_hour"]:.0f} polls/h;'
-        f" {reasons}; decided {esc(duration_text(cadence['updated_age_s']))} ago</p>"
+        f" {reasons}; decided {esc(duration_text(cadence['updated_age_s']))} ago</p>{hits}"
         f'<div style="max-height:320px;overflow:auto"><table id="{table_id}"><thead><tr><th>agency</th>'
         "<th>every</th><th>reason</th><th>expected/h</th><th>lag p50 (24 h)</th><th>n</th>"
         f"<th>next in</th></tr></thead><tbody>{rows}</tbody></table></div>"

@@ -333,3 +333,13 @@ def test_pipeline_page_shows_each_agencys_scrape_cadence(pg, client):
     assert "<tr><td>mec</td><td>60 s</td><td>recent</td>" in table
     assert "<td>50 s</td><td>1</td>" in table  # the measured lag and its sample
     assert "<tr><td>aeb</td><td>60.0 min</td><td>dormant</td>" in table
+    assert 'id="table-cadence-conditional"' not in page  # no conditional poll yet
+    with db.transaction(pg) as cur:
+        cur.execute("TRUNCATE listing_validators")
+        cur.execute(
+            "INSERT INTO listing_validators (agency_key, url, etag, hits, misses, full_polls)"
+            " VALUES ('mec', 'https://x/noticias', '\"v1\"', 6, 1, 1), ('aeb', 'https://y/n', NULL, 0, 0, 2)"
+        )
+    page = client.get("/pipeline?hours=1&step=5").text
+    line = page.split('id="table-cadence-conditional">')[1].split("</p>")[0]
+    assert line.startswith("conditional listing polls: 60% answered 304 (hits 6, misses 1, unconditional 3;")

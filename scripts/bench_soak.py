@@ -3,7 +3,9 @@ minutes, then the history checked article by article.
 
 1. Brings the stack up exactly as scripts/bench_realtime.py does (its :func:`bring_up`: scratch
    names, the local site serving ``--articles`` synthetic articles and publishing and editing as
-   production does, the database preloaded, every DAG unpaused).
+   production does, the database preloaded, every DAG unpaused, and the index caught up with the
+   database: the restore of the preload's older documents ends before the first fault, so a
+   fault's recovery measures the fault, not that warm-up).
 2. For ``--minutes``, draws a fault every ``--fault-every-min`` minutes (+-20%) with the printed
    ``--seed`` (:mod:`faultsuite.chaos`: kill -9 of the scheduler, the triggerer, the DAG
    processor, a running task and the model service; restarts of PostgreSQL, Typesense and the

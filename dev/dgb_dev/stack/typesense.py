@@ -66,3 +66,40 @@ def drop_index(settings) -> list[str]:
     except Exception:  # no alias yet
         pass
     return dropped
+
+
+def index_lag(settings) -> tuple[int, int]:
+    """How far the index is behind PostgreSQL: (articles pending the index stage, documents
+    PostgreSQL marks indexed that the collection lacks). Both 0 once the pipeline has caught up,
+    including the index stage's restore of documents missing from Typesense
+    (``dgb.search.drift.restore_lost_documents``: a benchmark's preload marks old articles indexed
+    without putting them in the scratch index)."""
+    from dgb import db
+    from dgb.search import schema
+
+    with db.connect(settings.pg_dsn()) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FILTER (WHERE indexed_version IS DISTINCT FROM version),"
+            " count(*) FILTER (WHERE indexed_version IS NOT NULL AND enriched_at IS NOT NULL)"
+            " FROM news WHERE removed_at IS NULL"
+        )
+        pending, indexed = cur.fetchone()
+    docs = schema.client(settings).collections[settings.typesense_collection].retrieve()
+    return int(pending), max(0, int(indexed) - int(docs.get("num_documents") or 0))
+
+
+def wait_index_caught_up(settings, max_s: float, log=print) -> float:
+    """Wait (at most ``max_s``) until :func:`index_lag` is (0, 0); seconds waited."""
+    import time
+
+    t0 = time.monotonic()
+    next_log = 0.0
+    while time.monotonic() - t0 < max_s:
+        pending, missing = index_lag(settings)
+        if not pending and not missing:
+            break
+        if time.monotonic() >= next_log:
+            log(f"warm-up: {pending} articles pending the index, {missing} documents missing from it")
+            next_log = time.monotonic() + 120
+        time.sleep(10)
+    return time.monotonic() - t0

@@ -6,7 +6,11 @@ listings, article pages, the Plone 6 API, robots.txt, integrity pages and image 
 and redirect hop) first takes, in PostgreSQL (the one store every worker shares):
 
 * a **token**: tokens are spaced ``1 / rate_per_s`` apart (``host_budgets.next_at``; no burst),
-  so in any window of ``w`` seconds a host gets at most ``w * rate + 1`` requests;
+  and no more than :func:`window_cap` tokens are granted in any ``DGB_HOST_WINDOW`` seconds (10;
+  ``host_grants``): spacing alone allows ``w * rate + 1`` in a window of ``w`` seconds, and the
+  network's jitter between a grant and its arrival can push one more into a window measured at the
+  site, so the window keeps one token of margin (19 in any 10 s at 2/s; costs 5% only when
+  saturated);
 * an **in-flight slot**: a ``host_slots`` row with a lease. It is deleted when the request ends;
   a killed worker's slot is ignored (and swept) once ``lease_until`` has passed, so a dead task
   never leaks a slot for longer than the lease (default 90 s: longer than the fetch timeouts).
@@ -46,6 +50,7 @@ The API (used by the fetcher, the integrity scheduler and ``dgb status``)::
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import time
@@ -64,7 +69,7 @@ log = logging.getLogger(__name__)
 PRIORITIES: dict[str, int] = {"scrape": 0, "integrity": 1}
 PRIORITY_NAMES: dict[int, str] = {v: k for k, v in PRIORITIES.items()}
 GOV_BR = "www.gov.br"
-GRANTS_KEPT_S = 600  # host_grants rows older than this are pruned
+GRANTS_KEPT_S = 600  # host_grants rows older than this are pruned (longer than any window)
 RATE_WINDOW_S = 60  # window of the measured rate
 
 
@@ -77,6 +82,13 @@ class HostLimits:
     rate_per_s: float
     max_in_flight: int
     reserved: int = 1  # slots only the top priority may take (capped at max_in_flight - 1)
+
+
+def window_cap(rate_per_s: float, window_s: float) -> int:
+    """Tokens a host may be granted in any ``window_s`` seconds at ``rate_per_s``: ``rate x window``,
+    one fewer when that leaves at least 9 (margin for arrival jitter at the site), at least 1."""
+    n = math.floor(rate_per_s * window_s + 1e-9)
+    return n - 1 if n >= 10 else max(1, n)
 
 
 def parse_host_budgets(raw: str) -> dict[str, tuple[float, int | None]]:
@@ -112,6 +124,7 @@ class BudgetConfig:
     lease_s: float = 90.0  # an in-flight slot of a dead process is free again after this
     wait_timeout_s: float = 600.0  # acquire() gives up (BudgetTimeout) after this by default
     poll_s: float = 0.1  # re-check interval while waiting for a slot or a higher priority
+    window_s: float = 10.0  # at most window_cap(rate, window_s) grants in any window_s (0: off)
     waiter_ttl_s: float = 5.0  # a waiter row not refreshed for this long is ignored
     error_streak: int = 3
     backoff_base_s: float = 5.0
@@ -387,6 +400,17 @@ class HostBudget:
                     return None, cfg.poll_s
             if token_wait is not None and token_wait > 0:
                 return None, token_wait
+            if cfg.window_s > 0:
+                # the cap-th newest grant inside the window: the next token waits until it leaves
+                row = conn.execute(
+                    "SELECT extract(epoch FROM at + make_interval(secs => %(w)s) - clock_timestamp())::float8"
+                    " FROM host_grants WHERE host = %(h)s"
+                    " AND at > clock_timestamp() - make_interval(secs => %(w)s)"
+                    " ORDER BY at DESC OFFSET %(k)s LIMIT 1",
+                    {"h": host, "w": cfg.window_s, "k": window_cap(rate, cfg.window_s) - 1},
+                ).fetchone()
+                if row is not None and row[0] > 0:
+                    return None, row[0]
             slot_id = conn.execute(
                 "WITH swept AS (DELETE FROM host_slots"
                 "   WHERE host = %(h)s AND lease_until <= clock_timestamp()),"

@@ -60,7 +60,8 @@ def host_budget_overrides() -> str:
 def host_budget() -> dict[str, Any]:
     """``DGB_HOST_RPS``, ``DGB_HOST_MAX_IN_FLIGHT``, ``DGB_HOST_RESERVED_IN_FLIGHT``,
     ``DGB_HOST_LEASE``, ``DGB_HOST_WAIT_TIMEOUT``, ``DGB_HOST_ERROR_STREAK``,
-    ``DGB_HOST_BACKOFF_MAX``: the ones set, as ``BudgetConfig`` keyword arguments."""
+    ``DGB_HOST_BACKOFF_MAX``, ``DGB_HOST_WINDOW`` (seconds; 0 turns the window cap off): the ones
+    set, as ``BudgetConfig`` keyword arguments."""
     return only_set(
         default_rps=env_number("DGB_HOST_RPS", None, above=0),
         default_in_flight=env_number("DGB_HOST_MAX_IN_FLIGHT", None, integer=True, minimum=1),
@@ -69,6 +70,7 @@ def host_budget() -> dict[str, Any]:
         wait_timeout_s=env_number("DGB_HOST_WAIT_TIMEOUT", None, above=0),
         error_streak=env_number("DGB_HOST_ERROR_STREAK", None, integer=True, minimum=1),
         backoff_max_s=env_number("DGB_HOST_BACKOFF_MAX", None, above=0),
+        window_s=env_number("DGB_HOST_WINDOW", None, minimum=0, maximum=600),  # grants are kept 600 s
     )
 
 

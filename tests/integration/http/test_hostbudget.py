@@ -7,6 +7,7 @@ timestamps, never by how long a test took."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import os
@@ -101,6 +102,33 @@ def test_two_processes_share_one_rate_and_in_flight_cap(pg, pg_server, site):
         f"max in 2 s window {srv.max_in_window(2.0)}, max overlap {srv.max_overlap()}, "
         f"min grant gap {min(gaps):.3f}s, mean rate {(total - 1) / (grants[-1] - grants[0]):.2f}/s"
     )
+
+
+def _max_in_window(times: list[float], window: float) -> int:
+    return max((bisect.bisect_right(times, t + window - 1e-6) - i for i, t in enumerate(times)), default=0)
+
+
+@pytest.mark.parametrize("window_s", [10.0, 0.0])
+def test_no_ten_seconds_get_more_than_the_window_cap(pg, pg_server, window_s):
+    """2/s: the spacing alone lets 21 grants into 10 s. One grant now and other workers' 18 of the
+    last 9 s (written straight into host_grants) fill the window: the next token waits until the
+    oldest leaves (19 in any 10 s); with the cap off (DGB_HOST_WINDOW=0) it comes on the spacing
+    alone and makes 20."""
+    host = f"window-{window_s:.0f}.test"
+    budget = _budget(pg_server, host, 2.0, 2, window_s=window_s)
+    budget.release(budget.take(host, "scrape", timeout=30))
+    with pg.cursor() as cur:
+        cur.execute(
+            "INSERT INTO host_grants (host, at, priority) SELECT %s,"
+            " clock_timestamp() - make_interval(secs => 9.0 - 0.4 * i), 0 FROM generate_series(0, 17) i",
+            (host,),
+        )
+    pg.commit()
+    budget.release(budget.take(host, "scrape", timeout=30))
+    budget.close()
+    grants = _grant_times(pg, host)
+    assert len(grants) == 20
+    assert _max_in_window(grants, 10.0) == (19 if window_s else 20), grants
 
 
 def test_retry_after_from_one_process_slows_the_other(pg, pg_server, site):

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from dgb.hostbudget import BudgetConfig, HostLimits, host_key, parse_host_budgets, priority_value
+from dgb.hostbudget import (
+    BudgetConfig,
+    HostLimits,
+    host_key,
+    parse_host_budgets,
+    priority_value,
+    window_cap,
+)
 
 
 def test_defaults_give_gov_br_and_every_other_host_two_per_second_two_in_flight(monkeypatch):
@@ -62,3 +69,17 @@ def test_task_fetcher_lets_the_budget_space_requests(monkeypatch):
         assert f.policy.min_interval == 0.5
     with pytest.raises(ValueError, match="unknown request priority"):
         task_fetcher("bulk")
+
+
+def test_window_cap_keeps_one_token_of_margin_where_it_costs_little(monkeypatch):
+    assert window_cap(2.0, 10.0) == 19  # www.gov.br: never 2.0/s over 10 s, even with jitter
+    assert window_cap(1.0, 10.0) == 9
+    assert window_cap(0.5, 10.0) == 5  # below 10 a window the 1/rate spacing alone decides
+    assert window_cap(0.05, 10.0) == 1
+    monkeypatch.delenv("DGB_HOST_WINDOW", raising=False)
+    assert BudgetConfig.from_env().window_s == 10.0
+    monkeypatch.setenv("DGB_HOST_WINDOW", "0")
+    assert BudgetConfig.from_env().window_s == 0.0
+    monkeypatch.setenv("DGB_HOST_WINDOW", "-1")
+    with pytest.raises(ValueError, match="DGB_HOST_WINDOW"):
+        BudgetConfig.from_env()

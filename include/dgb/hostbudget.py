@@ -28,7 +28,8 @@ are the database's ``clock_timestamp()``, so workers on different machines agree
 waiting for that host (``host_waiters``, refreshed while waiting, expired if its process died),
 and lower priorities may hold at most ``max_in_flight - reserved`` slots (``reserved`` default 1,
 never the last slot of a 1-slot host), so a listing never waits behind integrity checks for a slot
-either. Integrity therefore gets what scrapes leave: :meth:`HostBudget.available_rate`.
+either. Integrity therefore gets what scrapes leave; how much that is, each integrity run decides
+with :mod:`dgb.integrity.share` (from the cadence's plan and the grants below).
 
 **Configuration** (read by each process; the first use of a host in a process writes its limits
 into ``host_budgets``, which every worker then obeys): ``DGB_HOST_RPS`` (2) and
@@ -38,12 +39,11 @@ overrides in ``DGB_HOST_BUDGETS="www.gov.br=2/2,agenciabrasil.ebc.com.br=1/1"``
 spaces its own requests by ``DGB_FETCH_MIN_INTERVAL``). The local mirror (``127.0.0.1:<port>``) is a
 host like any other.
 
-The API (used by the fetcher, the integrity scheduler and ``dgb status``)::
+The API (used by the fetcher and ``dgb status``)::
 
     budget = HostBudget(dsn)
     with budget.acquire("www.gov.br", "integrity", timeout=30) as slot:
         ...; slot.report(status=resp.status, retry_after=seconds)
-    budget.available_rate("www.gov.br")        # requests/s integrity can count on now
     snapshot(conn)                             # per-host figures for status / UI
 """
 
@@ -318,20 +318,6 @@ class HostBudget:
         except Exception as exc:
             log.debug("robots cache write failed for %s: %s", robots_url, exc)
 
-    def available_rate(self, host: str, priority: str | int = "integrity") -> float:
-        """Requests/s ``priority`` can count on for ``host`` now: the host's rate minus what higher
-        priorities used over the last minute; 0 during a backoff."""
-        host = host.lower()
-        prio = priority_value(priority)
-        self._ensure_host(self._connection(), host)
-        row = next((r for r in snapshot(self._connection(), [host])), None)
-        if row is None or row["backoff_s"] > 0:
-            return 0.0
-        used = sum(
-            rps for name, rps in row["measured_rps_by_priority"].items() if priority_value(name) < prio
-        )
-        return max(0.0, round(row["rate_per_s"] - used, 3))
-
     def snapshot(self, hosts: list[str] | None = None) -> list[dict]:
         return snapshot(self._connection(), hosts)
 
@@ -473,7 +459,7 @@ class HostBudget:
 
 
 def snapshot(conn, hosts: list[str] | None = None) -> list[dict]:
-    """Per-host figures (for ``dgb status``, the UI and the integrity scheduler): configured rate
+    """Per-host figures (for ``dgb status`` and the UI): configured rate
     and in-flight cap, requests in flight and waiting (by priority), measured requests/s over the
     last minute (by priority), backoff left and why, error streak, tokens granted."""
     rows = conn.execute(

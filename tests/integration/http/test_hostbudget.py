@@ -214,22 +214,6 @@ def test_integrity_leaves_the_reserved_slot_to_scrapes(pg, pg_server, site):
     other.close()
 
 
-def test_available_rate_is_what_scrapes_leave(pg, pg_server, site):
-    srv = site()
-    budget = _budget(pg_server, srv.host, 2, 2)
-    assert budget.available_rate(srv.host) == 2.0
-    with pg.cursor() as cur:  # 60 scrape grants in the last minute: 1 request/s used by scrapes
-        cur.execute(
-            "INSERT INTO host_grants (host, at, priority) SELECT %s, now() - make_interval(secs => g), 0"
-            " FROM generate_series(1, 60) g",
-            (srv.host,),
-        )
-    pg.commit()
-    assert budget.available_rate(srv.host) == pytest.approx(1.0, abs=0.02)
-    assert budget.available_rate(srv.host, "scrape") == 2.0
-    budget.close()
-
-
 def test_a_killed_process_slot_is_free_after_its_lease(pg, pg_server, site):
     srv = site()
     proc = _worker("--base", srv.base, "--hold", "--rps", "100", "--in-flight", "1", "--lease", "4")

@@ -26,7 +26,7 @@ among the children of level 2 by prototypes alone (codes always nest). Nodes are
 through the :class:`~dgb.taxonomy.Taxonomy` API, so another tree drops in (retrain the head).
 
 The summary is EXTRACTIVE (:mod:`dgb.enrich.summary`): sentences copied from the article, never
-generated text; ``classifier_version`` says so: ``"local-emb-5 (head; extractive summary; <model>)"``.
+generated text; ``classifier_version`` says so: ``"local-emb-6 (head; extractive summary; <model>)"``.
 
 Figures (``scripts/bench_classify.py``: real.jsonl cross-validated by title, every other file
 training every fold, production's tree): level-1 agreement with production 0.69 on whole articles
@@ -60,7 +60,7 @@ from dgb.taxonomy import Taxonomy
 log = logging.getLogger(__name__)
 
 NAME = "local"
-VERSION = "local-emb-5"  # 5: head trained with the archive, excerpts, balanced themes; 4-sentence summaries
+VERSION = "local-emb-6"  # 6: C 3, weak.jsonl excerpts out; 5: the archive, excerpts, balanced themes
 CONFIDENCE_TEMPERATURE = 0.03  # prototype-only mode (no head): softmax temperature
 L2_PROTO_TEMPERATURE = 0.05  # level-2 prototype scores are divided by this (next to log-probabilities)
 

@@ -53,9 +53,8 @@ ARCHIVE_FILE = "archive.jsonl"  # optional: production-labelled whole articles o
 #: training weight per source: weak labels are a coarse 10-way category mapped to level 1; the
 #: whole articles of weak.jsonl were chosen by production's level-1 theme (their category agrees
 #: with production on 8 of the 9 that real.jsonl also holds), so they weigh as real ones; its
-#: excerpts teach nothing (weight 0): their
-#: coarse category is a noisy level-1 label for a short text (excerpts 0.640 -> 0.650, macro recall
-#: on excerpts 0.554 -> 0.575 without them; whole articles within noise)
+#: excerpts teach nothing (weight 0): a coarse category is a noisy level-1 label for a short text
+#: (excerpts 0.640 -> 0.650, macro recall on excerpts 0.554 -> 0.575 without them)
 SOURCE_WEIGHTS = {"real": 1.0, "labelled": 1.0, "weak": 0.0, "corpus": 1.0, "archive": 1.0}
 WEAK_WHOLE_WEIGHT = 1.0
 #: the rows the cross-validation scores (every other row trains every fold)

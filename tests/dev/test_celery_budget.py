@@ -4,6 +4,7 @@ server's records and the database's grant times stay within the budget."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import secrets
@@ -94,6 +95,10 @@ def workers(redis, tmp_path):
         ]
         assert all(p.poll() is None for p, _ in procs), "a celery worker exited"
     yield app
+    # The test's AsyncResults sit in reference cycles: collected later, each one's finaliser
+    # unsubscribes from the result backend, and with Redis gone it retries for minutes (seen: a
+    # later test took 134 s). Collect them now, while Redis still answers.
+    gc.collect()
     for proc, log in procs:
         stop_process_group(proc)
         log.close()

@@ -63,7 +63,9 @@ def component(tmp_path):
 def _kill(comp) -> int:
     pid = comp.proc.pid()
     os.killpg(pid, signal.SIGKILL)
-    wait_until(lambda: not comp.proc.alive(), 10, "the killed server to go")
+    # the killed group itself, not "no live pid recorded": a watchdog polling every 0.1 s may
+    # record its replacement before this loop's first look
+    wait_until(lambda: not group_alive(pid), 10, "the killed server to go")
     return pid
 
 

@@ -21,15 +21,15 @@ scrape -> enrich -> embed -> index the fault is injected:
                        exactly what reconciliation must repair
 * ``restart_postgres`` ``pg_ctlcluster <ver> <name> restart``
 
-then the long outages, each while a batch is in flight, each 10 min. ``--quick``: longer than a stage
-task's whole Airflow retry budget: at least the budget read from the scheduler's serialized stage
-DAGs (retries x the largest retry delay Airflow can pick, ~20 s a try, 30 s for the batch to reach
-the stage: 140 s with today's 3 retries of 10 s), and for Typesense, the model service and Bedrock
-also until a stage task failed its last try, or every article of the batch failed as many tries as
-a stage task has (``news.attempts``) or was dead-lettered, since a try can take far longer than
-20 s (the Typesense client's own retries), or the dependency's circuit breaker holds the work (open
-at its longest cool-down, and a stage run started after that ended deferring it: every later run
-does the same until the dependency is back); at most 5 min. ``--outage-s`` sets a fixed length for both modes.
+then the long outages, each while a batch is in flight, each 10 min. ``--quick``: for Typesense,
+the model service and Bedrock, until the batch has spent a stage task's whole Airflow retry budget
+(a stage task failed its last try, or every article of the batch failed as many tries as a stage
+task has, ``news.attempts``, or was dead-lettered; the retries come from the scheduler's serialized
+stage DAGs) or the dependency's circuit breaker holds the work (open at its longest cool-down, and a
+stage run started after that ended deferring it: every later run does the same until the
+dependency is back); checked from 60 s on, at most 5 min. The emulator's: 90 s, since no stage task
+fails on it (events wait in the outbox): three times the Pub/Sub trigger's pull backoff
+cap. ``--outage-s`` sets a fixed length for both modes.
 
 * ``typesense_down``   Typesense stopped
 * ``model_down``       the model service stopped (the local classifier's and the embed stage's

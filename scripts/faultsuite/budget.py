@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from dgb.pipeline import resilience
 
-from .catalogue import OUTAGE_S, STAGE_DAGS, Batch
+from .catalogue import EMULATOR_QUICK_OUTAGE_S, OUTAGE_S, STAGE_DAGS, Batch
 from .context import Context
 from .plumbing import log
 
@@ -79,11 +79,14 @@ class RetryBudget:
     def outage_s(self, batch: Batch) -> float:
         """Full: OUTAGE_S (10 min). --quick: longer than a stage task's whole Airflow retry budget
         (every try failing, ~20 s per try on 2 shared cores, Bedrock's own 1+2+4 s backoff per
-        article in each try of the bedrock fault), plus 30 s for the batch to reach the stage."""
+        article in each try of the bedrock fault), plus 30 s for the batch to reach the stage; the
+        emulator's, which fails no stage task, EMULATOR_QUICK_OUTAGE_S."""
         if self.ctx.args.outage_s:
             return self.ctx.args.outage_s
         if not self.ctx.quick:
             return OUTAGE_S
+        if batch.fault == "emulator_down":
+            return EMULATOR_QUICK_OUTAGE_S
         b = self.stage()
         per_try = 20.0
         if batch.fault == "bedrock_throttle":

@@ -24,6 +24,11 @@ FAULTS = (
 LONG_OUTAGES = ("typesense_down", "model_down", "bedrock_throttle", "emulator_down")
 OUTAGE_S = 600.0
 QUICK_OUTAGE_CAP_S = 300.0  # --quick: the outage ends by then even if the retries are not spent
+# --quick, emulator_down: no stage task fails on it (a stage commits its events to the outbox and
+# relays them after the commit; a failed relay leaves them for the next), so no retry budget sizes
+# it. 90 s is three times the Pub/Sub trigger's pull backoff cap (30 s): every watcher has backed
+# off to its cap and retried there, and the relays' publish deadline (20 s) has passed many times.
+EMULATOR_QUICK_OUTAGE_S = 90.0
 # --quick: faults whose batch must have spent a stage task's Airflow retries before recovery
 SPENDS_RETRIES = ("typesense_down", "model_down", "bedrock_throttle")
 # kill -9 faults: the component, what the log calls it, how long it stays dead before its restart

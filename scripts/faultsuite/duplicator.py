@@ -45,7 +45,7 @@ class Duplicator:
         Called before the emulator is stopped. A client that keeps calling a stopped emulator
         backs off longer after each failed connection (gRPC's reconnect backoff: 1 s growing 1.6x
         up to 2 min), and every Pub/Sub client of this process shares that connection (gRPC's
-        global subchannel pool): after the 140 s of ``emulator_down`` the topology re-applied at
+        global subchannel pool): after the outage of ``emulator_down`` the topology re-applied at
         the restart waited ~50 s for the backoff to run out (53.9 s measured against a stopped
         emulator; 0.4 s with no call during the outage). Nothing else of the suite calls Pub/Sub
         while an outage is held. The copies are only late: the rows are published twice more

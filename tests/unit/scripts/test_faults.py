@@ -47,6 +47,22 @@ def test_the_longest_schedule_wins_and_no_retries_is_zero():
     assert budget.retry_budget([("z", {"task_id": "c"})])["delays_s"] == 0.0
 
 
+def _outage(fault, quick, outage_s=None):
+    rb = budget.RetryBudget(SimpleNamespace(quick=quick, args=SimpleNamespace(outage_s=outage_s)))
+    rb.cached = {"delays_s": 30.0, "retries": 3, "where": "embed_news.embed"}  # today's stage DAGs
+    return rb.outage_s(Batch(fault, "mec", ["a", "b", "c"]))
+
+
+def test_outage_lengths_by_mode():
+    # --quick: the retry budget (30 s of delays + 4 tries at ~20 s + 30 s to reach the stage) for
+    # the dependencies a stage task fails on; the emulator fails none, so it is not sized by it
+    assert _outage("typesense_down", quick=True) == 140.0
+    assert _outage("bedrock_throttle", quick=True) == 30 + 4 * 29 + 30
+    assert _outage("emulator_down", quick=True) == catalogue.EMULATOR_QUICK_OUTAGE_S == 90.0
+    assert _outage("emulator_down", quick=False) == catalogue.OUTAGE_S == 600.0
+    assert _outage("emulator_down", quick=True, outage_s=45.0) == 45.0
+
+
 def test_last_line_contract():
     line = report.last_line(0, 2, 5, 123.456)
     assert line == "faults: lost=0 duplicated=2 dead_lettered_healthy=5 worst_recovery_s=123.5"

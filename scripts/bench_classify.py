@@ -20,8 +20,9 @@ routing, summary overlap and speed.
   compared by name, so it only means something once our tree carries production's labels).
 * Confusion summary: the (production, ours) level-1 pairs most often confused on real.jsonl.
 * Calibration of ``theme_confidence`` on whole articles and excerpts (expected calibration error,
-  accuracy by confidence band; the one temperature is fitted on the same out-of-fold
-  predictions of both) and the hybrid mode simulated on both: share routed to Bedrock and
+  accuracy by confidence band; the temperatures, one for short texts and one for the rest, are
+  fitted on the same out-of-fold predictions of both; the single temperature of local-emb-6
+  beside them) and the hybrid mode simulated on both: share routed to Bedrock and
   overall agreement when production's label stands in for Bedrock's answer.
 * The extractive summary against real.jsonl's ``reference_summary`` and production's own stored
   summaries (archive.jsonl ``reference_summary``): ROUGE-L precision, recall, F1 and lengths.
@@ -51,13 +52,14 @@ import numpy as np
 
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
-from dgb.enrich import measure, training, training_level2
+from dgb.enrich import calibration, measure, training, training_level2
 from dgb.enrich.base import ArticleText
 from dgb.enrich.local import LocalClassifier
 from dgb.enrich.text import split_sentences
 from dgb.taxonomy import LEVEL1, load_taxonomy
 
 SOURCES = ("real", "labelled", "weak", "corpus", "archive")
+SHORT = calibration.SHORT_CHARS  # content of at most this many characters: calibrated as a short text
 
 
 def _share(mask: np.ndarray, values: np.ndarray) -> str:
@@ -210,8 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     # -- calibration on whole articles and excerpts together ----------------------------------
     both = np.concatenate([oof[real], oof_ex[real]])
     both_labels = np.concatenate([labels[real], labels[real]])
-    scale = training.fit_scale(both, list(both_labels), codes)
-    probs = training.softmax(scale * oof)
+    chars = np.array([len(i.content or "") for i in items])
+    excerpt_chars = np.array([len(training.excerpt_item(i).content or "") for i in items])
+    both_chars = np.concatenate([chars[real], excerpt_chars[real]])
+    scale, short_scale = calibration.fit_scales(both, list(both_labels), codes, both_chars)
+
+    def calibrated(z: np.ndarray, content_chars: np.ndarray) -> np.ndarray:
+        return training.softmax(calibration.factors(content_chars, scale, short_scale, SHORT) * z)
+
+    probs = calibrated(oof, chars)
     level2 = training_level2.out_of_fold_level2(feats.X, articles, taxonomy, folds=args.folds)
     results = bare.decide(items, feats, probs, level2)
     pred = np.array([r.theme_l1 for r in results])
@@ -259,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     # -- calibration and hybrid routing, whole articles and excerpts ------------------------
-    p_both = training.softmax(scale * both)
+    p_both = calibrated(both, both_chars)
     conf_all = p_both.max(1)
     ok_all = np.array([codes[j] for j in p_both.argmax(1)]) == both_labels
     n = int(real.sum())
@@ -267,9 +276,18 @@ def main(argv: list[str] | None = None) -> int:
         conf, ok = conf_all[sel], ok_all[sel]
         ece = measure.expected_calibration_error(conf, ok)
         print(
-            f"calibration[real, {name}] scale={scale:.3f} ECE={ece:.3f} "
+            f"calibration[real, {name}] scale={scale:.3f} short_scale={short_scale:.3f} "
+            f"(content <= {SHORT} chars) ECE={ece:.3f} "
             f"mean_confidence={conf.mean():.3f} accuracy={ok.mean():.3f}"
         )
+    one = calibration.fit_scale(both, list(both_labels), codes)  # the single temperature of emb-6
+    p_one = training.softmax(one * both)
+    c_one, ok_one = p_one.max(1), np.array([codes[j] for j in p_one.argmax(1)]) == both_labels
+    views = (("whole", slice(0, n)), ("excerpts", slice(n, 2 * n)), ("both", slice(0, 2 * n)))
+    print(
+        f"calibration[real, one temperature for all inputs, as before local-emb-7] scale={one:.3f} ECE "
+        + " ".join(f"{v}={measure.expected_calibration_error(c_one[r], ok_one[r]):.3f}" for v, r in views)
+    )
     for lo, hi in ((0.0, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)):
         m = (conf_all >= lo) & (conf_all < hi)
         print(

@@ -50,7 +50,7 @@ import numpy as np
 
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
-from dgb.enrich import measure, training, training_level2
+from dgb.enrich import calibration, measure, training, training_level2
 from dgb.enrich.head import HEAD_FILE
 from dgb.enrich.local import VERSION, LocalClassifier
 from dgb.taxonomy import load_taxonomy
@@ -125,8 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     oof, oof_ex = training.out_of_fold_logits(X, proto, articles, codes, excerpt=excerpt)
     both = np.concatenate([oof[scored], oof_ex[scored]])
     both_labels = np.concatenate([labels[scored], labels[scored]])
-    scale = training.fit_scale(both, list(both_labels), codes)
-    probs = training.softmax(scale * both)
+    chars = np.array([len(a.item.content or "") for a in articles])
+    excerpt_chars = np.array([len(training.excerpt_item(a.item).content or "") for a in articles])
+    both_chars = np.concatenate([chars[scored], excerpt_chars[scored]])
+    scale, short_scale = calibration.fit_scales(both, list(both_labels), codes, both_chars)
+    probs = training.softmax(
+        calibration.factors(both_chars, scale, short_scale, calibration.SHORT_CHARS) * both
+    )
     pred = np.array([codes[j] for j in probs.argmax(1)])
     correct = pred == both_labels
     conf = probs.max(1)
@@ -152,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         "cv_level1_agreement": cv,
         "cv_macro_recall": {scored_source: macro},
         "cv_ece_real": round(measure.expected_calibration_error(conf, correct), 4),
+        "cv_ece_real_whole": round(measure.expected_calibration_error(conf[:n], correct[:n]), 4),
+        "cv_ece_real_excerpts": round(measure.expected_calibration_error(conf[n:], correct[n:]), 4),
         "hybrid_threshold": threshold,
         "regularisation_c": training.REGULARISATION_C,
         "source_weights": training.SOURCE_WEIGHTS,
@@ -173,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         codes,
         int(embedder.dim),
         scale=scale,
+        short_scale=short_scale,
+        short_chars=calibration.SHORT_CHARS,
         embedder=embedder.name,
         meta=meta,
         level2=level2,
@@ -182,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")
     print(f"cross-validated level-1 agreement (grouped by title): {cv}; macro recall {macro}")
     print(
-        f"calibration scale={scale:.4f} ECE(whole + excerpts)={meta['cv_ece_real']} "
+        f"calibration scale={scale:.4f} short_scale={short_scale:.4f} (content <= {calibration.SHORT_CHARS}"
+        f" chars) ECE(whole + excerpts)={meta['cv_ece_real']} "
         f"hybrid_threshold={threshold}"
     )
     return 0

@@ -7,8 +7,8 @@ production-labelled articles) is a logistic regression over the three vectors of
 :class:`~dgb.enrich.features.Features`, an agency prior (when the article's agency is known), the
 prototype scores, and the log-probabilities of its lexical part (:class:`~dgb.enrich.lexical.Lexical`);
 the prototype term carries the themes with little training data. Its probabilities are
-calibrated: one temperature fitted on out-of-fold predictions of real news (among articles at
-confidence ~0.8, ~80% agree with production's label).
+calibrated: temperatures fitted on out-of-fold predictions of real news, one for whole articles
+and one for short texts (among articles at confidence ~0.8, ~80% agree with production's label).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dgb.enrich.calibration import factors
 from dgb.enrich.lexical import Lexical
 from dgb.enrich.softmax import log_softmax
 
@@ -33,9 +34,11 @@ class Head:
     """The level-1 decision trained on real labelled news (``scripts/train_classifier.py``).
 
     logits = ``X @ W.T + b + Wa[:, agency] + alpha * proto / proto_temperature``; probabilities
-    = softmax of ``scale * logits`` (``scale`` fitted on out-of-fold predictions: the
-    calibration). ``codes`` are the level-1 codes of the rows of ``W``; ``agencies`` the agency
-    keys of the columns of ``Wa`` (the agency prior; an unknown or missing agency adds nothing).
+    = softmax of ``scale * logits``, ``short_scale`` instead for an input of at most
+    ``short_chars`` characters of content (both fitted on out-of-fold predictions: the
+    calibration, :mod:`dgb.enrich.calibration`). ``codes`` are the level-1 codes of the rows of
+    ``W``; ``agencies`` the agency keys of the columns of ``Wa`` (the agency prior; an unknown or
+    missing agency adds nothing).
     ``embedder`` / ``dim``: the model the head was trained with; with any other embedder the
     vectors mean something else and the head is not used.
 
@@ -62,6 +65,13 @@ class Head:
     l2_weight: float = 1.0
     lexical: Lexical | None = None
     lex_weight: float = 1.0
+    short_scale: float | None = None  # None: ``scale`` for every input (a head before local-emb-7)
+    short_chars: int = 0
+
+    def scales(self, content_chars: Sequence[int]) -> np.ndarray:
+        """(n, 1) calibration factors: ``short_scale`` for an input whose content has at most
+        ``short_chars`` characters, ``scale`` for the others (:mod:`dgb.enrich.calibration`)."""
+        return factors(content_chars, self.scale, self.short_scale, self.short_chars)
 
     def level2_logprobs(self, X: np.ndarray) -> np.ndarray | None:
         """(n, len(l2_codes)) log-probabilities of the level-2 part (None when it has none)."""
@@ -113,6 +123,10 @@ class Head:
                 lex_W=(self.lexical.W if self.lexical else np.zeros((len(self.codes), 0))).astype(np.float16),
                 lex_b=(self.lexical.b if self.lexical else np.zeros(len(self.codes))).astype(np.float32),
                 lex_weight=np.array(self.lex_weight),
+                short=np.array(
+                    [self.short_scale if self.short_scale is not None else np.nan, self.short_chars],
+                    dtype=np.float64,
+                ),
                 embedder=np.array(self.embedder),
                 dim=np.array(self.dim),
                 meta=np.array(json.dumps(self.meta, ensure_ascii=False, sort_keys=True)),
@@ -124,6 +138,9 @@ class Head:
         """The head written by :meth:`save`; ValueError when its arrays do not fit together."""
         with np.load(Path(path), allow_pickle=False) as z:
             alpha, proto_temperature, scale = (float(v) for v in z["params"])
+            short_scale, short_chars = None, 0
+            if "short" in z.files and not np.isnan(z["short"][0]):
+                short_scale, short_chars = float(z["short"][0]), int(z["short"][1])
             lexical = None
             if "lex_terms" in z.files and len(z["lex_terms"]):
                 lexical = Lexical(
@@ -150,6 +167,8 @@ class Head:
                 l2_weight=float(z["l2_weight"]),
                 lexical=lexical,
                 lex_weight=float(z["lex_weight"]) if "lex_weight" in z.files else 1.0,
+                short_scale=short_scale,
+                short_chars=short_chars,
             )
         if head.W2.shape != (len(head.l2_codes), head.W.shape[1]) or head.b2.shape != (len(head.l2_codes),):
             raise ValueError(

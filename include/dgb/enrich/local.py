@@ -13,10 +13,11 @@ Features per article (:class:`~dgb.enrich.features.Features`): the title vector,
 vector, the body vector; the article vector scored against the taxonomy prototypes gives one
 score per level-1 theme. The trained :class:`~dgb.enrich.head.Head` adds a logistic regression
 over the three vectors, an agency prior, the prototype scores and its lexical part.
-``confidence`` is the softmax probability of the chosen theme with one temperature fitted on
-out-of-fold predictions of real news (calibrated: among articles at confidence ~0.8, ~80% agree
-with production's label). Without a head trained for this embedder, level 1 falls back to
-prototypes alone (softmax at :data:`CONFIDENCE_TEMPERATURE`).
+``confidence`` is the softmax probability of the chosen theme at a temperature fitted on
+out-of-fold predictions of real news, one for short texts (content of at most
+:data:`~dgb.enrich.calibration.SHORT_CHARS` characters) and one for the rest (calibrated: among
+articles at confidence ~0.8, ~80% agree with production's label). Without a head trained for
+this embedder, level 1 falls back to prototypes alone (softmax at :data:`CONFIDENCE_TEMPERATURE`).
 
 Levels 2 and 3
 --------------
@@ -26,7 +27,7 @@ among the children of level 2 by prototypes alone (codes always nest). Nodes are
 through the :class:`~dgb.taxonomy.Taxonomy` API, so another tree drops in (retrain the head).
 
 The summary is EXTRACTIVE (:mod:`dgb.enrich.summary`): sentences copied from the article, never
-generated text; ``classifier_version`` says so: ``"local-emb-6 (head; extractive summary; <model>)"``.
+generated text; ``classifier_version`` says so: ``"local-emb-7 (head; extractive summary; <model>)"``.
 
 Figures (``scripts/bench_classify.py``: real.jsonl cross-validated by title, every other file
 training every fold, production's tree): level-1 agreement with production 0.70 on whole articles
@@ -60,7 +61,7 @@ from dgb.taxonomy import Taxonomy
 log = logging.getLogger(__name__)
 
 NAME = "local"
-VERSION = "local-emb-6"  # 6: C 3, weak.jsonl excerpts out; 5: the archive, excerpts, balanced themes
+VERSION = "local-emb-7"  # 7: short texts calibrated apart; 6: C 3, no weak excerpts; 5: archive, excerpts
 CONFIDENCE_TEMPERATURE = 0.03  # prototype-only mode (no head): softmax temperature
 L2_PROTO_TEMPERATURE = 0.05  # level-2 prototype scores are divided by this (next to log-probabilities)
 
@@ -176,16 +177,23 @@ class LocalClassifier:
         return Features(layouts, vectors, X, A, S, self._scores(S, self.level1_codes, 1))
 
     def level1_probabilities(
-        self, feats: Features, agencies: Sequence[str | None] = (), texts: Sequence[str] = ()
+        self,
+        feats: Features,
+        agencies: Sequence[str | None] = (),
+        texts: Sequence[str] = (),
+        content_chars: Sequence[int] = (),
     ) -> np.ndarray:
         """(n, len(level1_codes)) probabilities: the head's calibrated softmax, or (no head) the
         softmax of the prototype scores at :data:`CONFIDENCE_TEMPERATURE`. ``texts``: each
-        article's :func:`lexical_text` (the head's lexical part reads them)."""
+        article's :func:`lexical_text` (the head's lexical part reads them); ``content_chars``:
+        each article's content length (short texts have their own calibration; empty: whole)."""
         if self.head is None:
             return softmax(feats.proto / CONFIDENCE_TEMPERATURE)
         z = np.full((len(feats.X), len(self.level1_codes)), -np.inf, dtype=np.float64)
         proto = feats.proto[:, self._head_cols]
-        z[:, self._head_cols] = self.head.scale * self.head.logits(feats.X, proto, agencies, texts)
+        chars = content_chars if len(content_chars) else [np.iinfo(np.int64).max] * len(feats.X)
+        scales = self.head.scales(chars)
+        z[:, self._head_cols] = scales * self.head.logits(feats.X, proto, agencies, texts)
         return softmax(z)
 
     def classify_batch(self, items: list[ArticleText]) -> list[Classification | ClassificationFailure]:
@@ -208,7 +216,10 @@ class LocalClassifier:
     def _classify(self, items: list[ArticleText]) -> list[Classification]:
         feats = self.features(items)
         probs = self.level1_probabilities(
-            feats, [item.agency for item in items], [lexical_text(item) for item in items]
+            feats,
+            [item.agency for item in items],
+            [lexical_text(item) for item in items],
+            [len(item.content or "") for item in items],
         )
         return self.decide(items, feats, probs)
 

@@ -21,9 +21,9 @@ One home for what ``scripts/train_classifier.py`` (fits the shipped head) and
   (:data:`CLASS_BALANCE`), and every whole training article is also trained on as an excerpt
   (:func:`excerpt_item`: title + first :data:`EXCERPT_CHARS` characters). The cross-validation
   scores ``real.jsonl`` only (folds by title); every other row is training data of every fold;
-* :func:`fit_scale`: the calibration (one temperature, fitted by likelihood on out-of-fold
-  predictions of the real articles, whole and as excerpts), so ``theme_confidence`` reads as a
-  probability. The measures themselves live in :mod:`dgb.enrich.measure`.
+* the calibration (temperatures fitted by likelihood on out-of-fold predictions of the real
+  articles, whole and as excerpts) lives in :mod:`dgb.enrich.calibration`, the measures in
+  :mod:`dgb.enrich.measure`.
 
 scikit-learn is imported only by the fitting functions: classifying needs numpy alone.
 """
@@ -382,6 +382,8 @@ def make_head(
     meta: dict | None = None,
     level2: tuple | None = None,
     lexical: Lexical | None = None,
+    short_scale: float | None = None,
+    short_chars: int = 0,
 ) -> Head:
     W, b, vocab, Wa = fitted
     l2_codes, W2, b2 = level2 if level2 is not None else ((), None, None)
@@ -403,6 +405,8 @@ def make_head(
         LEVEL2_WEIGHT,
         lexical,
         LEX_WEIGHT,
+        short_scale,
+        short_chars,
     )
 
 
@@ -565,34 +569,6 @@ def learning_curve(
             scores.append(float((pred[rows] == labels[rows]).mean()))
         out.append((float(share), round(share * per_fold), float(np.mean(scores))))
     return out
-
-
-def fit_scale(logits: np.ndarray, labels: Sequence[str | None], codes: Sequence[str]) -> float:
-    """The factor ``s`` minimising the negative log-likelihood of softmax(s * logits) over the
-    rows whose label is a code (golden-section search on log s; deterministic)."""
-    rows = [i for i, lab in enumerate(labels) if lab in codes]
-    if not rows:
-        raise ValueError("no labelled rows to calibrate on")
-    z = logits[rows]
-    target = np.array([list(codes).index(labels[i]) for i in rows])
-
-    def nll(log_s: float) -> float:
-        return float(-log_softmax(np.exp(log_s) * z)[np.arange(len(rows)), target].mean())
-
-    lo, hi = np.log(1e-3), np.log(1e2)
-    ratio = (np.sqrt(5) - 1) / 2
-    a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-    fa, fb = nll(a), nll(b)
-    for _ in range(80):
-        if fa < fb:
-            hi, b, fb = b, a, fa
-            a = hi - ratio * (hi - lo)
-            fa = nll(a)
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + ratio * (hi - lo)
-            fb = nll(b)
-    return float(np.exp((lo + hi) / 2))
 
 
 def softmax(z: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dgb.config import Settings
-from dgb.enrich import ledger, measure, training
+from dgb.enrich import calibration, ledger, measure, training
 from dgb.enrich.base import (
     ArticleText,
     Classification,
@@ -192,6 +192,14 @@ def test_head_round_trip_and_shape_check(tmp_path):
     assert np.array_equal(back.lexical.W, head.lexical.W) and np.array_equal(
         back.lexical.idf, head.lexical.idf
     )
+    calibrated = ("scale", "short_scale", "short_chars")
+    assert [getattr(back, k) for k in calibrated] == [getattr(head, k) for k in calibrated]
+    # a head written before the short-text calibration (no "short" array) uses its one scale
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files if k != "short"}
+    np.savez_compressed(tmp_path / "old.npz", **arrays)
+    old = Head.load(tmp_path / "old.npz")
+    assert old.short_scale is None and old.scales([10, 10_000]).ravel().tolist() == [head.scale] * 2
     bad = Head(head.codes, head.W[:, :10], head.b, 1.0, 0.05, 1.0, "m", head.dim, {}, (), None)
     bad.save(tmp_path / "bad.npz")
     with pytest.raises(ValueError, match="do not match"):
@@ -201,6 +209,27 @@ def test_head_round_trip_and_shape_check(tmp_path):
     Head(**{**head.__dict__, "lexical": short}).save(tmp_path / "bad-lexical.npz")
     with pytest.raises(ValueError, match="lexical shapes"):
         Head.load(tmp_path / "bad-lexical.npz")
+
+
+def test_the_shipped_head_calibrates_short_texts_apart(classifier):
+    head = classifier.head
+    assert head.short_scale is not None and head.short_chars == calibration.SHORT_CHARS
+    assert head.short_scale != head.scale
+    item = as_item(max(real_news(), key=lambda r: len(r["content"])))
+    assert len(item.content) > head.short_chars
+    cut = training.excerpt_item(item)
+    feats = classifier.features([item, cut])
+    texts = [lexical_text(i) for i in (item, cut)]
+    probs = classifier.level1_probabilities(feats, [item.agency] * 2, texts, [len(item.content), 500])
+    # the same logits at the other factor: each row took the factor of its own length
+    z = head.logits(feats.X, feats.proto[:, classifier._head_cols], [item.agency] * 2, texts)
+    for row, factor in ((0, head.scale), (1, head.short_scale)):
+        expected = training.softmax(factor * z[row : row + 1])[0]
+        assert probs[row, classifier._head_cols] == pytest.approx(expected, rel=1e-6)
+    # without lengths every row is read as a whole article
+    whole = classifier.level1_probabilities(feats, [item.agency] * 2, texts)
+    as_whole = training.softmax(head.scale * z[1:2])[0]
+    assert whole[1, classifier._head_cols] == pytest.approx(as_whole, rel=1e-6)
 
 
 def test_lexical_terms_fold_accents_and_case_and_drop_one_letter_words():
@@ -335,14 +364,6 @@ def test_rouge_l_by_hand():
     assert (p, r) == (1.0, 5 / 8) and f == pytest.approx(2 * 5 / 8 / (1 + 5 / 8))
     assert measure.rouge_l("", "algo") == (0.0, 0.0, 0.0)
     assert measure.lcs_length(["a", "b", "c", "d"], ["b", "d", "a"]) == 2
-
-
-def test_fit_scale_recovers_a_known_temperature():
-    rng = np.random.default_rng(7)
-    z = rng.normal(size=(4000, 5))
-    p = training.softmax(2.5 * z)
-    labels = [str(rng.choice(5, p=row)) for row in p]
-    assert training.fit_scale(z, labels, [str(i) for i in range(5)]) == pytest.approx(2.5, rel=0.1)
 
 
 def test_routing_table_and_threshold():

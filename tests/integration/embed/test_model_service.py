@@ -24,6 +24,7 @@ from dgb.config import REPO_ROOT
 from dgb.embed.auth import BearerToken, ServiceAuth
 from dgb.embed.client import ModelServiceError, ModelServiceUnavailable, ServiceEmbedder
 from dgb.embed.model import load_model
+from tests.support.model_service import free_port
 from tests.support.processes import stop_process_group
 
 pytestmark = pytest.mark.model
@@ -40,12 +41,6 @@ TEXTS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -56,7 +51,7 @@ def _group_alive(pgid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path_factory.mktemp("model-service") / "service.log"
     env = dict(
         os.environ,
@@ -325,7 +320,7 @@ class _Proxy:
     until then), standing in for a service that is briefly down."""
 
     def __init__(self, target_port: int) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.target_port = target_port
         self.sock: socket.socket | None = None
 
@@ -419,7 +414,7 @@ def test_client_retries_5xx_then_succeeds(service, local):
 
 
 def test_client_gives_up_with_a_clear_error(attempts):
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     client = ServiceEmbedder(f"http://127.0.0.1:{port}", attempts=3, backoff=0.05, max_backoff=0.1)
     assert client.available() is False
     attempts["real_sleep"] = False
@@ -483,9 +478,9 @@ def test_serve_refuses_public_address_without_allow_remote():
     assert not is_loopback("0.0.0.0")
     for auth in (ServiceAuth(), ServiceAuth("token", token=TOKEN)):  # with or without auth
         with pytest.raises(ServiceConfigError, match="--allow-remote"):
-            serve("0.0.0.0", _free_port(), "use-multilingual-v3", 512, auth=auth)
+            serve("0.0.0.0", free_port(), "use-multilingual-v3", 512, auth=auth)
     out = subprocess.run(
-        [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "0.0.0.0", "--port", str(_free_port())],
+        [sys.executable, "-m", "dgb.cli", "model", "serve", "--host", "0.0.0.0", "--port", str(free_port())],
         capture_output=True,
         text=True,
         timeout=60,
@@ -504,7 +499,7 @@ def test_serve_exits_when_the_model_cannot_be_loaded(tmp_path):
             "model",
             "serve",
             "--port",
-            str(_free_port()),
+            str(free_port()),
             "--model",
             "example-org/not-installed",
             "--dim",
@@ -572,7 +567,7 @@ def gated_service(local):
 
     state = GatedState("use-multilingual-v3", 512)
     limits = Limits(max_pending=2, request_timeout=3.0)
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(make_app(state, limits), host="127.0.0.1", port=port, log_config=None, lifespan="on")
     )

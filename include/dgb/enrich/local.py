@@ -191,8 +191,7 @@ class LocalClassifier:
             return softmax(feats.proto / CONFIDENCE_TEMPERATURE)
         z = np.full((len(feats.X), len(self.level1_codes)), -np.inf, dtype=np.float64)
         proto = feats.proto[:, self._head_cols]
-        chars = content_chars if len(content_chars) else [np.iinfo(np.int64).max] * len(feats.X)
-        scales = self.head.scales(chars)
+        scales = self.head.scales(content_chars) if len(content_chars) else self.head.scale
         z[:, self._head_cols] = scales * self.head.logits(feats.X, proto, agencies, texts)
         return softmax(z)
 

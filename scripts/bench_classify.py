@@ -212,8 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     # -- calibration on whole articles and excerpts together ----------------------------------
     both = np.concatenate([oof[real], oof_ex[real]])
     both_labels = np.concatenate([labels[real], labels[real]])
-    chars = np.array([len(i.content or "") for i in items])
-    excerpt_chars = np.array([len(training.excerpt_item(i).content or "") for i in items])
+    chars, excerpt_chars = training.content_chars(items)
     both_chars = np.concatenate([chars[real], excerpt_chars[real]])
     scale, short_scale = calibration.fit_scales(both, list(both_labels), codes, both_chars)
 

@@ -125,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     oof, oof_ex = training.out_of_fold_logits(X, proto, articles, codes, excerpt=excerpt)
     both = np.concatenate([oof[scored], oof_ex[scored]])
     both_labels = np.concatenate([labels[scored], labels[scored]])
-    chars = np.array([len(a.item.content or "") for a in articles])
-    excerpt_chars = np.array([len(training.excerpt_item(a.item).content or "") for a in articles])
+    chars, excerpt_chars = training.content_chars([a.item for a in articles])
     both_chars = np.concatenate([chars[scored], excerpt_chars[scored]])
     scale, short_scale = calibration.fit_scales(both, list(both_labels), codes, both_chars)
     probs = training.softmax(

@@ -119,6 +119,13 @@ def excerpt_item(item: ArticleText, chars: int = EXCERPT_CHARS) -> ArticleText:
     return ArticleText(item.unique_id, item.title, None, None, (item.content or "")[:chars], item.agency)
 
 
+def content_chars(items: Sequence[ArticleText]) -> tuple[np.ndarray, np.ndarray]:
+    """The content length of each item whole and as its :func:`excerpt_item`: what the head's
+    two temperatures are fitted and applied by (:mod:`dgb.enrich.calibration`)."""
+    whole = np.array([len(i.content or "") for i in items], dtype=np.int64)
+    return whole, np.array([len(excerpt_item(i).content or "") for i in items], dtype=np.int64)
+
+
 def _rows(path: Path) -> list[dict]:
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]

@@ -56,6 +56,17 @@ def test_an_excerpt_is_the_title_and_the_first_characters_of_the_content():
     assert short.content == item.content[: training.EXCERPT_CHARS] and len(short.content) == 500
 
 
+def test_content_chars_are_each_items_length_whole_and_as_an_excerpt():
+    items = [
+        ArticleText("a", "T", None, None, "x" * 2000, None),
+        ArticleText("b", "T", "sub", None, "y" * 40, "mec"),
+        ArticleText("c", "T", None, None, None, None),
+    ]
+    whole, excerpt = training.content_chars(items)
+    assert whole.tolist() == [2000, 40, 0]
+    assert excerpt.tolist() == [training.EXCERPT_CHARS, 40, 0]
+
+
 def test_balanced_weights_make_every_theme_weigh_alike():
     labels = np.array(["01"] * 6 + ["02"] * 2)
     w = training.balanced(np.ones(8), labels)

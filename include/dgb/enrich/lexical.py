@@ -4,7 +4,6 @@ an article's words (:class:`Lexical`), and what it reads of an article (:func:`l
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -13,6 +12,7 @@ import numpy as np
 
 from dgb.enrich.contract import ArticleText
 from dgb.enrich.softmax import log_softmax
+from dgb.enrich.text import strip_marks
 
 LEX_BODY_CHARS = 3000  # how much of the body the word counts read
 _LEX_TOKEN = re.compile(r"\b\w\w+\b")
@@ -21,8 +21,7 @@ _LEX_TOKEN = re.compile(r"\b\w\w+\b")
 def lexical_terms(text: str) -> list[str]:
     """The words the lexical part counts: accents removed (NFKD, combining marks dropped),
     lower case, runs of 2+ word characters."""
-    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return _LEX_TOKEN.findall(folded.lower())
+    return _LEX_TOKEN.findall(strip_marks(text).lower())
 
 
 def lexical_text(item: ArticleText) -> str:

@@ -19,9 +19,10 @@ instead (production's method) and this module is only the fallback when that ans
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 from pathlib import Path
+
+from dgb.enrich.text import strip_marks
 
 LEXICON_PATH = Path(__file__).resolve().parent.parent / "data" / "features" / "sentiment_pt.tsv"
 NEGATIONS = frozenset({"nao", "nem", "nunca", "sem", "jamais"})
@@ -35,8 +36,7 @@ _WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 def fold(text: str) -> str:
     """NFKD, combining marks dropped, lowercase."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+    return strip_marks(text).lower()
 
 
 @lru_cache(maxsize=1)

@@ -18,8 +18,11 @@ __all__ = ["Embedder", "check_texts", "get_embedder"]
 
 
 def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:
-    """The embedder for this process: ``DGB_EMBEDDER=service`` (default when a model service
-    URL answers) or ``local`` (load in-process)."""
+    """The embedder for this process: ``DGB_EMBEDDER=service``, ``local`` (load in-process) or
+    ``auto`` (the default: the service when it answers, else in-process). Under ``auto`` a
+    service that is up but refuses this process's credentials is a configuration error
+    (:class:`~dgb.embed.client.ModelServiceError` naming the fix), never a silent fallback to
+    loading the model here."""
     from dgb.config import settings as current
     from dgb.config.embed import embedder_mode
 
@@ -29,11 +32,24 @@ def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:
         raise ValueError(f"DGB_EMBEDDER must be auto, service or local, got {mode!r}")
     if mode in ("auto", "service"):
         from dgb.embed.auth import client_credentials
-        from dgb.embed.client import ServiceEmbedder
+        from dgb.embed.client import ModelServiceError, ServiceEmbedder
 
-        client = ServiceEmbedder(settings.model_url, credentials=client_credentials(settings.model_url))
-        if mode == "service" or client.available():
+        credentials = client_credentials(settings.model_url)
+        client = ServiceEmbedder(settings.model_url, credentials=credentials)
+        if mode == "service":
             return client
+        state = client.probe()
+        if state == "ok":
+            return client
+        client.close()
+        if state == "refused":
+            sent = "sent no credentials" if credentials is None else "sent credentials it does not accept"
+            raise ModelServiceError(
+                f"the model service at {settings.model_url} is up but refuses this process (it {sent}): "
+                f"set DGB_MODEL_TOKEN to its token (the local stack keeps it in "
+                f"{settings.state_dir / 'secrets.env'}) or DGB_MODEL_AUTH to its scheme, "
+                f"or DGB_EMBEDDER=local to load the model in this process"
+            )
     from dgb.embed.model import load_model
 
     return load_model(settings.embedding_model, settings.embedding_dim)

@@ -110,16 +110,29 @@ class ServiceEmbedder:
             raise ModelServiceError(f"model service at {self.base_url} sent a malformed answer: {info!r}")
         self._name, self._dim = name, dim
 
-    def available(self) -> bool:
-        """Whether the service answers /health with 200 within 1 s (never raises)."""
+    def probe(self) -> str:
+        """One GET /health within 1 s (never raises): ``"ok"``, the service is up and names its
+        model to these credentials; ``"refused"``, it is up but answers only the status word
+        (what it tells a caller without valid credentials, :mod:`dgb.embed.auth`); ``"down"``,
+        anything else (unreachable, still loading, not a model service)."""
         try:
             resp = self.client.get("/health", timeout=1.0, headers=self._headers())
-            if resp.status_code != 200:
-                return False
-            self._remember(resp.json())
-            return True
+            info = resp.json() if resp.status_code == 200 else None
         except Exception:
-            return False
+            return "down"
+        if not isinstance(info, dict):
+            return "down"
+        if info.get("status") == "ok" and "model" not in info and "dim" not in info:
+            return "refused"
+        try:
+            self._remember(info)
+        except ModelServiceError:
+            return "down"
+        return "ok"
+
+    def available(self) -> bool:
+        """Whether the service is up and answers these credentials (:meth:`probe` is ``"ok"``)."""
+        return self.probe() == "ok"
 
     def _info(self) -> None:
         if self._name is None or self._dim is None:

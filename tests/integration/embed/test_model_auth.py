@@ -150,6 +150,32 @@ def test_the_cli_sends_the_configured_token(service, model, monkeypatch, tmp_pat
     assert stale.returncode == 1 and "401" in stale.stderr and "stale" not in stale.stderr
 
 
+def test_auto_mode_names_refused_credentials_not_loading_the_model_here(service, monkeypatch, tmp_path):
+    """DGB_EMBEDDER=auto with a service that is up but refuses this process: a clear error
+    naming the fix, not a silent in-process model load; the right token gets the service."""
+    from dgb.config import Settings
+    from dgb.embed import get_embedder
+
+    monkeypatch.setenv("DGB_MODEL_URL", service["url"])
+    monkeypatch.setenv("DGB_STATE_DIR", str(tmp_path))  # no secrets.env there
+    monkeypatch.setenv("DGB_EMBEDDER", "auto")
+    monkeypatch.delenv("DGB_MODEL_AUTH", raising=False)
+    for token, sent in ((WRONG, "sent credentials it does not accept"), (None, "sent no credentials")):
+        if token is None:
+            monkeypatch.delenv("DGB_MODEL_TOKEN", raising=False)
+        else:
+            monkeypatch.setenv("DGB_MODEL_TOKEN", token)
+        with pytest.raises(ModelServiceError, match="is up but refuses this process") as err:
+            get_embedder(Settings.from_env())
+        assert sent in str(err.value) and "DGB_MODEL_TOKEN" in str(err.value)
+        assert str(tmp_path / "secrets.env") in str(err.value) and WRONG not in str(err.value)
+    monkeypatch.setenv("DGB_MODEL_TOKEN", SECRET)
+    with ServiceEmbedder(service["url"], credentials=BearerToken(WRONG)) as client:
+        assert client.probe() == "refused" and not client.available()
+    embedder = get_embedder(Settings.from_env())
+    assert isinstance(embedder, ServiceEmbedder) and embedder.probe() == "ok" and embedder.dim == 512
+
+
 def test_token_mode_without_a_token_refuses_to_start(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "DGB_MODEL_TOKEN"}
     env.update(DGB_STATE_DIR=str(tmp_path), DGB_MODEL_AUTH="token")  # no secrets.env there

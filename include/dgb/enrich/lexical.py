@@ -12,7 +12,7 @@ import numpy as np
 
 from dgb.enrich.contract import ArticleText
 from dgb.enrich.softmax import log_softmax
-from dgb.enrich.text import strip_marks
+from dgb.textfold import strip_marks
 
 LEX_BODY_CHARS = 3000  # how much of the body the word counts read
 _LEX_TOKEN = re.compile(r"\b\w\w+\b")

@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +44,7 @@ from dgb.enrich.contract import ArticleText
 from dgb.enrich.head import Head, agency_key
 from dgb.enrich.lexical import Lexical, lexical_terms, lexical_text
 from dgb.enrich.softmax import log_softmax
+from dgb.textfold import ascii_fold
 
 DEV_DATA = REPO_ROOT.parent / "shared" / "data" / "classifier-dev"
 CORPUS = REPO_ROOT / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
@@ -254,7 +254,7 @@ def training_features(
 
 def title_key(title: str) -> str:
     """A title compared loosely: lower case, accents and punctuation removed."""
-    text = unicodedata.normalize("NFKD", title or "").encode("ascii", "ignore").decode("ascii").lower()
+    text = ascii_fold(title or "").lower()
     return re.sub(r"[^a-z0-9]+", " ", text).strip()
 
 

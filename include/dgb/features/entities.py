@@ -9,16 +9,18 @@ A mention (one item of ``news_features.features.entities``) is
   article (production's key), ``canonical_id`` a Wikidata QID or ``dgb_<slug>``
   (:mod:`dgb.features.registry` resolves it).
 
-Standard library only: :mod:`dgb.search.documents` imports :func:`search_fields`.
+Standard library only (and :mod:`dgb.textfold`): :mod:`dgb.search.documents` imports
+:func:`search_fields`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from collections.abc import Iterable
 from typing import Any
+
+from dgb.textfold import ascii_fold
 
 TYPES = ("ORG", "PER", "LOC", "EVENT", "POLICY", "LAW", "WORK", "PRODUCT")
 _TAIL = {
@@ -58,8 +60,7 @@ def normalize(text: str | None) -> str:
     so keys match the rows of an adopted ``entity_alias``)."""
     if not text:
         return ""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    return re.sub(r"\s+", " ", ascii_text.lower()).strip()
+    return re.sub(r"\s+", " ", ascii_fold(text).lower()).strip()
 
 
 def slugify(text: str | None) -> str:

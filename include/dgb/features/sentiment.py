@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from dgb.enrich.text import strip_marks
+from dgb.textfold import strip_marks
 
 LEXICON_PATH = Path(__file__).resolve().parent.parent / "data" / "features" / "sentiment_pt.tsv"
 NEGATIONS = frozenset({"nao", "nem", "nunca", "sem", "jamais"})

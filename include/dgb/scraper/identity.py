@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
+
+from dgb.textfold import ascii_fold
 
 BRASILIA = ZoneInfo("America/Sao_Paulo")
 #: The fixed offset production attaches to dates read from text (not the zone: no summer time).
@@ -47,13 +48,9 @@ _NOT_WORD_OR_SPACE = re.compile(r"[^\w\s]")
 _WS = re.compile(r"\s+")
 
 
-def _ascii_fold(text: str) -> str:
-    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-
-
 def slugify_title(title: str | None, max_length: int = SLUG_MAX) -> str:
     """ASCII, lowercase, hyphen-separated slug of ``title``, at most ``max_length`` characters."""
-    slug = _NON_ALNUM.sub("-", _ascii_fold(title or "").lower()).strip("-")
+    slug = _NON_ALNUM.sub("-", ascii_fold(title or "").lower()).strip("-")
     if len(slug) > max_length:
         cut = slug[:max_length]
         # Prefer a word boundary; a single over-long word is cut hard.
@@ -109,7 +106,7 @@ def normalise_text(s: str | None) -> str:
     """ASCII-fold, lowercase, drop punctuation and symbols, collapse whitespace, strip."""
     if not s:
         return ""
-    folded = _NOT_WORD_OR_SPACE.sub("", _ascii_fold(s).lower())
+    folded = _NOT_WORD_OR_SPACE.sub("", ascii_fold(s).lower())
     return _WS.sub(" ", folded).strip()
 
 

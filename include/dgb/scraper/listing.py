@@ -22,7 +22,6 @@ Items and a next-page link off the agency's site (another host, an internal addr
 from __future__ import annotations
 
 import re
-import unicodedata
 from urllib.parse import parse_qs, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -32,6 +31,7 @@ from dgb.scraper.dates import parse_br_datetime, parse_iso_datetime
 from dgb.scraper.markup import absolute_url, first_text, parse_html, text_of
 from dgb.scraper.models import ListingItem, ListingPage
 from dgb.scraper.sites import keep_on_site, own_sites, unresolved_link
+from dgb.textfold import ascii_fold
 
 ITEM_SHAPES: tuple[str, ...] = (
     "article.tileItem",
@@ -121,8 +121,7 @@ _NAV_TEXT_TRIM = re.compile(r"^[\s\W_]+|[\s\W_]+$")
 
 
 def _fold(text: str) -> str:
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    return " ".join(_NAV_TEXT_TRIM.sub("", ascii_text.lower()).split())
+    return " ".join(_NAV_TEXT_TRIM.sub("", ascii_fold(text).lower()).split())
 
 
 def is_navigation_link(link: LexborNode, item: LexborNode | None = None) -> bool:

@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import time
-import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +24,7 @@ from dgb.enrich.base import ArticleText, Classification, ClassificationFailure, 
 from dgb.enrich.features import BODY_CHARS, UNIT_MAX_CHARS
 from dgb.enrich.local import LocalClassifier
 from dgb.enrich.summary import SUMMARY_MAX_CHARS
-from dgb.enrich.text import split_sentences, strip_marks
+from dgb.enrich.text import split_sentences
 from dgb.taxonomy import load_taxonomy
 
 CORPUS = Path(local.__file__).resolve().parents[1] / "data" / "corpus" / "articles.jsonl"
@@ -201,17 +199,6 @@ def test_sentence_splitter_keeps_abbreviations():
         "Inflação de 3,6% em 2026.",
         "O PIB cresceu 2,4%.",
     ]
-
-
-def test_strip_marks_drops_exactly_the_combining_marks_of_every_code_point():
-    def one_by_one(text: str) -> str:
-        decomposed = unicodedata.normalize("NFKD", text)
-        return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-    every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
-    assert strip_marks(every) == one_by_one(every)
-    assert strip_marks("Ação, Saúde, pão e ½ ﬁm") == "Acao, Saude, pao e 1⁄2 fim"
-    assert strip_marks("plain ASCII") == "plain ASCII"
 
 
 def test_long_single_sentence_summary_is_cut_not_invented(taxonomy):

@@ -14,6 +14,9 @@ routing, summary overlap and speed.
   macro-averaged recall over the level-1 themes present. Also without the lexical part, with
   prototypes alone, and what the agency prior adds (the test rows' agency withheld; a head
   without agency features).
+* Short texts as production writes them: labelled.jsonl's stored excerpts, dealt into the folds
+  by title with real.jsonl (held out like it), and real.jsonl's excerpts, with and without the
+  head's short-text prior correction (``short_bias``, :func:`dgb.enrich.calibration.prior_bias`).
 * Learning curve: the same cross-validation with each head trained on 25% and 50% of its
   training articles (whole title groups, 3 draws each): the gain per doubling of labelled data.
 * Level-2 agreement on real.jsonl where production's ``l2_label`` exists (our level-2 label
@@ -52,7 +55,7 @@ import numpy as np
 
 from dgb.config import settings as current_settings
 from dgb.embed import get_embedder
-from dgb.enrich import calibration, measure, training, training_level2
+from dgb.enrich import calibration, learning, measure, training, training_level2
 from dgb.enrich.base import ArticleText
 from dgb.enrich.local import LocalClassifier
 from dgb.enrich.text import split_sentences
@@ -122,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-speed", action="store_true", help="skip the articles/s measurement")
     parser.add_argument("--no-curve", action="store_true", help="skip the learning curve")
     parser.add_argument(
-        "--curve-seeds", type=int, default=training.LEARNING_SEEDS, help="draws per learning-curve share"
+        "--curve-seeds", type=int, default=learning.LEARNING_SEEDS, help="draws per learning-curve share"
     )
     parser.add_argument(
         "--corpus",
@@ -180,6 +183,21 @@ def main(argv: list[str] | None = None) -> int:
         )
     (mw, themes), (me, _) = (measure.macro_recall(p[real], labels[real]) for p in (whole_pred, ex_pred))
     print(f"l1_macro_recall[real, {themes} themes] whole={mw:.3f} excerpts={me:.3f}")
+
+    # -- short texts as production's own: labelled.jsonl's stored excerpts, held out too -------
+    stored = (source == "labelled") & np.array([a.excerpt for a in articles])
+    if stored.any():
+        for name, kw in (("with", {}), ("without", {"short_prior": False})):
+            z, _ = cv(score=real | (source == "labelled"), **kw)
+            _, z_ex_real = cv(**kw) if kw else (None, oof_ex)
+            pred_stored, pred_ex = _pred(z, codes)[stored], _pred(z_ex_real, codes)[real]
+            print(
+                f"short texts[{name} the short-text prior correction] labelled.jsonl stored excerpts "
+                f"(held out by title with real.jsonl): {_share(stored, _pred(z, codes) == labels)} "
+                f"macro={measure.macro_recall(pred_stored, labels[stored])[0]:.3f}; real.jsonl excerpts "
+                f"{_share(real, _pred(z_ex_real, codes) == labels)} "
+                f"macro={measure.macro_recall(pred_ex, labels[real])[0]:.3f}"
+            )
     for name, kw in (
         ("agency withheld at test", {"agency_at_test": False}),
         ("no agency features", {"agency_prior": False}),
@@ -193,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # -- learning curve: how much more labelled data would buy --------------------------------
     if not args.no_curve:
-        curve = training.learning_curve(
+        curve = learning.learning_curve(
             feats.X,
             feats.proto,
             articles,

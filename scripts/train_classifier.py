@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         "class_balance": training.CLASS_BALANCE,
         "excerpt_chars": training.EXCERPT_CHARS,
         "excerpt_weight": training.EXCERPT_WEIGHT,
+        "short_prior_weight": calibration.SHORT_PRIOR_WEIGHT,
         "rows_without_agency_prior": sum(not a.agency_prior for a in articles),
         "taxonomy_prototypes": clf._protos.digest[:16],
     }
@@ -181,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         scale=scale,
         short_scale=short_scale,
         short_chars=calibration.SHORT_CHARS,
+        short_bias=training.short_bias(labelled, articles, codes),
         embedder=embedder.name,
         meta=meta,
         level2=level2,

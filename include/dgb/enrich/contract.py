@@ -65,7 +65,7 @@ class Classification:
     summary: str | None
     confidence: float | None
     classifier: str  # "local" | "bedrock" (hybrid mode: whichever answered)
-    classifier_version: str  # e.g. "local-emb-7 (head; extractive summary; use-multilingual-v3)"
+    classifier_version: str  # e.g. "local-emb-8 (head; extractive summary; use-multilingual-v3)"
     enriched_at: datetime
     usage: dict | None = None  # bedrock (and hybrid): tokens, calls, throttles (see dgb.enrich.bedrock)
     # the article's sentiment when the classifier answers it (Bedrock's combined call):

@@ -33,12 +33,13 @@ HEAD_FILE = Path(__file__).resolve().parents[1] / "data" / "classifier" / "head.
 class Head:
     """The level-1 decision trained on real labelled news (``scripts/train_classifier.py``).
 
-    logits = ``X @ W.T + b + Wa[:, agency] + alpha * proto / proto_temperature``; probabilities
-    = softmax of ``scale * logits``, ``short_scale`` instead for an input of at most
-    ``short_chars`` characters of content (both fitted on out-of-fold predictions: the
-    calibration, :mod:`dgb.enrich.calibration`). ``codes`` are the level-1 codes of the rows of
-    ``W``; ``agencies`` the agency keys of the columns of ``Wa`` (the agency prior; an unknown or
-    missing agency adds nothing).
+    logits = ``X @ W.T + b + Wa[:, agency] + alpha * proto / proto_temperature``, plus
+    ``short_bias`` for an input of at most ``short_chars`` characters of content (the training
+    mix's class prior taken out, :func:`dgb.enrich.calibration.prior_bias`); probabilities
+    = softmax of ``scale * logits``, ``short_scale`` instead for such a short input (both
+    fitted on out-of-fold predictions: the calibration, :mod:`dgb.enrich.calibration`).
+    ``codes`` are the level-1 codes of the rows of ``W``; ``agencies`` the agency keys of the
+    columns of ``Wa`` (the agency prior; an unknown or missing agency adds nothing).
     ``embedder`` / ``dim``: the model the head was trained with; with any other embedder the
     vectors mean something else and the head is not used.
 
@@ -67,6 +68,7 @@ class Head:
     lex_weight: float = 1.0
     short_scale: float | None = None  # None: ``scale`` for every input (a head before local-emb-7)
     short_chars: int = 0
+    short_bias: np.ndarray | None = None  # added to a short input's logits (None: before local-emb-8)
 
     def scales(self, content_chars: Sequence[int]) -> np.ndarray:
         """(n, 1) calibration factors: ``short_scale`` for an input whose content has at most
@@ -85,10 +87,15 @@ class Head:
         proto: np.ndarray,
         agencies: Sequence[str | None] = (),
         texts: Sequence[str] = (),
+        content_chars: Sequence[int] = (),
     ) -> np.ndarray:
         """(n, codes) logits; ``agencies``: each row's agency key (or None), or empty for none;
-        ``texts``: each row's :func:`lexical_text`, for the lexical part (empty: none)."""
+        ``texts``: each row's :func:`lexical_text`, for the lexical part (empty: none);
+        ``content_chars``: each row's content length, for ``short_bias`` (empty: every row whole)."""
         z = X @ self.W.T + self.b + self.alpha * proto / self.proto_temperature
+        if self.short_bias is not None and len(content_chars):
+            short = np.asarray(content_chars, dtype=np.int64) <= self.short_chars
+            z = z + short[:, None] * self.short_bias
         if self.lexical is not None and len(texts):
             z = z + self.lex_weight * self.lexical.logprobs(texts)
         if self.agencies and self.Wa is not None and len(agencies):
@@ -126,6 +133,9 @@ class Head:
                 short=np.array(
                     [self.short_scale if self.short_scale is not None else np.nan, self.short_chars],
                     dtype=np.float64,
+                ),
+                short_bias=(self.short_bias if self.short_bias is not None else np.zeros(0)).astype(
+                    np.float32
                 ),
                 embedder=np.array(self.embedder),
                 dim=np.array(self.dim),
@@ -169,6 +179,15 @@ class Head:
                 lex_weight=float(z["lex_weight"]) if "lex_weight" in z.files else 1.0,
                 short_scale=short_scale,
                 short_chars=short_chars,
+                short_bias=(
+                    z["short_bias"].astype(np.float32)
+                    if "short_bias" in z.files and len(z["short_bias"])
+                    else None
+                ),
+            )
+        if head.short_bias is not None and head.short_bias.shape != (len(head.codes),):
+            raise ValueError(
+                f"{path}: short_bias shape {head.short_bias.shape} does not match {len(head.codes)} codes"
             )
         if head.W2.shape != (len(head.l2_codes), head.W.shape[1]) or head.b2.shape != (len(head.l2_codes),):
             raise ValueError(

@@ -27,7 +27,7 @@ among the children of level 2 by prototypes alone (codes always nest). Nodes are
 through the :class:`~dgb.taxonomy.Taxonomy` API, so another tree drops in (retrain the head).
 
 The summary is EXTRACTIVE (:mod:`dgb.enrich.summary`): sentences copied from the article, never
-generated text; ``classifier_version`` says so: ``"local-emb-7 (head; extractive summary; <model>)"``.
+generated text; ``classifier_version`` says so: ``"local-emb-8 (head; extractive summary; <model>)"``.
 
 Figures (``scripts/bench_classify.py``: real.jsonl cross-validated by title, every other file
 training every fold, production's tree): level-1 agreement with production 0.70 on whole articles
@@ -61,7 +61,9 @@ from dgb.taxonomy import Taxonomy
 log = logging.getLogger(__name__)
 
 NAME = "local"
-VERSION = "local-emb-7"  # 7: short texts calibrated apart; 6: C 3, no weak excerpts; 5: archive, excerpts
+# 8: short texts lose the training mix's class prior; 7: short texts calibrated apart;
+# 6: C 3, no weak excerpts; 5: archive, excerpts
+VERSION = "local-emb-8"
 CONFIDENCE_TEMPERATURE = 0.03  # prototype-only mode (no head): softmax temperature
 L2_PROTO_TEMPERATURE = 0.05  # level-2 prototype scores are divided by this (next to log-probabilities)
 
@@ -192,7 +194,7 @@ class LocalClassifier:
         z = np.full((len(feats.X), len(self.level1_codes)), -np.inf, dtype=np.float64)
         proto = feats.proto[:, self._head_cols]
         scales = self.head.scales(content_chars) if len(content_chars) else self.head.scale
-        z[:, self._head_cols] = scales * self.head.logits(feats.X, proto, agencies, texts)
+        z[:, self._head_cols] = scales * self.head.logits(feats.X, proto, agencies, texts, content_chars)
         return softmax(z)
 
     def classify_batch(self, items: list[ArticleText]) -> list[Classification | ClassificationFailure]:

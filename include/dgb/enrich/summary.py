@@ -5,7 +5,7 @@ content sentences; whitespace normalised, a leading dateline such as "Brasília 
 skipping captions, unpunctuated lines, sentences that announce a list, and near-repeats, at most
 :data:`SUMMARY_MAX_CHARS` characters. Nothing is generated or paraphrased; a single sentence over
 the limit is cut at a word boundary and ends with "…". ``classifier_version`` says so:
-``"local-emb-7 (head; extractive summary; <model>)"``.
+``"local-emb-8 (head; extractive summary; <model>)"``.
 
 The candidates are the first :data:`SUMMARY_CANDIDATES` sentences of the article's units
 (:func:`dgb.enrich.features.article_layout`); their vectors, already computed for the

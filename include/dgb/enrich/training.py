@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from dgb.config import REPO_ROOT
+from dgb.enrich import calibration
 from dgb.enrich.contract import ArticleText
 from dgb.enrich.head import Head, agency_key
 from dgb.enrich.lexical import Lexical, lexical_terms, lexical_text
@@ -391,6 +392,7 @@ def make_head(
     lexical: Lexical | None = None,
     short_scale: float | None = None,
     short_chars: int = 0,
+    short_bias: np.ndarray | None = None,
 ) -> Head:
     W, b, vocab, Wa = fitted
     l2_codes, W2, b2 = level2 if level2 is not None else ((), None, None)
@@ -414,7 +416,15 @@ def make_head(
         LEX_WEIGHT,
         short_scale,
         short_chars,
+        short_bias,
     )
+
+
+def short_bias(train: np.ndarray, articles: Sequence[DevArticle], codes: Sequence[str]) -> np.ndarray:
+    """The head's ``short_bias`` from the training rows ``train`` (their labels and weights):
+    :func:`dgb.enrich.calibration.prior_bias`."""
+    rows = [articles[i] for i in np.asarray(train, dtype=np.int64)]
+    return calibration.prior_bias([a.l1 for a in rows], [a.weight for a in rows], codes)
 
 
 def prior_agencies(articles: Sequence[DevArticle]) -> list[str | None]:
@@ -483,6 +493,8 @@ def out_of_fold_logits(
     agency_at_test: bool = True,
     train_share: float = 1.0,
     seed: int = 0,
+    short_prior: bool = True,
+    score: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """(whole-article logits, excerpt logits or None) of every :func:`scored_rows` article from a
     head trained on everything outside its fold: the scored rows' title groups are dealt into
@@ -492,17 +504,20 @@ def out_of_fold_logits(
     ``lexical_part=False``: without the lexical part; ``agency_prior=False``: no agency features;
     ``agency_at_test=False``: the test rows' agency withheld (what the prior adds is measured so);
     ``train_share`` < 1: each head sees only that share of its training articles (whole title
-    groups, drawn with ``seed``): a point of the learning curve (:func:`learning_curve`)."""
+    groups, drawn with ``seed``): a point of the learning curve (:func:`dgb.enrich.learning.learning_curve`);
+    ``short_prior=False``: short inputs keep the class prior (no ``short_bias``); ``score``: a
+    boolean mask of the rows to score instead of :func:`scored_rows`."""
     if not 0.0 < train_share <= 1.0:
         raise ValueError(f"train_share must be in (0, 1], got {train_share!r}")
     rng = np.random.default_rng(seed)
     groups = group_ids(articles)
-    scored = np.flatnonzero(scored_rows(articles))
+    scored = np.flatnonzero(scored_rows(articles) if score is None else score)
     labelled = np.array([a.l1 is not None for a in articles])
     texts = [lexical_text(a.item) for a in articles]
     out = np.zeros((len(articles), len(codes)), dtype=np.float64)
     out_ex = np.zeros_like(out) if excerpt is not None else None
     ex_texts = [lexical_text(excerpt_item(a.item)) for a in articles] if excerpt is not None else []
+    chars, ex_chars = content_chars([a.item for a in articles])
     for fold in grouped_folds(groups[scored], folds):
         test_groups = np.unique(groups[scored][fold])
         test = scored[fold]
@@ -521,61 +536,21 @@ def out_of_fold_logits(
             lexical_part=lexical_part,
             agency_prior=agency_prior,
         )
-        head = make_head(fitted, codes, X.shape[1] // 3, lexical=lexical)
+        head = make_head(
+            fitted,
+            codes,
+            X.shape[1] // 3,
+            lexical=lexical,
+            short_chars=calibration.SHORT_CHARS,
+            short_bias=short_bias(train, articles, codes) if short_prior else None,
+        )
         agencies = [articles[i].item.agency if agency_at_test else None for i in test]
-        out[test] = head.logits(X[test], proto[test], agencies, [texts[i] for i in test])
+        out[test] = head.logits(X[test], proto[test], agencies, [texts[i] for i in test], chars[test])
         if excerpt is not None:
             out_ex[test] = head.logits(
-                excerpt[0][test], excerpt[1][test], agencies, [ex_texts[i] for i in test]
+                excerpt[0][test], excerpt[1][test], agencies, [ex_texts[i] for i in test], ex_chars[test]
             )
     return out, out_ex
-
-
-LEARNING_SHARES = (0.25, 0.5, 1.0)
-LEARNING_SEEDS = 3  # draws averaged per share below 1
-
-
-def learning_curve(
-    X: np.ndarray,
-    proto: np.ndarray,
-    articles: Sequence[DevArticle],
-    codes: Sequence[str],
-    rows: np.ndarray,
-    *,
-    excerpt: tuple[np.ndarray, np.ndarray] | None = None,
-    shares: Sequence[float] = LEARNING_SHARES,
-    folds: int = FOLDS,
-    seeds: int = LEARNING_SEEDS,
-    known: dict[float, float] | None = None,
-) -> list[tuple[float, int, float]]:
-    """(share, mean training articles per fold, mean cross-validated level-1 agreement over the
-    ``rows`` mask) when each head is trained on that share of its training articles: how much
-    more labelled data would buy. Shares below 1 average ``seeds`` draws; ``known``: agreements
-    already measured (share 1.0 is the plain cross-validation), not recomputed."""
-    labels = np.array([a.l1 or "" for a in articles])
-    groups = group_ids(articles)
-    scored = np.flatnonzero(scored_rows(articles))
-    labelled = np.array([a.l1 is not None for a in articles])
-    per_fold = np.mean(
-        [
-            int((labelled & ~np.isin(groups, np.unique(groups[scored][f]))).sum())
-            for f in grouped_folds(groups[scored], folds)
-        ]
-    )
-    out = []
-    for share in shares:
-        if known and share in known:
-            out.append((float(share), round(share * per_fold), float(known[share])))
-            continue
-        scores = []
-        for seed in range(1 if share >= 1.0 else seeds):
-            z, _ = out_of_fold_logits(
-                X, proto, articles, codes, excerpt=excerpt, folds=folds, train_share=share, seed=seed
-            )
-            pred = np.array([codes[j] for j in z.argmax(1)])
-            scores.append(float((pred[rows] == labels[rows]).mean()))
-        out.append((float(share), round(share * per_fold), float(np.mean(scores))))
-    return out
 
 
 def softmax(z: np.ndarray) -> np.ndarray:

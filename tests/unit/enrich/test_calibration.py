@@ -52,3 +52,18 @@ def test_factors_by_content_length():
     f = calibration.factors([0, 1200, 1201, 50_000], 2.0, 0.5, 1200)
     assert f.shape == (4, 1) and f.ravel().tolist() == [0.5, 0.5, 2.0, 2.0]
     assert calibration.factors([0, 50_000], 2.0, None, 1200).ravel().tolist() == [2.0, 2.0]
+
+
+def test_prior_bias_takes_out_the_weighted_log_share_of_each_code():
+    labels = ["a", "a", "a", "b", None, "x"]  # None and codes outside the list count for nothing
+    bias = calibration.prior_bias(labels, [1.0, 1.0, 2.0, 1.0, 5.0, 5.0], ["a", "b", "c"], weight=0.5)
+    counts = np.array([1 + 4.0, 1 + 1.0, 1.0])  # one more per code: a theme without rows is finite
+    assert bias == pytest.approx(-0.5 * np.log(counts / counts.sum()))
+    assert bias[0] < bias[1] < bias[2]  # the common theme loses most
+    # softmax(z + bias) is softmax(z) divided by the prior's share to the power of the weight
+    z = np.array([[0.3, -0.2, 0.1]])
+    p = np.exp(z + bias) / np.exp(z + bias).sum()
+    q = np.exp(z) * (counts / counts.sum()) ** -0.5
+    assert p == pytest.approx(q / q.sum())
+    with pytest.raises(ValueError, match="weights has shape"):
+        calibration.prior_bias(labels, [1.0], ["a"])

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dgb.config import Settings
-from dgb.enrich import calibration, ledger, measure, training
+from dgb.enrich import calibration, learning, ledger, measure, training
 from dgb.enrich.base import (
     ArticleText,
     Classification,
@@ -194,12 +194,20 @@ def test_head_round_trip_and_shape_check(tmp_path):
     )
     calibrated = ("scale", "short_scale", "short_chars")
     assert [getattr(back, k) for k in calibrated] == [getattr(head, k) for k in calibrated]
-    # a head written before the short-text calibration (no "short" array) uses its one scale
+    assert np.array_equal(back.short_bias, head.short_bias)
+    # a head written before the short-text calibration (no "short" or "short_bias" array) uses
+    # its one scale and adds nothing to short inputs
     with np.load(path) as z:
-        arrays = {k: z[k] for k in z.files if k != "short"}
+        arrays = {k: z[k] for k in z.files if k not in ("short", "short_bias")}
     np.savez_compressed(tmp_path / "old.npz", **arrays)
     old = Head.load(tmp_path / "old.npz")
     assert old.short_scale is None and old.scales([10, 10_000]).ravel().tolist() == [head.scale] * 2
+    assert old.short_bias is None
+    X, proto = np.zeros((1, head.W.shape[1]), np.float32), np.zeros((1, len(head.codes)))
+    assert np.array_equal(old.logits(X, proto, content_chars=[10]), old.logits(X, proto))
+    Head(**{**head.__dict__, "short_bias": head.short_bias[:-1]}).save(tmp_path / "bad-bias.npz")
+    with pytest.raises(ValueError, match="short_bias shape"):
+        Head.load(tmp_path / "bad-bias.npz")
     bad = Head(head.codes, head.W[:, :10], head.b, 1.0, 0.05, 1.0, "m", head.dim, {}, (), None)
     bad.save(tmp_path / "bad.npz")
     with pytest.raises(ValueError, match="do not match"):
@@ -211,24 +219,31 @@ def test_head_round_trip_and_shape_check(tmp_path):
         Head.load(tmp_path / "bad-lexical.npz")
 
 
-def test_the_shipped_head_calibrates_short_texts_apart(classifier):
+def test_the_shipped_head_treats_short_texts_apart(classifier):
     head = classifier.head
     assert head.short_scale is not None and head.short_chars == calibration.SHORT_CHARS
     assert head.short_scale != head.scale
+    assert head.short_bias is not None and head.short_bias.shape == (len(head.codes),)
+    assert np.ptp(head.short_bias) > 0.5  # the training mix is skewed: its prior is worth taking out
     item = as_item(max(real_news(), key=lambda r: len(r["content"])))
     assert len(item.content) > head.short_chars
     cut = training.excerpt_item(item)
     feats = classifier.features([item, cut])
     texts = [lexical_text(i) for i in (item, cut)]
-    probs = classifier.level1_probabilities(feats, [item.agency] * 2, texts, [len(item.content), 500])
-    # the same logits at the other factor: each row took the factor of its own length
-    z = head.logits(feats.X, feats.proto[:, classifier._head_cols], [item.agency] * 2, texts)
+    chars = [len(item.content), len(cut.content)]
+    probs = classifier.level1_probabilities(feats, [item.agency] * 2, texts, chars)
+    proto = feats.proto[:, classifier._head_cols]
+    plain = head.logits(feats.X, proto, [item.agency] * 2, texts)
+    z = head.logits(feats.X, proto, [item.agency] * 2, texts, chars)
+    # the short row, and only it, lost the training mix's class prior
+    assert z[0] == pytest.approx(plain[0]) and z[1] == pytest.approx(plain[1] + head.short_bias, rel=1e-6)
+    # each row took the calibration factor of its own length
     for row, factor in ((0, head.scale), (1, head.short_scale)):
         expected = training.softmax(factor * z[row : row + 1])[0]
         assert probs[row, classifier._head_cols] == pytest.approx(expected, rel=1e-6)
     # without lengths every row is read as a whole article
     whole = classifier.level1_probabilities(feats, [item.agency] * 2, texts)
-    as_whole = training.softmax(head.scale * z[1:2])[0]
+    as_whole = training.softmax(head.scale * plain[1:2])[0]
     assert whole[1, classifier._head_cols] == pytest.approx(as_whole, rel=1e-6)
 
 
@@ -337,7 +352,7 @@ def test_a_learning_curve_point_trains_on_whole_groups_of_the_other_folds_only(m
         assert drawn == {g for g in groups.tolist() if g in drawn and g not in set(groups[test].tolist())}
         assert len(drawn) == round(0.5 * len(set(groups[rows_full].tolist())))
         assert set(rows_half) == {i for i in range(len(arts)) if groups[i] in drawn}  # whole groups
-    curve = training.learning_curve(
+    curve = learning.learning_curve(
         X, proto, arts, codes, np.ones(len(arts), bool), shares=(0.5, 1.0), folds=4, seeds=2
     )
     assert [s for s, _, _ in curve] == [0.5, 1.0] and all(0.0 <= a <= 1.0 for _, _, a in curve)

@@ -31,8 +31,9 @@ def ready_state(model):
 
 
 @contextmanager
-def serving(app) -> Iterator[str]:
-    """Run ``app`` on a free loopback port until the block ends; yields its base URL."""
+def serving(app, *, loaded: bool = True) -> Iterator[str]:
+    """Run ``app`` on a free loopback port until the block ends; yields its base URL once its
+    health answers 200 (``loaded=False``: once it answers at all, e.g. 503 "loading")."""
     import uvicorn
 
     port = free_port()
@@ -44,7 +45,7 @@ def serving(app) -> Iterator[str]:
     try:
         while True:
             try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200 or not loaded:
                     break
             except httpx.TransportError:
                 pass

@@ -1,6 +1,7 @@
-"""The embedding model's own settings (``DGB_EMBEDDER``, ``DGB_MODEL_THREADS``, the model service's
-``DGB_MODEL_MAX_PENDING`` and ``DGB_MODEL_REQUEST_TIMEOUT``, and who may call it: ``DGB_MODEL_AUTH``,
-``DGB_MODEL_TOKEN``, ``DGB_MODEL_AUDIENCE``, ``DGB_MODEL_INVOKERS``): read here and nowhere else.
+"""The embedding model's own settings (``DGB_EMBEDDER``, ``DGB_MODEL_START_WAIT``,
+``DGB_MODEL_THREADS``, the model service's ``DGB_MODEL_MAX_PENDING`` and
+``DGB_MODEL_REQUEST_TIMEOUT``, and who may call it: ``DGB_MODEL_AUTH``, ``DGB_MODEL_TOKEN``,
+``DGB_MODEL_AUDIENCE``, ``DGB_MODEL_INVOKERS``): read here and nowhere else.
 
 The model's name, dimension, port and URL (``DGB_EMBEDDING_MODEL``, ``DGB_EMBEDDING_DIM``,
 ``DGB_MODEL_PORT``, ``DGB_MODEL_URL``) are connection-level settings of :class:`dgb.config.Settings`.
@@ -19,6 +20,13 @@ def embedder_mode() -> str:
     """``DGB_EMBEDDER``: where the model runs, ``auto`` (default: the service if it answers),
     ``service`` or ``local`` (:func:`dgb.embed.get_embedder` checks the value)."""
     return env_str("DGB_EMBEDDER", "auto")
+
+
+def model_start_wait() -> float:
+    """``DGB_MODEL_START_WAIT``: seconds ``DGB_EMBEDDER=auto`` waits for a model service that
+    answers "loading" before it loads the model in this process instead (a number >= 0, default
+    60: the service loads the bundled model in a few seconds)."""
+    return env_number("DGB_MODEL_START_WAIT", 60.0, minimum=0)
 
 
 def model_threads() -> int:

@@ -12,9 +12,14 @@ this package's factory). Vectors are float32, L2-normalised, shape (n, dim).
 
 from __future__ import annotations
 
+import logging
+import time
+
 from dgb.embed.contract import Embedder, check_texts
 
 __all__ = ["Embedder", "check_texts", "get_embedder"]
+
+log = logging.getLogger(__name__)
 
 
 def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:
@@ -22,9 +27,11 @@ def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:
     ``auto`` (the default: the service when it answers, else in-process). Under ``auto`` a
     service that is up but refuses this process's credentials is a configuration error
     (:class:`~dgb.embed.client.ModelServiceError` naming the fix), never a silent fallback to
-    loading the model here."""
+    loading the model here; a service still loading its model is waited for, up to
+    ``DGB_MODEL_START_WAIT`` seconds (a second copy of the model here would cost as long to
+    load and its memory), then loaded here with a warning."""
     from dgb.config import settings as current
-    from dgb.config.embed import embedder_mode
+    from dgb.config.embed import embedder_mode, model_start_wait
 
     settings = settings or current()
     mode = prefer or embedder_mode()
@@ -39,6 +46,9 @@ def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:
         if mode == "service":
             return client
         state = client.probe()
+        wait = model_start_wait() if state == "loading" else 0.0
+        if state == "loading":
+            state = _wait_while_loading(client, wait)
         if state == "ok":
             return client
         client.close()
@@ -50,6 +60,27 @@ def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:
                 f"{settings.state_dir / 'secrets.env'}) or DGB_MODEL_AUTH to its scheme, "
                 f"or DGB_EMBEDDER=local to load the model in this process"
             )
+        if state == "loading":
+            log.warning(
+                "the model service at %s is still loading its model after %.0f s "
+                "(DGB_MODEL_START_WAIT): loading the model in this process instead",
+                settings.model_url,
+                wait,
+            )
     from dgb.embed.model import load_model
 
     return load_model(settings.embedding_model, settings.embedding_dim)
+
+
+LOADING_POLL_S = 0.5  # how often a loading service's health is asked again
+
+
+def _wait_while_loading(client, wait: float) -> str:
+    """``client``'s :meth:`~dgb.embed.client.ServiceEmbedder.probe` answer once it is no longer
+    ``"loading"``, or ``"loading"`` after ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    state = "loading"
+    while state == "loading" and time.monotonic() < deadline:
+        time.sleep(min(LOADING_POLL_S, max(0.0, deadline - time.monotonic())))
+        state = client.probe()
+    return state

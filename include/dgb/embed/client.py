@@ -113,15 +113,18 @@ class ServiceEmbedder:
     def probe(self) -> str:
         """One GET /health within 1 s (never raises): ``"ok"``, the service is up and names its
         model to these credentials; ``"refused"``, it is up but answers only the status word
-        (what it tells a caller without valid credentials, :mod:`dgb.embed.auth`); ``"down"``,
-        anything else (unreachable, still loading, not a model service)."""
+        (what it tells a caller without valid credentials, :mod:`dgb.embed.auth`); ``"loading"``,
+        it is up and still loading its model (503 ``{"status": "loading"}``, to any caller);
+        ``"down"``, anything else (unreachable, not a model service)."""
         try:
             resp = self.client.get("/health", timeout=1.0, headers=self._headers())
-            info = resp.json() if resp.status_code == 200 else None
+            info = resp.json() if resp.status_code in (200, 503) else None
         except Exception:
             return "down"
         if not isinstance(info, dict):
             return "down"
+        if resp.status_code == 503:
+            return "loading" if info.get("status") == "loading" else "down"
         if info.get("status") == "ok" and "model" not in info and "dim" not in info:
             return "refused"
         try:

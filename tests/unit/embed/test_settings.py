@@ -66,3 +66,16 @@ def test_model_service_credentials_settings(monkeypatch, tmp_path):
     assert embed_config.model_invokers() == {"composer@p.iam.gserviceaccount.com", "b@p.iam"}
     monkeypatch.setenv("DGB_MODEL_AUDIENCE", "https://a.run.app/,https://b.run.app")
     assert embed_config.model_audience() == "https://a.run.app/,https://b.run.app"
+
+
+def test_model_start_wait(monkeypatch):
+    from dgb.config.embed import model_start_wait
+
+    monkeypatch.delenv("DGB_MODEL_START_WAIT", raising=False)
+    assert model_start_wait() == 60.0
+    monkeypatch.setenv("DGB_MODEL_START_WAIT", "0")
+    assert model_start_wait() == 0.0
+    for bad in ("-1", "soon"):
+        monkeypatch.setenv("DGB_MODEL_START_WAIT", bad)
+        with pytest.raises(ValueError, match="DGB_MODEL_START_WAIT"):
+            model_start_wait()

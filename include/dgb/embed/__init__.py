@@ -46,8 +46,9 @@ def get_embedder(settings=None, *, prefer: str | None = None) -> Embedder:
         if mode == "service":
             return client
         state = client.probe()
-        wait = model_start_wait() if state == "loading" else 0.0
+        wait = 0.0
         if state == "loading":
+            wait = model_start_wait()
             state = _wait_while_loading(client, wait)
         if state == "ok":
             return client

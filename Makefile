@@ -5,6 +5,8 @@
 #   make test    start (or reuse) the servers the tests need, run the whole test suite
 #   make lint    ruff: lint and formatting check (pyproject.toml [tool.ruff]); changes nothing
 #   make down    stop exactly what `make up` started
+#   make docs    serve the documentation site at http://127.0.0.1:8000/ (make docs-build: build it
+#                with --strict into site/, as CI does: a broken link or missing page fails)
 # Configuration: environment variables (README, "Configuration"); DGB_PORT_BASE shifts every port.
 
 SHELL := /bin/bash
@@ -14,14 +16,14 @@ PY := $(VENV)/bin/python
 STATE_DIR ?= $(or $(DGB_STATE_DIR),$(CURDIR)/.state)
 # requirements.txt: the Airflow image; requirements-model.txt: the model service; requirements-dev.txt:
 # Airflow itself, the local Typesense server and the test/lint tools. The venv gets all three.
-REQUIREMENTS := requirements.txt requirements-model.txt requirements-dev.txt
+REQUIREMENTS := requirements.txt requirements-model.txt requirements-dev.txt requirements-docs.txt
 INPUTS_HASH := $(shell cat $(REQUIREMENTS) constraints.txt pyproject.toml | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.installed-$(INPUTS_HASH)
 PYTEST_ARGS ?=
 # Airflow executor of `make up`: local (LocalExecutor, default) or celery (DGB_EXECUTOR)
 EXECUTOR ?=
 
-.PHONY: venv up down status test lint airflow lock bench clean-state deploy-composer faults
+.PHONY: venv up down status test lint airflow lock bench clean-state deploy-composer faults docs docs-build
 
 venv: $(STAMP)
 
@@ -53,6 +55,15 @@ test: venv
 lint: venv
 	@$(PY) -m ruff check .
 	@$(PY) -m ruff format --check .
+
+# The documentation site (mkdocs.yml): its reference pages are generated from the code at build time
+DOCS_ENV := NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true
+docs: venv
+	@$(DOCS_ENV) $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:$(or $(DOCS_PORT),8000)
+
+docs-build: venv
+	@$(DOCS_ENV) $(VENV)/bin/mkdocs build --strict --quiet
+	@echo "[docs] built into site/ (mkdocs build --strict)"
 
 airflow: venv
 	@$(PY) -m dgb_dev.stack airflow $(ARGS)

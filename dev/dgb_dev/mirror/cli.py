@@ -79,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.set_defaults(func=_serve)
 
     agencies = sub.add_parser("agencies", help="print the agency keys the mirror serves")
-    agencies.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    agencies.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="articles JSONL")
     agencies.add_argument(
         "--unknown", action="store_true", help="only keys missing from the agency catalogue"
     )

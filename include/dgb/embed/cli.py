@@ -51,7 +51,7 @@ def register(subparsers) -> None:
         default=None,
         help="where the model runs (default DGB_EMBEDDER or auto: the service if it answers)",
     )
-    embed.add_argument("--batch-size", type=int, default=32)
+    embed.add_argument("--batch-size", type=int, default=32, help="texts per model call")
     embed.set_defaults(func=_embed)
 
 

@@ -10,7 +10,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "url-policy", help="decide whether the integrity checker may fetch URL (no request made)"
     )
-    p.add_argument("url")
+    p.add_argument("url", help="the URL to judge")
     p.add_argument("--exit-code", action="store_true", help="exit 1 when the URL is refused")
     p.set_defaults(func=_cmd_url_policy)
 

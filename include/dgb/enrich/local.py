@@ -26,6 +26,13 @@ level-2 part, a logistic regression trained on production's level-2 labels of re
 among the children of level 2 by prototypes alone (codes always nest). Nodes are reached only
 through the :class:`~dgb.taxonomy.Taxonomy` API, so another tree drops in (retrain the head).
 
+Sentiment
+---------
+Like production's combined LLM call, the classifier also answers the article's sentiment: the
+head of :mod:`dgb.enrich.sentiment` reads the same three vectors (no model call of its own), the
+lemmas of the title and lead and the polarity lexicon's figures. Without a sentiment head trained
+for this embedder the classification carries no sentiment (the features then use the lexicon).
+
 The summary is EXTRACTIVE (:mod:`dgb.enrich.summary`): sentences copied from the article, never
 generated text; ``classifier_version`` says so: ``"local-emb-8 (head; extractive summary; <model>)"``.
 
@@ -53,6 +60,9 @@ from dgb.enrich.features import Features, article_layout, article_views
 from dgb.enrich.head import L2_UNSEEN_LOGPROB, Head, load_default_head
 from dgb.enrich.lexical import lexical_text
 from dgb.enrich.prototypes import ENCODE_BATCH, TOP_K, build_prototypes, prototype_vectors, topk_mean
+from dgb.enrich.sentiment import SentimentHead
+from dgb.enrich.sentiment import inputs as sentiment_inputs
+from dgb.enrich.sentiment import load_default as load_default_sentiment
 from dgb.enrich.softmax import softmax
 from dgb.enrich.summary import extractive_summary
 from dgb.enrich.text import normalize_ws
@@ -96,6 +106,7 @@ class LocalClassifier:
         *,
         cache_dir: Path | None = None,
         head: Head | Literal[False] | None = None,
+        sentiment_head: SentimentHead | Literal[False] | None = None,
     ):
         if taxonomy is None:
             from dgb.taxonomy import load_taxonomy
@@ -140,6 +151,21 @@ class LocalClassifier:
                     trained_with,
                     self._protos.digest[:16],
                 )
+        if sentiment_head is None:
+            sentiment_head = load_default_sentiment()
+            trained = (sentiment_head.meta or {}) if sentiment_head is not None else {}
+            if sentiment_head is not None and (
+                trained.get("embedder") != embedder.name or int(trained.get("dim", 0)) != int(embedder.dim)
+            ):
+                log.info(
+                    "shipped sentiment head was trained with %s/%s, not %s/%d: no classifier sentiment",
+                    trained.get("embedder"),
+                    trained.get("dim"),
+                    embedder.name,
+                    embedder.dim,
+                )
+                sentiment_head = None
+        self.sentiment_head: SentimentHead | None = sentiment_head or None
         mode = "head" if self.head is not None else "prototypes"
         self.version = f"{VERSION} ({mode}; extractive summary; {embedder.name})"
 
@@ -222,7 +248,19 @@ class LocalClassifier:
             [lexical_text(item) for item in items],
             [len(item.content or "") for item in items],
         )
-        return self.decide(items, feats, probs)
+        out = self.decide(items, feats, probs)
+        for classification, sentiment in zip(out, self.sentiments(items, feats)):
+            classification.sentiment = sentiment
+        return out
+
+    def sentiments(self, items: Sequence[ArticleText], feats: Features | None = None) -> list[dict | None]:
+        """Each article's ``{"label", "score", "method"}`` from the sentiment head (``feats``: the
+        batch's features when already computed, else computed now: one encode call); ``None``
+        each without a sentiment head."""
+        if self.sentiment_head is None:
+            return [None] * len(items)
+        feats = feats if feats is not None else self.features(items)
+        return self.sentiment_head.predict(sentiment_inputs(feats.X, list(items)))
 
     def _classify_isolating(self, items: list[ArticleText]) -> list[Classification | ClassificationFailure]:
         """:meth:`_classify`, with a failing batch bisected so that an article the model cannot

@@ -1,20 +1,24 @@
 """``dgb features backfill``: features for articles enriched before features existed (an adopted
-production database, ~300k rows), in batches, resumable.
+production database, ~300k rows) or computed by an older version of the methods, in batches,
+resumable.
 
 Which articles: enriched, not removed, published on or after ``since`` (when given), whose
-``news_features`` object has no ``features_computed_at`` yet (the key this pipeline writes with
-every computation), newest first; at most ``limit``. New and edited articles need none of this:
-the enrich stage computes theirs.
+``news_features`` object has no ``features_version`` of the current version
+(:data:`dgb.features.compute.FEATURES_VERSION`; production's rows and this pipeline's older ones
+have a lower one or none), newest first; at most ``limit``. New and edited articles need none of
+this: the enrich stage computes theirs.
 
-Each batch is one transaction: the features are computed and merged (production's own keys are
-kept: a key the stored object already holds, such as production's LLM ``sentiment`` or
-``entities``, is not overwritten; missing ones are filled), the Bedrock usage of the batch (NER
-calls, when ``DGB_FEATURES_NER=bedrock``) is added to the daily ledger, and the article's
-``version`` is bumped so the index stage re-indexes it whole (the features reach Typesense by the
-normal path). A run stopped midway loses at most its current batch; the next run resumes where it
-stopped, since finished articles no longer match. Bedrock calls go through the classifier's
-backoff on throttling; the sentiment of a backfilled article is the offline lexicon's (Bedrock's
-comes only with a classification, which adopted rows already have).
+Each batch is one transaction: the features are computed and merged, the Bedrock usage of the
+batch (NER calls, when ``DGB_FEATURES_NER=bedrock``) is added to the daily ledger, and the
+article's ``version`` is bumped so the index stage re-indexes it whole (the features reach
+Typesense by the normal path). What an LLM answered is kept: a stored ``sentiment`` that is
+production's (no ``sentiment_method``) or Bedrock's, and stored ``entities`` that are production's
+(no ``entities_method``) or Bedrock's, are not overwritten; the figures computed from the text
+(``word_count``, the readability figures) and this pipeline's offline answers are recomputed.
+A run stopped midway loses at most its current batch; the next run resumes where it stopped,
+since finished articles no longer match. The sentiment of a recomputed article is the local
+classifier's sentiment head (``sentiments``: one encode call per batch through the model
+service), else the lexicon's; Bedrock calls go through the classifier's backoff on throttling.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ SELECT n.unique_id, n.title, n.subtitle, n.editorial_lead, n.content, n.publishe
   FROM news n
   LEFT JOIN news_features nf ON nf.unique_id = n.unique_id
  WHERE n.enriched_at IS NOT NULL AND n.removed_at IS NULL
-   AND (nf.features IS NULL OR NOT nf.features ? 'features_computed_at')
+   AND (nf.features IS NULL
+        OR coalesce((nf.features ->> 'features_version')::int, 0) < %(version)s)
    AND (%(since)s::date IS NULL OR n.published_at >= %(since)s::date)
    AND (%(after)s::timestamptz IS NULL OR (n.published_at, n.unique_id) < (%(after)s, %(after_id)s))
  ORDER BY n.published_at DESC, n.unique_id DESC
@@ -45,7 +50,8 @@ SELECT n.unique_id, n.title, n.subtitle, n.editorial_lead, n.content, n.publishe
 _COUNT = """
 SELECT count(*) FROM news n LEFT JOIN news_features nf ON nf.unique_id = n.unique_id
  WHERE n.enriched_at IS NOT NULL AND n.removed_at IS NULL
-   AND (nf.features IS NULL OR NOT nf.features ? 'features_computed_at')
+   AND (nf.features IS NULL
+        OR coalesce((nf.features ->> 'features_version')::int, 0) < %(version)s)
    AND (%(since)s::date IS NULL OR n.published_at >= %(since)s::date)
 """
 
@@ -64,22 +70,25 @@ class BackfillResult:
         return self.done / self.seconds if self.seconds > 0 else 0.0
 
 
-def _keep_production(computed: compute.ArticleFeatures, stored: dict | None) -> compute.ArticleFeatures:
-    """Leave out of ``computed`` the keys the stored object already holds (production's values)."""
+LLM_METHODS = (None, "bedrock")  # no method: production's (its LLM); bedrock: ours through Bedrock
+
+
+def _keep_llm_answers(computed: compute.ArticleFeatures, stored: dict | None) -> compute.ArticleFeatures:
+    """Leave out of ``computed`` what an LLM answered in the stored object (production's or
+    Bedrock's sentiment and entities); everything else is recomputed."""
     stored = stored or {}
-    if "features_computed_at" in stored:
-        return computed
     keys = dict(computed.keys)
-    for key in ("sentiment", "word_count", "readability_flesch"):
-        if stored.get(key) is not None:
-            keys.pop(key)
-            if key == "sentiment":
-                keys.pop("sentiment_method", None)
-    if keys.get("readability_flesch") is None:
-        keys.pop("readability_flesch", None)  # never remove a stored figure here
+    if stored.get("sentiment") is not None and stored.get("sentiment_method") in LLM_METHODS:
+        keys.pop("sentiment")
+        keys.pop("sentiment_method", None)
     mentions = computed.mentions
-    if isinstance(stored.get("entities"), list) and stored["entities"]:
-        mentions = None  # production's entities stay
+    if (
+        isinstance(stored.get("entities"), list)
+        and stored["entities"]
+        and stored.get("entities_method") in (None, "bedrock")
+        and computed.entities_source != "llm"
+    ):
+        mentions = None  # the LLM's entities stay
         for key in ("entities_method", "entities_error"):
             keys.pop(key, None)
     return compute.ArticleFeatures(keys, mentions, computed.entities_source, computed.usage)
@@ -93,11 +102,15 @@ def run(
     limit: int | None = None,
     batch: int = BATCH,
     progress: Callable[[BackfillResult], None] | None = None,
+    sentiments: Callable[[list], list] | None = None,
 ) -> BackfillResult:
+    """``sentiments``: the local classifier's :meth:`~dgb.enrich.local.LocalClassifier.sentiments`
+    (articles as ``ArticleText``, one answer or None each); without it the lexicon answers."""
     from dgb.enrich import ledger
+    from dgb.enrich.contract import ArticleText
 
     out = BackfillResult()
-    params = {"since": since}
+    params = {"since": since, "version": compute.FEATURES_VERSION}
     with db.transaction(conn) as cur:
         registry.seed_agencies(cur)
         cur.execute(_COUNT, params)
@@ -120,10 +133,21 @@ def run(
             rows = cur.fetchall()
         if not rows:
             break
-        # compute outside any transaction (Bedrock calls take seconds), then write in a short one
+        # compute outside any transaction (model and Bedrock calls take seconds), then write in a
+        # short one
+        answers = [None] * len(rows)
+        if sentiments is not None:
+            answers = sentiments([ArticleText(r[0], r[1] or "", r[2], r[3], r[4] or "") for r in rows])
         computed = [
-            (uid, _keep_production(computer.compute(t or "", c or "", subtitle=sub, lead=lead), stored), pub)
-            for uid, t, sub, lead, c, pub, stored, _version in rows
+            (
+                uid,
+                _keep_llm_answers(
+                    computer.compute(t or "", c or "", subtitle=sub, lead=lead, classifier_sentiment=answer),
+                    stored,
+                ),
+                pub,
+            )
+            for (uid, t, sub, lead, c, pub, stored, _version), answer in zip(rows, answers)
         ]
         usage = [u for _, f, _ in computed for u in f.usage]
         with db.transaction(conn) as cur:

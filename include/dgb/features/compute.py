@@ -4,13 +4,16 @@
 ``news_features.features`` (production's names; ours marked):
 
 * ``word_count``, ``readability_flesch`` (:mod:`dgb.features.reading`), ``readability_flesch_pt`` (ours);
-* ``sentiment`` ``{"label", "score"}``: the classifier's (Bedrock's combined call) when it gave
-  one, else the offline lexicon's (:mod:`dgb.features.sentiment`); ``sentiment_method`` (ours) says which;
+* ``sentiment`` ``{"label", "score"}``: the classifier's (Bedrock's combined call, or the local
+  classifier's sentiment head) when it gave one, else the polarity lexicon's
+  (:mod:`dgb.features.sentiment`); ``sentiment_method`` (ours) says which;
 * ``entities``: production's mention list (:mod:`dgb.features.entities`), from the Bedrock NER
   call (when configured) or the offline extractor (:mod:`dgb.features.rules_ner`), canonical ids
   resolved at write time (:mod:`dgb.features.registry`); ``entities_method`` (ours) says which,
   ``entities_error`` (ours) why Bedrock's answer was not used;
-* ``features_computed_at`` (ours).
+* ``features_computed_at`` and ``features_version`` (ours): when, and by which version of these
+  methods (:data:`FEATURES_VERSION`); ``dgb features backfill`` recomputes the rows of an older
+  version.
 
 :func:`write` merges them into ``news_features`` (``features || new``: other jobs' keys such as
 ``trending_score`` and ``view_count`` stay), removes the keys that no longer apply after an edit
@@ -27,6 +30,9 @@ from typing import Any
 from dgb.features import reading, registry, rules_ner, sentiment, store
 
 RULES_METHOD = "rules-pt-1"
+# 2: readability on the reader's text with Portuguese syllables, the sentiment head and the
+# lemma lexicon, namespaced entity ids
+FEATURES_VERSION = 2
 OWN_KEYS = (
     "word_count",
     "readability_flesch",
@@ -37,6 +43,7 @@ OWN_KEYS = (
     "entities_method",
     "entities_error",
     "features_computed_at",
+    "features_version",
 )
 
 
@@ -69,12 +76,7 @@ class FeatureComputer:
     ) -> ArticleFeatures:
         title, content = title or "", content or ""
         keys: dict[str, Any] = dict(reading.reading_features(content))
-        if classifier_sentiment:
-            keys["sentiment"] = dict(classifier_sentiment)
-            keys["sentiment_method"] = "bedrock"
-        else:
-            keys["sentiment"] = sentiment.sentiment(title, content)
-            keys["sentiment_method"] = sentiment.METHOD
+        keys.update(sentiment.features(title, content, classifier_sentiment))
         out = ArticleFeatures(keys, [])
         keys["entities_error"] = None
         if self.ner is not None:
@@ -89,6 +91,7 @@ class FeatureComputer:
             out.mentions = rules_ner.extract(title, content)
             keys["entities_method"] = RULES_METHOD
         keys["features_computed_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        keys["features_version"] = FEATURES_VERSION
         return out
 
 

@@ -146,3 +146,9 @@ def search_fields(entities: Any) -> dict[str, list[str]]:
     if ids:
         out["entity_canonical"] = sorted(ids)
     return out
+
+
+def offline_canonical_id(mention: dict) -> str:
+    """A mention's canonical id without a database: the extractor's proposal (an agency's id, a
+    gazetteer QID), else the minted id (what the registry would mint for a name it does not know)."""
+    return mention.get("canonical_id") or mint_id(mention.get("forma_canonica") or mention["text"])

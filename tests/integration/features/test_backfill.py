@@ -122,3 +122,52 @@ def test_bedrock_ner_in_the_backfill_is_billed_in_the_ledger(adopted):
     with pg.cursor() as cur:
         feats = read_features(cur, [a.unique_id for a in arts])
     assert feats[arts[1].unique_id]["entities_method"] == "bedrock"
+
+
+def test_rows_of_an_older_version_are_recomputed_and_llm_answers_kept(adopted):
+    """Rows this pipeline computed with an older version (readability on the raw markdown, the
+    prefix lexicon) are recomputed; a Bedrock sentiment and production's LLM keys stay; the
+    sentiment comes from the classifier's head when one is given."""
+    pg, arts = adopted
+    old = {"features_computed_at": "2026-11-01T00:00:00+00:00", "readability_flesch": -26.0}
+    with db.transaction(pg) as cur:
+        merge_features(
+            cur,
+            {
+                arts[1].unique_id: {
+                    **old,
+                    "sentiment": {"label": "negative", "score": -0.3},
+                    "sentiment_method": "lexicon-pt-1",
+                },
+                arts[2].unique_id: {
+                    **old,
+                    "sentiment": {"label": "positive", "score": 0.6},
+                    "sentiment_method": "bedrock",
+                },
+            },
+        )
+    asked = []
+
+    def head(items):
+        asked.extend(i.unique_id for i in items)
+        return [{"label": "neutral", "score": 0.05, "method": "local-head-1"} for _ in items]
+
+    result = backfill.run(pg, FeatureComputer(), batch=10, sentiments=head)
+    assert result.done == len(arts) and sorted(asked) == sorted(a.unique_id for a in arts)
+    with pg.cursor() as cur:
+        feats = read_features(cur, [a.unique_id for a in arts])
+    from dgb.features.compute import FEATURES_VERSION
+    from dgb.features.reading import reading_features
+
+    assert all(f["features_version"] == FEATURES_VERSION for f in feats.values())
+    rows = [json.loads(line) for line in NEWS.read_text(encoding="utf-8").splitlines()]
+    redone = feats[arts[1].unique_id]
+    assert redone["readability_flesch"] == reading_features(rows[1]["content"])["readability_flesch"] != -26.0
+    assert (redone["sentiment"], redone["sentiment_method"]) == (
+        {"label": "neutral", "score": 0.05},
+        "local-head-1",
+    )
+    assert feats[arts[2].unique_id]["sentiment"] == {"label": "positive", "score": 0.6}  # Bedrock's stays
+    assert feats[arts[2].unique_id]["sentiment_method"] == "bedrock"
+    assert feats[arts[0].unique_id]["sentiment"] == {"label": "negative", "score": -0.8}  # production's
+    assert backfill.run(pg, FeatureComputer(), sentiments=head).todo == 0  # resumable: nothing left

@@ -66,7 +66,20 @@ class _Client(AnsweringClient):
         if self.broken and self.broken in text:
             self.requests.append(kwargs)
             return recorded("combined_malformed")
-        return super().converse(**kwargs)
+        reply = super().converse(**kwargs)
+        self.replies.append((text, json.loads(reply["output"]["message"]["content"][0]["text"])))
+        return reply
+
+    @property
+    def replies(self) -> list[tuple[str, dict]]:
+        """(the request's text, the answer's JSON) of every call answered."""
+        return self.__dict__.setdefault("_replies", [])
+
+    def sentiment_for(self, title: str) -> dict:
+        """The sentiment the fake answered for the article with ``title``."""
+        return next(
+            answer["sentiment"] for text, answer in self.replies if title in text and "sentiment" in answer
+        )
 
 
 def _stage(pg, client, ner: bool) -> stages.EnrichStage:
@@ -83,7 +96,8 @@ def _rows(pg, sql, *args):
 
 def test_new_articles_get_their_features_with_their_classification(loaded):
     pg, articles = loaded
-    report = run_stage(_stage(pg, _Client(), ner=False), pg, [], RunOptions(sweep_limit=100))
+    client = _Client()
+    report = run_stage(_stage(pg, client, ner=False), pg, [], RunOptions(sweep_limit=100))
     assert len(report.processed) == len(articles)
     with pg.cursor() as cur:
         feats = read_features(cur, [a.unique_id for a in articles])
@@ -91,8 +105,8 @@ def test_new_articles_get_their_features_with_their_classification(loaded):
     for a in articles:
         f = feats[a.unique_id]
         assert f["word_count"] == len(a.content.split())
-        assert f["readability_flesch"] == round(reading.flesch_reading_ease(a.content), 2)
-        assert f["sentiment"]["label"] in ("positive", "neutral", "negative")
+        assert f["readability_flesch"] == reading.reading_features(a.content)["readability_flesch"]
+        assert f["sentiment"] == client.sentiment_for(a.title)  # the combined call's answer, stored
         assert f["sentiment_method"] == "bedrock" and f["entities_method"] == "rules-pt-1"
         assert all(m["canonical_id"] and m["count"] >= 1 and 0 <= m["salience"] <= 1 for m in f["entities"])
     anvisa = next(a for a in articles if a.title.startswith("Anvisa"))

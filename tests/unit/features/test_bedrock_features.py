@@ -11,6 +11,7 @@ import pytest
 
 from dgb.enrich.base import ArticleText
 from dgb.enrich.bedrock import BedrockClassifier
+from dgb.features import sentiment
 from dgb.features.bedrock_ner import CONTENT_CHARS, SYSTEM, BedrockNer
 from dgb.features.compute import FeatureComputer
 from dgb.taxonomy import load_taxonomy
@@ -63,11 +64,10 @@ def test_partial_combined_answer_keeps_the_classification_and_says_why(taxonomy,
     assert any(n.startswith(note) for n in res.usage["validation"])
     # the stage then takes the offline sentiment: the article still gets one
     f = FeatureComputer().compute(anvisa["title"], anvisa["content"], classifier_sentiment=res.sentiment)
-    assert f.keys["sentiment_method"] == "lexicon-pt-1" and f.keys["sentiment"]["label"] in (
-        "positive",
-        "neutral",
-        "negative",
-    )
+    # the lexicon's answer: "em situação irregular" in the title, nothing favourable
+    assert f.keys["sentiment_method"] == "lexicon-pt-2"
+    assert f.keys["sentiment"] == sentiment.sentiment(anvisa["title"], anvisa["content"])
+    assert f.keys["sentiment"]["label"] == "negative" and f.keys["sentiment"]["score"] < -0.2
 
 
 def test_out_of_range_score_is_clamped_and_label_case_folded(taxonomy, anvisa):

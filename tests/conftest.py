@@ -218,3 +218,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("stack") or _SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(skip)
+
+
+@pytest.fixture
+def production_trending_formula(monkeypatch):
+    """Production's trending formula alone, with no minimum day count (DGB_TRENDING_MIN_DAY=1):
+    the tests of the scoring and push mechanics use themes of a handful of articles."""
+    monkeypatch.setenv("DGB_TRENDING_MIN_DAY", "1")

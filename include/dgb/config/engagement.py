@@ -14,6 +14,20 @@ def trending_minutes() -> int:
     return env_number("DGB_TRENDING_MINUTES", 10, integer=True, minimum=1)
 
 
+def trending_min_day() -> int:
+    """``DGB_TRENDING_MIN_DAY`` (default 5, an integer >= 1): a theme trends only with at least this
+    many articles in the 24 hours; below it the score is 0 (one article in a quiet week would
+    otherwise score 7.0, "Em alta"). ``scripts/eval_features.py`` prints why 5."""
+    return env_number("DGB_TRENDING_MIN_DAY", 5, integer=True, minimum=1)
+
+
+def engagement_max_drop() -> float:
+    """``DGB_ENGAGEMENT_MAX_DROP`` (default 0.5, 0-1): the view-count import refuses to write when
+    the source's total pageviews are below (1 - this) x the stored total (or zero while counts are
+    stored): the old counts stay and the run fails with the reason. 1 turns the check off."""
+    return env_number("DGB_ENGAGEMENT_MAX_DROP", 0.5, minimum=0.0, maximum=1.0)
+
+
 def engagement_cron() -> str:
     """``DGB_ENGAGEMENT_CRON`` (default ``17 * * * *``, hourly): the Umami view-count import."""
     return env_str("DGB_ENGAGEMENT_CRON", "").strip() or "17 * * * *"

@@ -1,6 +1,8 @@
 """``trending_score``, computed in PostgreSQL and pushed to the index in the same run.
 
-The formula is production's (:mod:`dgb.engagement.formula`), counted with window functions over
+The formula is production's (:mod:`dgb.engagement.formula`) with a minimum day count
+(``DGB_TRENDING_MIN_DAY``: a theme with fewer articles in the day scores 0), counted with window
+functions over
 the ``news`` table: for each article, the non-removed articles of its level-1 theme published in
 the 24 hours and in the 7 days up to its own ``published_at`` (itself included, as production's
 ``RANGE ... PRECEDING AND CURRENT ROW`` counts it).
@@ -30,6 +32,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+from dgb.config.engagement import trending_min_day
 from dgb.engagement import runs
 
 KEY = "trending_score"
@@ -51,7 +54,8 @@ WITH pool AS (
                     RANGE BETWEEN interval '7 days' PRECEDING AND CURRENT ROW)
 ), live AS (
     SELECT unique_id,
-           CASE WHEN week_count > 0 THEN round(day_count * 7.0 / week_count, 3) ELSE 0 END AS score
+           CASE WHEN week_count > 0 AND day_count >= %(min_day)s
+                THEN round(day_count * 7.0 / week_count, 3) ELSE 0 END AS score
       FROM counted
      WHERE published_at > %(now)s::timestamptz - interval '24 hours'
 ), expired AS (
@@ -77,18 +81,23 @@ SELECT (SELECT count(*) FROM live), (SELECT count(*) FROM expired),
 """
 
 
-def compute(conn, *, now: datetime | None = None, since: datetime | None = None) -> dict[str, Any]:
+def compute(
+    conn, *, now: datetime | None = None, since: datetime | None = None, min_day: int | None = None
+) -> dict[str, Any]:
     """Score the live articles and expire the scores that turned 24 hours old, in one committed
     statement; only changed values are written. ``now``: the reference time (default:
     PostgreSQL's); ``since``: the previous complete run's start (expiry then looks only at the
-    articles that crossed the 24-hour line after it; ``None``: at every stored score).
+    articles that crossed the 24-hour line after it; ``None``: at every stored score); ``min_day``:
+    the least day count that trends (default ``DGB_TRENDING_MIN_DAY``).
 
     Returns ``{"live": n, "expired": n, "changed": {unique_id: score}}``."""
     with conn.transaction(), conn.cursor() as cur:
         if now is None:
             cur.execute("SELECT now()")
             now = cur.fetchone()[0]
-        cur.execute(_SCORE, {"now": now, "since": since})
+        if min_day is None:
+            min_day = trending_min_day()
+        cur.execute(_SCORE, {"now": now, "since": since, "min_day": int(min_day)})
         live, expired, changed = cur.fetchone()
     return {"live": live, "expired": expired, "changed": {k: float(v) for k, v in changed.items()}}
 

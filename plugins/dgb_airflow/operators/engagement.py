@@ -76,7 +76,9 @@ class TrendingOperator(_EngagementOperator):
 
 class EngagementImportOperator(_EngagementOperator):
     """Import view counts from Umami (:func:`dgb.engagement.views.run`); skipped (not failed)
-    when the Umami connection does not exist: the import is optional.
+    when the Umami connection does not exist: the import is optional. Fails, writing nothing, when
+    the source's counts look wrong (none, or a sharp drop: ``DGB_ENGAGEMENT_MAX_DROP``); a run
+    triggered with ``{"force": true}`` imports without that check.
 
     :param umami_conn_id: Airflow connection of Umami's PostgreSQL (read only).
     """
@@ -109,8 +111,16 @@ class EngagementImportOperator(_EngagementOperator):
                 days=engagement_days(),
                 website_ids=umami_website_ids(),
                 batch_size=self.batch_size,
+                force=_forced(context),
             )
         finally:
             conn.close()
             umami.close()
         return self._report("views", figures)
+
+
+def _forced(context: Any) -> bool:
+    """Whether the DAG run was triggered with ``{"force": true}`` in its configuration."""
+    run = (context or {}).get("dag_run")
+    conf = getattr(run, "conf", None) or {}
+    return conf.get("force") is True

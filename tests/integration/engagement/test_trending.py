@@ -11,12 +11,15 @@ from datetime import datetime, timedelta
 import pytest
 
 from dgb.engagement import trending
-from dgb.engagement.formula import trending_score
+from dgb.engagement.formula import MIN_DAY, trending_score
 from dgb.search import schema
 from dgb.search.sync import IndexUnavailable
 from tests.support.engagement import add_article, document, ensure_themes, features, index, make_index
 
 H = timedelta(hours=1)
+
+# the mechanics below use small themes: production's formula alone (the minimum has its own test)
+pytestmark = pytest.mark.usefixtures("production_trending_formula")
 
 
 @pytest.fixture
@@ -244,3 +247,59 @@ def test_run_records_older_than_30_days_are_deleted_but_the_watermark(pg, idx, n
     with pg.cursor() as cur:
         cur.execute("SELECT count(*) FROM engagement_runs WHERE kind = 'trending'")
         assert cur.fetchone()[0] == 2  # the 35-day-old watermark went once a newer run was complete
+
+
+def test_a_theme_below_the_minimum_day_count_does_not_trend(pg, idx, now, monkeypatch):
+    """One article in the day and none in the week: production's ratio says 7.0 ("Em alta"); with
+    the minimum (DGB_TRENDING_MIN_DAY, default 5) it scores 0, and a theme with enough articles
+    keeps production's ratio."""
+    monkeypatch.delenv("DGB_TRENDING_MIN_DAY")
+    ts, alias = idx
+    add_article(pg, "lonely", now - 2 * H, "14")
+    for k in range(5):
+        add_article(pg, f"wave-{k}", now - (10 - k) * H, "15")
+    for d in range(1, 4):
+        add_article(pg, f"wave-old-{d}", now - d * 24 * H - 12 * H, "15")
+    index(pg, ts, alias, ["lonely", *[f"wave-{k}" for k in range(5)]])
+
+    trending.run(pg, ts, alias, now=now)
+
+    scores = features(pg, "trending_score")
+    assert trending_score(1, 1) == 7.0 and scores["lonely"] == 0  # the minimum: no badge
+    assert document(ts, alias, "lonely")["trending_score"] == 0
+    # wave-4 has 5 in its day and 8 in its week: 5 / (8 / 7) = 4.375, production's value
+    assert scores["wave-4"] == trending_score(5, 8, MIN_DAY) == 4.375
+    # wave-0 .. wave-3 had fewer than 5 in their day when published: 0
+    assert [scores[f"wave-{k}"] for k in range(4)] == [0, 0, 0, 0]
+    # the same rows with the minimum at 1 give production's formula back
+    again = trending.compute(pg, now=now, since=None, min_day=1)
+    assert again["changed"]["lonely"] == 7.0
+
+
+def test_a_run_pushes_only_what_changed_since_the_last_complete_run(pg, idx, now):
+    """The watermark: values written and articles indexed before the last complete run (less the
+    15-minute margin) are not pushed again; a value written after it is. Ignoring the watermark
+    would push all three every run."""
+    ts, alias = idx
+    add_article(pg, "w-0", now - 3 * H, "16")
+    add_article(pg, "w-1", now - 4 * H, "17")
+    add_article(pg, "w-2", now - 5 * H, "17")
+    index(pg, ts, alias, ["w-0", "w-1", "w-2"])
+    first = trending.run(pg, ts, alias, now=now)
+    assert first["updated"] == 3
+    # move that run an hour back, and its writes and the indexing two hours back: older than the
+    # watermark less its 15-minute margin (the trigger that keeps updated_at current is off for it)
+    with pg.cursor() as cur:
+        cur.execute("UPDATE engagement_runs SET started_at = started_at - interval '1 hour'")
+        cur.execute("ALTER TABLE news_features DISABLE TRIGGER trg_news_features_updated_at")
+        cur.execute("UPDATE news_features SET updated_at = updated_at - interval '2 hours'")
+        cur.execute("ALTER TABLE news_features ENABLE TRIGGER trg_news_features_updated_at")
+        cur.execute("UPDATE news SET indexed_at = indexed_at - interval '2 hours'")
+    pg.commit()
+    quiet = trending.run(pg, ts, alias, now=now)
+    assert (quiet["changed"], quiet["updated"]) == (0, 0)  # nothing new since the watermark
+    # a late article of w-0's theme, 30 hours old: in w-0's week, not its day; only w-0 changes
+    add_article(pg, "w-late", now - 30 * H, "16")
+    moved = trending.run(pg, ts, alias, now=now)
+    assert moved["changed_ids"] == ["w-0"] and moved["updated"] == 1
+    assert document(ts, alias, "w-0")["trending_score"] == trending_score(1, 2) == 3.5

@@ -16,6 +16,9 @@ from tests.support.umami import CUSTOM_EVENT, add_event, add_session, add_websit
 H = timedelta(hours=1)
 D = timedelta(days=1)
 
+# trending runs here use small themes: production's formula alone
+pytestmark = pytest.mark.usefixtures("production_trending_formula")
+
 
 @pytest.fixture
 def umami(pg_server):
@@ -128,3 +131,59 @@ def test_the_umami_read_leaves_no_transaction_open(pg, umami, idx):
     ts, alias = idx
     views.run(pg, umami, ts, alias)
     assert umami.info.transaction_status.name == "IDLE"
+
+
+def _stored_counts(pg, umami, idx, now) -> tuple[str, str]:
+    """Two indexed articles with 10 and 6 stored views (a first, accepted import)."""
+    ts, alias = idx
+    for uid in ("a_111111", "b_222222"):
+        add_article(pg, uid, now - 2 * D, "03")
+    index(pg, ts, alias, ["a_111111", "b_222222"])
+    site = add_website(umami)
+    for uid, n in (("a_111111", 10), ("b_222222", 6)):
+        sess = add_session(umami, site)
+        for k in range(n):
+            add_event(umami, site, sess, f"/artigos/{uid}", now - (k + 1) * H)
+    first = views.run(pg, umami, ts, alias, days=30)
+    assert first["changed"] == 2 and first["source_total"] == 16
+    return site
+
+
+def test_an_empty_source_keeps_the_stored_counts_and_fails_the_run(pg, umami, idx, now):
+    """A misconfigured website id (or an emptied Umami) reads nothing: the import refuses to zero
+    every count, writes nothing, pushes nothing and records why."""
+    ts, alias = idx
+    _stored_counts(pg, umami, idx, now)
+    with pytest.raises(views.ImportRefused, match="no pageviews of known articles while 16 are stored"):
+        views.run(pg, umami, ts, alias, days=30, website_ids=["00000000-0000-0000-0000-000000000000"])
+    assert features(pg, "view_count") == {"a_111111": 10, "b_222222": 6}
+    assert document(ts, alias, "a_111111")["view_count"] == 10
+    with pg.cursor() as cur:
+        cur.execute("SELECT status, error FROM engagement_runs WHERE kind = 'views' ORDER BY id")
+        (ok, _), (failed, error) = cur.fetchall()
+    assert (ok, failed) == ("ok", "failed") and "ImportRefused" in error
+
+
+def test_a_sharp_drop_is_refused_a_moderate_one_accepted_and_force_imports(pg, umami, idx, now):
+    ts, alias = idx
+    site = _stored_counts(pg, umami, idx, now)
+    with umami.cursor() as cur:  # 12 of the 16 pageviews vanish from the source: 4 < 50% of 16
+        cur.execute(
+            "DELETE FROM website_event WHERE event_id IN (SELECT event_id FROM website_event"
+            " ORDER BY created_at LIMIT 12)"
+        )
+    umami.commit()
+    with pytest.raises(views.ImportRefused, match=r"\(4\) are below 50% of the stored total \(16\)"):
+        views.run(pg, umami, ts, alias, days=30)
+    assert features(pg, "view_count") == {"a_111111": 10, "b_222222": 6}
+    # a looser limit accepts the same drop; forcing skips the check
+    accepted = views.run(pg, umami, ts, alias, days=30, max_drop=0.8)
+    assert accepted["source_total"] == 4 and accepted["changed"] >= 1
+    sess = add_session(umami, site)
+    with umami.cursor() as cur:
+        cur.execute("DELETE FROM website_event")
+    umami.commit()
+    add_event(umami, site, sess, "/artigos/a_111111", now - H)
+    forced = views.run(pg, umami, ts, alias, days=30, force=True)
+    assert forced["forced"] is True
+    assert features(pg, "view_count") == {"a_111111": 1, "b_222222": 0}

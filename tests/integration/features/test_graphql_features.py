@@ -1,12 +1,15 @@
-"""GraphQL `Article.features` reads news_features as the graphql-api does: one JSONB object per
-article, read by ``unique_id``; its typed fields are entities (text, type, count, canonical_id,
-salience), view_count, unique_sessions, trending_score, word_count, readability_flesch, and a
-malformed item is dropped, not an error. Every value this pipeline writes must come through that
-reading whole, with its GraphQL type."""
+"""Production's GraphQL API reads the news database with its own SQL (tests/fixtures/graphql_api/
+queries.sql, its text): run here against the tables the pipeline wrote after a real enrich stage.
+Its ``Article.features`` type reads entities (text, type, count, canonical_id, salience), view_count,
+unique_sessions, trending_score, word_count and readability_flesch from the JSONB and silently
+drops a value of the wrong JSON type; so every value must come back with exactly the JSON type the
+GraphQL type reads, every entity's canonical id must resolve in ``entity_registry`` through its
+entity-page query, and the Article query must return the article with its themes."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -30,38 +33,24 @@ CONTENT = (
 )
 
 
-def _int(v):
-    return None if isinstance(v, bool) or not isinstance(v, (int, float)) else int(v)
+QUERIES = Path(__file__).resolve().parents[2] / "fixtures" / "graphql_api" / "queries.sql"
 
 
-def _float(v):
-    return None if isinstance(v, bool) or not isinstance(v, (int, float)) else float(v)
+def graphql_api_queries() -> dict[str, str]:
+    """name -> SQL of production's GraphQL API (the fixture keeps its text)."""
+    out: dict[str, str] = {}
+    for block in QUERIES.read_text(encoding="utf-8").split("-- name: ")[1:]:
+        name, _, sql = block.partition("\n")
+        out[name.strip()] = sql.strip().rstrip(";").strip()
+    return out
 
 
-def article_features(features: dict | None) -> dict | None:
-    """The GraphQL type's reading of the JSONB (its documented tolerance: missing -> None,
-    malformed entity items skipped)."""
-    if not features:
-        return None
-    entities = []
-    for e in features.get("entities") or []:
-        if isinstance(e, dict) and e.get("text") and e.get("type"):
-            entities.append(
-                {
-                    "text": str(e["text"]),
-                    "type": str(e["type"]),
-                    "count": _int(e.get("count")) or 1,
-                    "canonical_id": (str(e["canonical_id"]).strip() or None)
-                    if e.get("canonical_id")
-                    else None,
-                    "salience": _float(e.get("salience")),
-                }
-            )
-    return {
-        "entities": entities,
-        **{k: _int(features.get(k)) for k in ("view_count", "unique_sessions", "word_count")},
-        **{k: _float(features.get(k)) for k in ("trending_score", "readability_flesch")},
-    }
+def is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_float(v) -> bool:
+    return isinstance(v, float)
 
 
 def test_article_features_read_from_news_features(pg):
@@ -85,35 +74,47 @@ def test_article_features_read_from_news_features(pg):
     with db.transaction(pg) as cur:  # the engagement jobs' keys, as they write them
         merge_features(cur, {art.unique_id: {"trending_score": 1.75, "view_count": 12, "unique_sessions": 9}})
 
-    # the graphql-api's read: the article's JSONB by unique_id
+    sql = graphql_api_queries()
+    assert set(sql) == {"features_batch", "entity_registry_batch", "news_by_id"}
     with pg.cursor() as cur:
-        cur.execute(
-            "SELECT unique_id, features FROM news_features WHERE unique_id = ANY(%s)", ([art.unique_id],)
-        )
+        cur.execute(sql["features_batch"], ([art.unique_id],))
         ((uid, raw),) = cur.fetchall()
-    got = article_features(raw)
+        cur.execute(sql["news_by_id"], (art.unique_id,))
+        news = dict(zip([c.name for c in cur.description], cur.fetchone()))
+    pg.rollback()
     assert uid == art.unique_id
-    assert got["word_count"] == len(CONTENT.split()) and isinstance(raw["word_count"], int)
-    assert (
-        isinstance(raw["readability_flesch"], float)
-        and got["readability_flesch"] == raw["readability_flesch"]
-    )
-    assert (got["trending_score"], got["view_count"], got["unique_sessions"]) == (1.75, 12, 9)
-    # every stored mention comes through, typed, with its canonical id
-    assert len(got["entities"]) == len(raw["entities"]) >= 4
-    for e in got["entities"]:
-        assert e["type"] in TYPES and e["count"] >= 1 and 0.0 <= e["salience"] <= 1.0
-        assert e["canonical_id"] and (
-            e["canonical_id"].startswith("dgb_") or e["canonical_id"].startswith("Q")
-        )
-    by_text = {e["text"]: e for e in got["entities"]}
+    # the values ArticleFeatures reads, each of the JSON type it accepts (anything else is dropped)
+    assert is_int(raw["word_count"]) and raw["word_count"] == len(CONTENT.split())
+    assert is_float(raw["readability_flesch"])
+    assert (raw["trending_score"], raw["view_count"], raw["unique_sessions"]) == (1.75, 12, 9)
+    assert is_float(raw["trending_score"]) and is_int(raw["view_count"]) and is_int(raw["unique_sessions"])
+    entities = raw["entities"]
+    assert len(entities) >= 4
+    for e in entities:
+        assert isinstance(e["text"], str) and e["text"] and e["type"] in TYPES
+        assert is_int(e["count"]) and e["count"] >= 1
+        assert is_float(e["salience"]) and 0.0 <= e["salience"] <= 1.0
+        assert isinstance(e["canonical_id"], str) and e["canonical_id"].strip() == e["canonical_id"]
+    by_text = {e["text"]: e for e in entities}
     assert (
         by_text["MEC"]["canonical_id"] == "dgb_mec" and by_text["MEC"]["count"] == 3
-    )  # title, full name, acronym
+    )  # title, name, acronym
     assert by_text["Brasil"]["canonical_id"] == "Q155"
     assert by_text["Camilo Santana"]["type"] == "PER" and by_text["Pé-de-Meia"]["type"] == "POLICY"
-    # the sentiment the combined call gave (not a GraphQL field; the search filter's source)
-    assert (
-        raw["sentiment"]["label"] in ("positive", "neutral", "negative")
-        and raw["sentiment_method"] == "bedrock"
-    )
+    # the entity pages: every canonical id is a registry row of the same type
+    ids = sorted({e["canonical_id"] for e in entities})
+    with pg.cursor() as cur:
+        cur.execute(sql["entity_registry_batch"], (ids,))
+        registry = {row[0]: row for row in cur.fetchall()}
+    pg.rollback()
+    assert set(registry) == set(ids)
+    for e in entities:
+        assert registry[e["canonical_id"]][2] == e["type"]
+    assert registry["dgb_mec"][7] == "mec"  # an agency's entity links to its agency
+    # the Article query: the article, its themes and the same features object
+    assert news["title"] == art.title and news["theme_l1_code"] and news["most_specific_theme_code"]
+    assert news["features"] == raw
+    # the sentiment the combined call gave (not a GraphQL field; the search filter's source): the
+    # fake answers the lexicon's reading of the article, favourable here ("amplia o apoio")
+    assert raw["sentiment"]["label"] == "positive" and raw["sentiment"]["score"] > 0.2
+    assert raw["sentiment_method"] == "bedrock"

@@ -177,6 +177,7 @@ def test_portal_query_shapes_return_hits_with_every_field_it_reads(portal_index)
     assert _search(ts, alias, filter_by="sentiment_label:=positivo")["found"] == 0
 
 
+@pytest.mark.usefixtures("production_trending_formula")  # the local site's themes are small
 def test_trending_and_most_viewed_sorts_after_the_engagement_jobs(portal_index, pg, pg_server):
     """The portal's "Em alta" sort (trending_score:desc, badge at >= 1.5) and "Mais vistas" sort
     (view_count:desc) on the index the stages built, after one run of each engagement job: the

@@ -18,6 +18,9 @@ from tests.support.umami import add_event, add_session, add_website, fresh_umami
 
 H = timedelta(hours=1)
 
+# trending runs here use small themes: production's formula alone
+pytestmark = pytest.mark.usefixtures("production_trending_formula")
+
 
 @pytest.fixture
 def idx(pg, typesense_server, monkeypatch):

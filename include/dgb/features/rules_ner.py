@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from dgb.features.entities import agency_id
+from dgb.features.entities import WORD_KEYS, agency_id
 
 GAZETTEER_PATH = Path(__file__).resolve().parent.parent / "data" / "features" / "gazetteer_pt.tsv"
 MAX_NGRAM = 12
@@ -40,13 +40,6 @@ def _words(text: str) -> list[str]:
     return text.split()
 
 
-# agency keys that are ordinary words, not acronyms: never matched as "KEY"
-_WORD_KEYS = frozenset(
-    _words(
-        "aids cidades compras cultura defesa economia esporte fazenda gestao mulheres museus "
-        "planalto saude servidor turismo tvbrasil nfse esocial siscomex"
-    )
-)
 _HEADS = {
     "ORG": _words(
         "Ministério Secretaria Secretaria-Geral Instituto Agência Universidade Fundação Tribunal "
@@ -147,7 +140,7 @@ def catalogue() -> dict[str, Entry]:
         entry = Entry("ORG", agency.name, agency_id(key))
         for name in _agency_names(agency.name):
             out.setdefault(_key(name), entry)
-        if key.isalpha() and 2 <= len(key) <= 8 and key not in _WORD_KEYS:
+        if key.isalpha() and 2 <= len(key) <= 8 and key not in WORD_KEYS:
             out.setdefault(key.upper(), entry)
             if len(key) >= 4:  # "Ibama", "Funarte": long acronyms are written as names
                 out.setdefault(key.capitalize(), entry)

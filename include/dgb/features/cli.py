@@ -11,6 +11,8 @@ import logging
 import sys
 from datetime import date
 
+from dgb.features.entities_cli import register_entities
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("features", help="article features (news_features)")
@@ -25,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     b.add_argument("--limit", type=int, metavar="N", help="at most N articles this run")
     b.set_defaults(func=cmd_backfill)
+    register_entities(sub)  # dgb features entities merge
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
 
 

@@ -136,9 +136,14 @@ def test_offline_extractor_on_a_constructed_paragraph():
     assert ("Programa Agora Tem Especialistas", "POLICY") in got and ("Novo PAC", "POLICY") in got
     inca = got[("Instituto Nacional de Câncer", "ORG")]
     assert inca["count"] == 3 and inca["canonical_id"] == "dgb_inca"  # name, (INCA), INCA
-    assert got[("Fiocruz", "ORG")]["forma_canonica"] == "Fundação Oswaldo Cruz"
+    # forma_canonica: the fullest name the article uses (production's key), the id the catalogue's
+    assert got[("Fiocruz", "ORG")]["forma_canonica"] == "Fiocruz"
+    assert got[("Fiocruz", "ORG")]["canonical_id"] == "dgb_org_fundacao-oswaldo-cruz"  # the entry's
+    assert inca["forma_canonica"] == "Instituto Nacional de Câncer"
     assert ("Lei nº 14.133/2021", "LAW") in got
-    assert not any(t == "PR" or t.startswith("Casa em") for t, _ in got)  # a state, a place
+    # "Colombo (PR)": the city and the state, both places (the guide); "Casa em" is no name
+    assert ("Colombo", "LOC") in got and got[("PR", "LOC")]["canonical_id"] == "dgb_loc_parana"
+    assert not any(t.startswith("Casa em") for t, _ in got)
     for m in got.values():
         assert m["count"] >= 1 and 0 <= m["salience"] <= 1 and m["type"] in entities.TYPES
 

@@ -129,7 +129,8 @@ def evaluate(
     return scores
 
 
-def report(scores: dict[str, Score], label: str, out=sys.stdout) -> None:
+def report(scores: dict[str, Score], label: str, out=None) -> None:
+    out = out or sys.stdout
     print(f"{label}", file=out)
     for t in TYPES:
         s = scores[t]

@@ -13,6 +13,8 @@ import logging
 import sys
 from datetime import date
 
+from dgb.features.entities_cli import register_entities
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -40,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     b.add_argument("--limit", type=int, metavar="N", help="at most N articles this run")
     b.set_defaults(func=cmd_backfill)
+    register_entities(sub)  # dgb features entities merge
     p.set_defaults(func=lambda args: _offline(args) if args.json else (p.print_help(sys.stderr), 2)[1])
 
 

@@ -6,8 +6,16 @@ A mention (one item of ``news_features.features.entities``) is
 * ``type``: one of :data:`TYPES`; an extractor's variant is mapped by :func:`entity_type`
   (PROGRAM, PROGRAMA, DECRETO, DECREE -> POLICY; AWARD, PRÊMIO -> EVENT); any other type is dropped;
 * ``count`` >= 1, ``salience`` in [0, 1], ``forma_canonica`` the entity's fullest name in the
-  article (production's key), ``canonical_id`` a Wikidata QID or ``dgb_<slug>``
-  (:mod:`dgb.features.registry` resolves it).
+  article (production's key), ``canonical_id`` (:mod:`dgb.features.registry` resolves it).
+
+Canonical ids, three forms that cannot collide:
+
+* a Wikidata QID (``Q155``);
+* an agency's ``dgb_<agency key>`` (production's ids, ORG only);
+* a minted id, namespaced by type: ``dgb_<type>_<slug>`` (``dgb_org_saude``, ``dgb_loc_saude``,
+  ``dgb_policy_pe-de-meia``), so a name never takes an agency's id and one name under two types
+  is two ids. No agency key starts with a type's name and ``_`` (a unit test holds it). Ids this
+  pipeline minted before in the old form ``dgb_<slug>`` were moved by migration 0018.
 
 Standard library only (and :mod:`dgb.textfold`): :mod:`dgb.search.documents` imports
 :func:`search_fields`.
@@ -42,7 +50,14 @@ TYPE_FIELDS = {
 }
 SEARCH_FIELDS = ("entities", *TYPE_FIELDS.values(), "entity_misc", "entity_canonical")
 ID_MAX = 64  # entity_registry.entity_id is varchar(64)
-_SLUG_CUT = 52
+_DIGEST = 7  # "_" + 6 hex digits
+# the namespace of the ids minted for each type: dgb_org_, dgb_per_, dgb_loc_, ...
+NAMESPACES = {t: f"dgb_{t.lower()}_" for t in TYPES}
+# agency keys that are ordinary words ("saude", "cultura"), not acronyms: an agency's id, never an
+# alias of it (the mention "Saúde" is not the Ministry of Health by itself) and never matched as a
+# name by the offline extractor
+_WORD_KEYS = "aids cidades compras cultura defesa economia esporte fazenda gestao mulheres museus "
+WORD_KEYS = frozenset((_WORD_KEYS + "planalto saude servidor turismo tvbrasil nfse esocial siscomex").split())
 _QID = re.compile(r"^Q[1-9][0-9]*$")
 
 
@@ -67,15 +82,26 @@ def slugify(text: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", normalize(text)).strip("-")
 
 
-def mint_id(canonical_name: str) -> str:
-    """``dgb_<slug>`` of a name, at most 64 characters: a longer one keeps the slug's first 52
-    characters and adds ``_`` + 6 hex digits of the SHA-1 of the name (production's rule)."""
-    slug = slugify(canonical_name)
-    candidate = f"dgb_{slug}"
+def mint_id(canonical_name: str, etype: str) -> str:
+    """``dgb_<type>_<slug>`` of a name (type in lower case), at most 64 characters: a longer one
+    keeps as much of the slug as fits and adds ``_`` + 6 hex digits of the SHA-1 of the name
+    (production's digest rule)."""
+    if etype not in NAMESPACES:
+        raise ValueError(f"unknown entity type {etype!r}")
+    prefix, slug = NAMESPACES[etype], slugify(canonical_name)
+    candidate = f"{prefix}{slug}"
     if len(candidate) <= ID_MAX:
         return candidate
     digest = hashlib.sha1(canonical_name.encode("utf-8")).hexdigest()[:6]
-    return f"dgb_{slug[:_SLUG_CUT].rstrip('-')}_{digest}"
+    return f"{prefix}{slug[: ID_MAX - len(prefix) - _DIGEST].rstrip('-')}_{digest}"
+
+
+def minted_type(entity_id: str | None) -> str | None:
+    """The type whose namespace ``entity_id`` is in (a minted id), or None."""
+    for etype, prefix in NAMESPACES.items():
+        if entity_id and entity_id.startswith(prefix):
+            return etype
+    return None
 
 
 def agency_id(agency_key: str) -> str:
@@ -146,9 +172,3 @@ def search_fields(entities: Any) -> dict[str, list[str]]:
     if ids:
         out["entity_canonical"] = sorted(ids)
     return out
-
-
-def offline_canonical_id(mention: dict) -> str:
-    """A mention's canonical id without a database: the extractor's proposal (an agency's id, a
-    gazetteer QID), else the minted id (what the registry would mint for a name it does not know)."""
-    return mention.get("canonical_id") or mint_id(mention.get("forma_canonica") or mention["text"])

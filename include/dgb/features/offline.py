@@ -23,15 +23,38 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import lru_cache
 from typing import IO
 
 from dgb.enrich.base import ArticleText, ClassificationFailure
 from dgb.enrich.cli import parse_line
 from dgb.features.compute import FeatureComputer
-from dgb.features.entities import offline_canonical_id
+from dgb.features.entities import agency_id, is_qid, mint_id, minted_type
 
 BATCH = 64
 KEYS = ("word_count", "readability_flesch", "readability_flesch_pt", "sentiment", "sentiment_method")
+
+
+@lru_cache(maxsize=1)
+def _agency_ids() -> frozenset[str]:
+    from dgb.agencies import load_agencies
+
+    return frozenset(agency_id(key) for key in load_agencies())
+
+
+def offline_canonical_id(mention: dict) -> str:
+    """A mention's canonical id without a database, by the registry's rule for a name it does not
+    know yet (:func:`dgb.features.registry.resolve`): the extractor's proposal when it fits the type
+    (a QID, an agency's ``dgb_<key>`` for an ORG, a minted id of the same type), else the minted
+    ``dgb_<type>_<slug>``."""
+    pid = mention.get("canonical_id")
+    if pid and (
+        is_qid(pid)
+        or minted_type(pid) == mention["type"]
+        or (mention["type"] == "ORG" and pid in _agency_ids())
+    ):
+        return pid
+    return mint_id(mention.get("forma_canonica") or mention["text"], mention["type"])
 
 
 def record(line_no: int, item: ArticleText, computer: FeatureComputer, classification) -> dict:

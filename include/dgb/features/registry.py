@@ -4,9 +4,17 @@
 :func:`resolve` gives each mention its ``canonical_id``: the alias table's answer for its
 canonical form (then its text) when there is one, so an adopted database's Wikidata-linked ids
 carry over; otherwise the id the extractor proposed (an agency's ``dgb_<key>``, a gazetteer QID);
-otherwise a minted ``dgb_<slug>``. Ids not known yet are registered with their aliases, so the next
-article resolves to the same id. :func:`write_news_entities` replaces an article's rows.
-Everything runs on the caller's cursor (the enrich chunk's transaction).
+otherwise a minted ``dgb_<type>_<slug>`` (:func:`dgb.features.entities.mint_id`). Ids not known yet
+are registered with their aliases, so the next article resolves to the same id.
+:func:`write_news_entities` replaces an article's rows. Everything runs on the caller's cursor (the
+enrich chunk's transaction).
+
+Every look-up and registration is keyed by (normalised alias, type): the same name under two types
+is two entities. A proposed id is taken only when it fits the mention's type: a QID, an agency's
+``dgb_<key>`` for an ORG (an agency of the ``agencies`` table), or a minted id in the type's
+namespace; any other proposal (an LLM's ``dgb_planalto`` for a place) is ignored and an id minted.
+A proposed id that was merged into another (``dgb features entities merge``: its registry row kept
+with ``extra.merged_into``) resolves to the one it was merged into.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from collections.abc import Iterable
 
 from psycopg.types.json import Jsonb
 
-from dgb.features.entities import is_qid, mint_id, normalize
+from dgb.features.entities import WORD_KEYS, is_qid, mint_id, minted_type, normalize
 
 _LOOKUP = (
     "SELECT a.alias_norm, a.type, a.entity_id FROM entity_alias a"
@@ -33,11 +41,42 @@ _ALIAS = (
     " SELECT %s, %s, %s, %s, %s WHERE EXISTS (SELECT FROM entity_registry WHERE entity_id = %s)"
     " ON CONFLICT (alias_norm, type) DO NOTHING"
 )
+# each proposed id: is it an agency's id, and was it merged into another
+_PROPOSED = (
+    "SELECT k.id, a.key, r.extra ->> 'merged_into' FROM unnest(%s::text[]) AS k(id)"
+    " LEFT JOIN agencies a ON 'dgb_' || a.key = k.id"
+    " LEFT JOIN entity_registry r ON r.entity_id = k.id"
+)
 
 
 def _keys(mention: dict) -> list[tuple[str, str]]:
     forms = [mention.get("forma_canonica"), mention.get("text")]
     return list(dict.fromkeys((normalize(f), mention["type"]) for f in forms if f and normalize(f)))
+
+
+def _proposals(cur, mentions: list[dict]) -> dict[str, tuple[str | None, str | None]]:
+    """Proposed id -> (agency key or None, the id it was merged into or None)."""
+    ids = sorted({m["canonical_id"] for m in mentions if m.get("canonical_id")})
+    if not ids:
+        return {}
+    cur.execute(_PROPOSED, (ids,))
+    return {i: (key, into) for i, key, into in cur.fetchall()}
+
+
+def _proposed(mention: dict, proposals: dict[str, tuple[str | None, str | None]]) -> str | None:
+    """The mention's proposed id when it fits its type (module docstring), merges followed."""
+    pid = mention.get("canonical_id")
+    if not pid:
+        return None
+    agency, into = proposals.get(pid, (None, None))
+    fits = (
+        is_qid(pid)
+        or minted_type(pid) == mention["type"]
+        or (agency is not None and mention["type"] == "ORG")
+    )
+    if not fits:
+        return None
+    return into or pid
 
 
 def resolve(cur, mentions: list[dict], source: str = "rules") -> list[dict]:
@@ -48,23 +87,24 @@ def resolve(cur, mentions: list[dict], source: str = "rules") -> list[dict]:
     if keys:
         cur.execute(_LOOKUP, ([k[0] for k in keys], [k[1] for k in keys]))
         known = {(a, t): eid for a, t, eid in cur.fetchall()}
+    proposals = _proposals(cur, mentions)
     out, new = [], {}
     for m in mentions:
         m = dict(m)
         hit = next((known[k] for k in _keys(m) if k in known), None)
         if hit is None:
-            hit = m.get("canonical_id") or mint_id(m.get("forma_canonica") or m["text"])
-            new.setdefault(hit, (m, source))
+            hit = _proposed(m, proposals) or mint_id(m.get("forma_canonica") or m["text"], m["type"])
+            agency = proposals.get(hit, (None, None))[0] if m["type"] == "ORG" else None
+            new.setdefault(hit, (m, source, agency))
         m["canonical_id"] = hit
         out.append(m)
     _register(cur, new)
     return out
 
 
-def _register(cur, new: dict[str, tuple[dict, str]]) -> None:
+def _register(cur, new: dict[str, tuple[dict, str, str | None]]) -> None:
     rows, aliases = [], []
-    for entity_id, (m, source) in sorted(new.items()):
-        agency = entity_id[4:] if entity_id.startswith("dgb_") and m["type"] == "ORG" else None
+    for entity_id, (m, source, agency) in sorted(new.items()):
         provenance = "wikidata" if is_qid(entity_id) else source
         forms = list(dict.fromkeys(f for f in (m.get("forma_canonica"), m["text"]) if f))
         qid = entity_id if is_qid(entity_id) else None
@@ -79,7 +119,9 @@ def _register(cur, new: dict[str, tuple[dict, str]]) -> None:
 def seed_agencies(cur) -> int:
     """Register every agency of the ``agencies`` table as ``dgb_<key>`` (ORG, provenance
     ``agencies_seed``) with its name, its name without a trailing parenthetical, that parenthetical
-    and its key as aliases; rows already there are left as they are. Returns the agencies seen."""
+    and its key as aliases (not a key that is an ordinary word, :data:`WORD_KEYS`: "saude" is no
+    name of the Ministry of Health); rows already there are left as they are. Returns the agencies
+    seen."""
     cur.execute("SELECT key, name FROM agencies ORDER BY key")
     agencies = cur.fetchall()
     rows, aliases = [], []
@@ -88,7 +130,8 @@ def seed_agencies(cur) -> int:
         if name.rstrip().endswith(")") and "(" in name:
             head, _, tail = name.rpartition("(")
             forms += [head.strip(), tail.rstrip(")").strip()]
-        forms.append(key)
+        if key not in WORD_KEYS:
+            forms.append(key)
         forms = list(dict.fromkeys(f for f in forms if normalize(f)))
         entity_id = f"dgb_{key}"
         rows.append((entity_id, name, "ORG", Jsonb(forms), None, None, key, 1.0, "agencies_seed"))

@@ -1,11 +1,15 @@
 """Migrations against a real PostgreSQL: fresh database, applied twice, schema as expected."""
 
+import hashlib
 import uuid
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from dgb import db
+from dgb.agencies import load_agencies
+from dgb.features import entities as entities_mod
 from dgb_dev.stack.postgres import Postgres, ensure_database
 
 pytestmark = pytest.mark.stack
@@ -322,3 +326,101 @@ def test_a_migration_that_never_gets_its_lock_fails_clearly_and_applies_nothing(
         assert cur.fetchone()[0] is None  # the whole migration rolled back, not half of it
     assert "next_version_probe" not in _columns(setup, "news")
     setup.close()
+
+
+def test_0018_moves_the_ids_this_pipeline_minted_to_their_types_namespace(fresh_db, tmp_path):
+    """Old-form minted ids (dgb_<slug>, provenance rules/llm, created since 0014) move to
+    dgb_<type>_<slug> with their aliases, news_entities rows and the articles' features (version
+    bumped); agency ids, Wikidata ids and rows older than 0014 (an adopted production's) stay."""
+    for mig in db.discover():
+        if mig.version < "0018":
+            (tmp_path / mig.path.name).write_text(mig.sql)
+    conn = db.connect(fresh_db)
+    db.migrate(conn, tmp_path)
+    db.upsert_agencies(conn, load_agencies().values())
+    long_name = "Programa Nacional de Vigilância da Qualidade da Água para Consumo Humano no Brasil"
+    old_long = (
+        "dgb_programa-nacional-de-vigilancia-da-qualidade-da-agua_"
+        + hashlib.sha1(long_name.encode()).hexdigest()[:6]
+    )
+    registry = [
+        # (id, name, type, provenance, created_at or None for now)
+        ("dgb_saude-da-familia", "Saúde da Família", "ORG", "rules", None),
+        ("dgb_pe-de-meia", "Pé-de-Meia", "POLICY", "llm", None),
+        (old_long, long_name, "POLICY", "rules", None),
+        ("dgb_mec", "Ministério da Educação", "ORG", "rules", None),  # an agency's id
+        ("Q155", "Brasil", "LOC", "wikidata", None),
+        ("dgb_velho", "Velho", "ORG", "llm", "2020-01-01"),  # production's, from before adoption
+    ]
+    with db.transaction(conn) as cur:
+        for eid, name, etype, prov, created in registry:
+            cur.execute(
+                "INSERT INTO entity_registry (entity_id, canonical_name, type, provenance, created_at)"
+                " VALUES (%s, %s, %s, %s, COALESCE(%s::timestamptz, now()))",
+                (eid, name, etype, prov, created),
+            )
+            cur.execute(
+                "INSERT INTO entity_alias (alias_norm, type, entity_id, source) VALUES (%s, %s, %s, %s)",
+                (name.lower(), etype, eid, prov),
+            )
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_key, title, url, published_at, version)"
+            " VALUES ('a1', 'mec', 't', 'https://x/1', now(), 3), ('a2', 'mec', 't', 'https://x/2', now(), 1)"
+        )
+        entities = [
+            {"text": "Saúde da Família", "type": "ORG", "canonical_id": "dgb_saude-da-familia"},
+            {"text": "MEC", "type": "ORG", "canonical_id": "dgb_mec"},
+            {"text": "Pé-de-Meia", "type": "POLICY", "canonical_id": "dgb_pe-de-meia"},
+            {"text": "Brasil", "type": "LOC", "canonical_id": "Q155"},
+        ]
+        cur.execute(
+            "INSERT INTO news_features (unique_id, features)"
+            " VALUES ('a1', %s), ('a2', '{\"word_count\": 3}')",
+            (Jsonb({"entities": entities, "word_count": 9}),),
+        )
+        for eid, etype in (("dgb_saude-da-familia", "ORG"), ("dgb_mec", "ORG"), ("dgb_pe-de-meia", "POLICY")):
+            cur.execute(
+                "INSERT INTO news_entities (unique_id, entity_id, type, count) VALUES ('a1', %s, %s, 2)",
+                (eid, etype),
+            )
+    assert [m.split("_")[0] for m in db.migrate(conn, db.MIGRATIONS_DIR)] == ["0018"]
+
+    ids = {r[0]: r[1:] for r in _fetch(conn, "SELECT entity_id, provenance, extra FROM entity_registry")}
+    new_long = (
+        f"dgb_policy_{'programa-nacional-de-vigilancia-da-qualidade-da-agua'[: 64 - 11 - 7].rstrip('-')}"
+    )
+    new_long += f"_{old_long[-6:]}"
+    assert set(ids) == {
+        "dgb_org_saude-da-familia",
+        "dgb_policy_pe-de-meia",
+        new_long,
+        "dgb_mec",
+        "Q155",
+        "dgb_velho",
+    }
+    assert len(new_long) <= 64 and new_long == entities_mod.mint_id(long_name, "POLICY")  # the same digest
+    assert ids["dgb_policy_pe-de-meia"] == ("llm", {"former_id": "dgb_pe-de-meia"})
+    aliases = dict(_fetch(conn, "SELECT alias_norm, entity_id FROM entity_alias"))
+    assert aliases["saúde da família"] == "dgb_org_saude-da-familia" and aliases["velho"] == "dgb_velho"
+    assert sorted(_fetch(conn, "SELECT entity_id, count FROM news_entities")) == [
+        ("dgb_mec", 2),
+        ("dgb_org_saude-da-familia", 2),
+        ("dgb_policy_pe-de-meia", 2),
+    ]
+    features = dict(_fetch(conn, "SELECT unique_id, features FROM news_features"))
+    assert [e["canonical_id"] for e in features["a1"]["entities"]] == [
+        "dgb_org_saude-da-familia",
+        "dgb_mec",
+        "dgb_policy_pe-de-meia",
+        "Q155",
+    ]
+    assert features["a1"]["word_count"] == 9 and features["a2"] == {"word_count": 3}
+    assert dict(_fetch(conn, "SELECT unique_id, version FROM news")) == {"a1": 4, "a2": 1}
+    assert db.migrate(conn, db.MIGRATIONS_DIR) == []
+    conn.close()
+
+
+def _fetch(conn, sql):
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchall()

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from dgb.agencies import load_agencies
 from dgb.features import entities, rules_ner
 
 NEWS = Path(__file__).resolve().parents[2] / "fixtures" / "classifier" / "real_news.jsonl"
+MIGRATIONS = Path(entities.__file__).resolve().parents[1] / "migrations"
 
 
 @pytest.mark.parametrize(
@@ -44,15 +47,46 @@ def test_alias_normalisation_is_productions():
     assert entities.normalize(None) == ""
 
 
-def test_minted_ids_fit_64_characters():
-    assert entities.mint_id("Pé-de-Meia") == "dgb_pe-de-meia"
-    assert entities.mint_id("Lei nº 14.133/2021") == "dgb_lei-no-14-133-2021"  # º folds to o
+def test_minted_ids_are_namespaced_by_type_and_fit_64_characters():
+    assert entities.mint_id("Pé-de-Meia", "POLICY") == "dgb_policy_pe-de-meia"
+    assert entities.mint_id("Lei nº 14.133/2021", "LAW") == "dgb_law_lei-no-14-133-2021"  # º folds to o
     name = "Programa Nacional de Vigilância da Qualidade da Água para Consumo Humano no Brasil"
-    got = entities.mint_id(name)
+    digest = hashlib.sha1(name.encode()).hexdigest()[:6]
     slug = entities.slugify(name)
-    assert len(f"dgb_{slug}") > 64 and len(got) <= 64
-    assert got == f"dgb_{slug[:52].rstrip('-')}_{hashlib.sha1(name.encode()).hexdigest()[:6]}"
+    for etype in entities.TYPES:
+        got = entities.mint_id(name, etype)
+        prefix = f"dgb_{etype.lower()}_"
+        assert len(got) == 64 or (
+            len(got) < 64 and got[len(prefix) : -7] == slug[: 64 - len(prefix) - 7].rstrip("-")
+        )
+        assert (
+            got.startswith(prefix) and got.endswith(f"_{digest}") and slug.startswith(got[len(prefix) : -7])
+        )
+        assert entities.minted_type(got) == etype
     assert entities.is_qid("Q155") and not entities.is_qid("dgb_mec") and not entities.is_qid("Q0")
+    with pytest.raises(ValueError, match="unknown entity type"):
+        entities.mint_id("Saúde", "MISC")
+
+
+def test_a_minted_id_is_never_an_agencys_id():
+    # "Saúde" (an ORG named like the agency key "saude") and places named like agency keys
+    keys = set(load_agencies())
+    assert "saude" in keys and "planalto" in keys
+    assert entities.mint_id("Saúde", "ORG") == "dgb_org_saude" != entities.agency_id("saude")
+    assert entities.mint_id("Planalto", "LOC") == "dgb_loc_planalto" != entities.agency_id("planalto")
+    for key in keys:
+        for etype in entities.TYPES:
+            assert entities.mint_id(key, etype) != entities.agency_id(key)
+            # no agency key lies in a type's namespace, so no minted id can ever equal an agency's
+            assert not entities.agency_id(key).startswith(entities.NAMESPACES[etype])
+    # one name under two types: two ids
+    assert entities.mint_id("Rio Branco", "LOC") != entities.mint_id("Rio Branco", "PER")
+
+
+def test_the_word_keys_removed_by_migration_0018_are_the_word_keys():
+    sql = (MIGRATIONS / "0018_namespaced_entity_ids.sql").read_text(encoding="utf-8")
+    listed = re.search(r"alias_norm IN \(([^)]*)\)", sql).group(1)
+    assert set(re.findall(r"'([a-z]+)'", listed)) == entities.WORD_KEYS
 
 
 def test_clean_mention_shapes_an_extractors_item():
@@ -102,9 +136,14 @@ def test_offline_extractor_on_a_constructed_paragraph():
     assert ("Programa Agora Tem Especialistas", "POLICY") in got and ("Novo PAC", "POLICY") in got
     inca = got[("Instituto Nacional de Câncer", "ORG")]
     assert inca["count"] == 3 and inca["canonical_id"] == "dgb_inca"  # name, (INCA), INCA
-    assert got[("Fiocruz", "ORG")]["forma_canonica"] == "Fundação Oswaldo Cruz"
+    # forma_canonica: the fullest name the article uses (production's key), the id the catalogue's
+    assert got[("Fiocruz", "ORG")]["forma_canonica"] == "Fiocruz"
+    assert got[("Fiocruz", "ORG")]["canonical_id"] == "dgb_org_fundacao-oswaldo-cruz"  # the entry's
+    assert inca["forma_canonica"] == "Instituto Nacional de Câncer"
     assert ("Lei nº 14.133/2021", "LAW") in got
-    assert not any(t == "PR" or t.startswith("Casa em") for t, _ in got)  # a state, a place
+    # "Colombo (PR)": the city and the state, both places (the guide); "Casa em" is no name
+    assert ("Colombo", "LOC") in got and got[("PR", "LOC")]["canonical_id"] == "dgb_loc_parana"
+    assert not any(t.startswith("Casa em") for t, _ in got)
     for m in got.values():
         assert m["count"] >= 1 and 0 <= m["salience"] <= 1 and m["type"] in entities.TYPES
 

@@ -87,7 +87,7 @@ with DAG(
         "reason": Param(
             None,
             type=["null", "string"],
-            description="only dead letters with this reason (e.g. retries_exhausted, unknown_id)",
+            description="only dead letters with this reason (e.g. malformed_llm_output, unknown_id)",
         ),
         "limit": Param(100, type="integer", minimum=1, maximum=100_000, description="at most this many"),
         "subscription": Param(
@@ -105,7 +105,7 @@ Manual: re-publishes selected **open** dead letters after the cause was fixed (d
 handled explicitly by the pipeline, not by Pub/Sub), oldest first, and marks them `redriven`
 (`resolved_at`, `resolution`).
 
-`airflow dags trigger {REDRIVE_DAG_ID} -c '{{"reason": "retries_exhausted", "limit": 50}}'`
+`airflow dags trigger {REDRIVE_DAG_ID} -c '{{"reason": "malformed_llm_output", "limit": 50}}'`
 (optional `subscription`, `ids`, `dry_run`). Inspect first:
 `SELECT reason, subscription, count(*) FROM dead_letters WHERE status = 'open' GROUP BY 1, 2`.
 

@@ -3,7 +3,7 @@
 A stage's backlog is what its definition (:mod:`dgb.pipeline.definitions`) says is pending,
 dated by the oldest value of its ``since`` column: the same rule its sweep and reconciliation use.
 ``held`` counts, per stage and reason, the articles held out of the sweep after a permanent
-failure, ``parked`` those parked for an operator (``dgb reconcile redrive`` takes them up again);
+failure, ``parked`` those parked for an operator (``dgb redrive`` takes them up again);
 ``breakers`` lists the dependencies whose circuit breaker is not closed (dgb.pipeline.resilience);
 ``scrape_cadence`` each agency's learnt scrape cadence, its reason and measured lag
 (:func:`dgb.scraper.dispatch.cadence_table`); ``integrity_share`` the requests/s the next integrity

@@ -62,7 +62,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "PostgreSQL, or the original payload when the dead letter has no known article; mark them "
         "'redriven' with resolved_at and a resolution. A letter that fails again is re-opened.",
     )
-    r.add_argument("--reason", help="only dead letters with this reason (e.g. retries_exhausted)")
+    r.add_argument(
+        "--reason",
+        help="only dead letters with this reason (e.g. malformed_llm_output, unknown_id, "
+        "pubsub_max_delivery_attempts)",
+    )
     r.add_argument(
         "--subscription",
         choices=[s.name for s in topology.SUBSCRIPTIONS],

@@ -6,11 +6,20 @@ import json
 import sys
 from dataclasses import asdict
 
-HIT_KEYS = ("unique_id", "title", "agency", "theme", "score")
+HIT_KEYS = ("unique_id", "title", "agency", "theme", "score")  # the first --json keys (kept)
+JSON_KEYS = (*HIT_KEYS, "rank", "relevance", "published_at")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("search", help="search the news index (keyword, semantic or hybrid)")
+    p = sub.add_parser(
+        "search",
+        help="search the news index (keyword, semantic or hybrid)",
+        description="Search the news index as the portal does and print the hits ranked: # (rank), "
+        "relevance (0-1: keyword, the share of the query's words matched, weighted by the field they "
+        "were found in, title highest; semantic, the cosine similarity; hybrid, the fusion score over "
+        "the best possible), title, agency, theme, published date, unique_id. Republished duplicates "
+        "(the same content hash) are shown once.",
+    )
     p.add_argument("query", help="the search text")
     p.add_argument(
         "--semantic",
@@ -19,7 +28,10 @@ def register(sub) -> None:
     )
     p.add_argument("--limit", type=int, default=10, help="number of hits (default 10)")
     p.add_argument(
-        "--json", action="store_true", help="print a JSON list of {unique_id, title, agency, theme, score}"
+        "--json",
+        action="store_true",
+        help="print a JSON list of {unique_id, title, agency, theme, score, rank, relevance, published_at} "
+        "(score: Typesense's own; relevance: 0-1; published_at: ISO 8601)",
     )
     p.set_defaults(func=_cmd_search)
     r = sub.add_parser(
@@ -64,16 +76,29 @@ def _cmd_search(args) -> int:
         where = f"http://{settings.typesense_host}:{settings.typesense_port}"
         return _fail(f"{exc} ({where}, alias {settings.typesense_collection})")
     if args.json:
-        print(json.dumps([{k: asdict(h)[k] for k in HIT_KEYS} for h in hits], ensure_ascii=False))
+        out = []
+        for rank, h in enumerate(hits, start=1):
+            item = {k: asdict(h)[k] for k in HIT_KEYS}
+            item.update(rank=rank, relevance=h.relevance, published_at=_iso(h.published_at))
+            out.append(item)
+        print(json.dumps(out, ensure_ascii=False))
         return 0
     if not hits:
         print("no hits")
         return 0
     rows = [
-        (str(i), h.unique_id, _clip(h.title, 60), h.agency, _clip(h.theme or "-", 40), _score(h.score))
+        (
+            str(i),
+            f"{h.relevance:.2f}",
+            _clip(h.title, 60),
+            h.agency,
+            _clip(h.theme or "-", 40),
+            (_iso(h.published_at) or "-")[:10],
+            h.unique_id,
+        )
         for i, h in enumerate(hits, start=1)
     ]
-    head = ("#", "unique_id", "title", "agency", "theme", "score")
+    head = ("#", "relevance", "title", "agency", "theme", "published", "unique_id")
     widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
@@ -85,8 +110,13 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _score(score: float) -> str:
-    return f"{score:.0f}" if score >= 1000 else f"{score:.4f}"
+def _iso(epoch: int | None) -> str | None:
+    """An epoch (the index's ``published_at``) as ISO 8601 in UTC, or None."""
+    if epoch is None:
+        return None
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(int(epoch), UTC).isoformat()
 
 
 def _cmd_rebuild(args) -> int:

@@ -3,10 +3,22 @@
 :func:`search`: hybrid = reciprocal-rank fusion in Python (the Typesense 0.24 server has no
 server-side hybrid; only parameters 0.24 and newer servers both accept are used), or the server's
 own fusion where it has one (:data:`NATIVE_HYBRID`).
+
+Each hit carries Typesense's own ``score`` (keyword: the 19-digit ``text_match`` bucket value;
+vector: cosine similarity; hybrid: the fusion score) and a ``relevance`` in [0, 1] a reader can
+read, the same for every mode of one query:
+
+* keyword: the share of the query's words the hit matched (``text_match_info.tokens_matched``),
+  times the weight of the best field it matched them in relative to the title's (title 1, subtitle
+  or summary 0.75, content 0.625: ``0.5 + 0.5 x weight / 4``);
+* vector only: the cosine similarity of the query and the article, floored at 0;
+* hybrid: the fusion score over the best a hit can get (first in both lists: 1 / 61 client-side;
+  the server's own fusion score is already in [0, 1]).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,7 +28,11 @@ QUERY_BY = "title,subtitle,summary,content"
 QUERY_BY_WEIGHTS = "4,2,2,1"  # title first
 RRF_K = 60  # reciprocal-rank fusion constant
 HYBRID_ALPHA = 0.8  # weight of the vector ranking in hybrid search (production's alpha)
-_RESULT_FIELDS = "unique_id,title,agency,content_hash,most_specific_theme_code,most_specific_theme_label"
+_RESULT_FIELDS = (
+    "unique_id,title,agency,published_at,content_hash,most_specific_theme_code,most_specific_theme_label"
+)
+_WEIGHTS = [int(w) for w in QUERY_BY_WEIGHTS.split(",")]
+_QUERY_WORD = re.compile(r"\w+")
 
 
 class SearchError(RuntimeError):
@@ -30,6 +46,8 @@ class Hit:
     agency: str
     theme: str | None  # most specific theme: "<code> <label>"
     score: float  # keyword: text_match (int); vector: 1 - vector_distance; hybrid: RRF score
+    relevance: float = 0.0  # in [0, 1], see the module's docstring
+    published_at: int | None = None  # epoch seconds
 
 
 def _theme(doc: dict) -> str | None:
@@ -45,7 +63,7 @@ def _hits(result: dict) -> list[dict]:
     return list(result.get("hits") or [])
 
 
-def _to_hit(h: dict, score: float) -> Hit:
+def _to_hit(h: dict, score: float, relevance: float) -> Hit:
     d = h["document"]
     return Hit(
         unique_id=d.get("unique_id") or d["id"],
@@ -53,7 +71,19 @@ def _to_hit(h: dict, score: float) -> Hit:
         agency=d.get("agency", ""),
         theme=_theme(d),
         score=score,
+        relevance=round(max(0.0, min(1.0, relevance)), 4),
+        published_at=d.get("published_at"),
     )
+
+
+def keyword_relevance(hit: dict, query: str) -> float:
+    """The share of ``query``'s words the hit matched, times its best field's weight relative to
+    the title's (0.5 + 0.5 x weight / the highest weight)."""
+    info = hit.get("text_match_info") or {}
+    words = max(1, len(_QUERY_WORD.findall(query)))
+    matched = min(int(info.get("tokens_matched") or 0), words)
+    weight = int(info.get("best_field_weight") or max(_WEIGHTS))
+    return matched / words * (0.5 + 0.5 * min(weight, max(_WEIGHTS)) / max(_WEIGHTS))
 
 
 def _vector_literal(vec: Sequence[float]) -> str:
@@ -131,7 +161,9 @@ def search(
     keyword = {**common, "q": query, "query_by": QUERY_BY, "query_by_weights": QUERY_BY_WEIGHTS}
     if not semantic:
         res = _multi_search(ts, alias, [{**keyword, "per_page": limit}])[0]
-        return [_to_hit(h, int(h.get("text_match", 0))) for h in _hits(res)][:limit]
+        return [_to_hit(h, int(h.get("text_match", 0)), keyword_relevance(h, query)) for h in _hits(res)][
+            :limit
+        ]
 
     if embedder is None:
         raise ValueError("semantic search needs an embedder")
@@ -145,10 +177,11 @@ def search(
             "vector_query": f"content_embedding:([{_vector_literal(vec)}], alpha: {HYBRID_ALPHA})",
         }
         res = _multi_search(ts, alias, [hybrid])[0]
-        return [
-            _to_hit(h, float((h.get("hybrid_search_info") or {}).get("rank_fusion_score", 0.0)))
-            for h in _hits(res)
-        ][:limit]
+        out = []
+        for h in _hits(res)[:limit]:
+            fused = float((h.get("hybrid_search_info") or {}).get("rank_fusion_score", 0.0))
+            out.append(_to_hit(h, fused, fused))
+        return out
     depth = min(250, max(limit * 3, 20))  # candidates per list for the fusion
     vector = {
         **common,
@@ -161,7 +194,11 @@ def search(
     )
     kw_hits, vec_hits = _hits(kw_res), _hits(vec_res)
     if not kw_hits:
-        return [_to_hit(h, 1.0 - float(h.get("vector_distance", 1.0))) for h in vec_hits][:limit]
+        out = []
+        for h in vec_hits[:limit]:
+            similarity = 1.0 - float(h.get("vector_distance", 1.0))
+            out.append(_to_hit(h, similarity, similarity))
+        return out
 
     fused: dict[str, float] = {}
     first: dict[str, dict] = {}
@@ -179,7 +216,7 @@ def search(
         if key in seen_hash:
             continue
         seen_hash.add(key)
-        out.append(_to_hit(h, fused[uid]))
+        out.append(_to_hit(h, fused[uid], fused[uid] * (RRF_K + 1)))  # first in both lists: 1
         if len(out) >= limit:
             break
     return out

@@ -6,6 +6,7 @@ rebuild, and backpressure retries (the real server's client wrapped to inject 50
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import replace
@@ -458,6 +459,12 @@ def test_keyword_search_ranks_title_matches_first(pg, ref, tsx):
     top = hits[0]
     assert top.agency == AGENCY and top.theme == "98.95 Hospitais (teste)"
     assert isinstance(top.score, int) and top.score >= hits[1].score > 0  # text_match
+    # relevance: every query word matched, in the title (1), the summary (0.75), the content (0.625)
+    assert [h.relevance for h in hits] == [1.0, 0.75, 0.625]
+    assert top.published_at == int(PUBLISHED.timestamp())
+    # no article has both words: Typesense drops one, and each hit matched half of the query
+    half = {h.unique_id: h.relevance for h in query.search(ts, alias, "influenza gripe", limit=5)}
+    assert half["title-1"] == 0.5 and half["summary-1"] == pytest.approx(0.5 * 0.75)
 
 
 def test_semantic_search_with_the_real_model(pg, ref, tsm, model):
@@ -472,6 +479,7 @@ def test_semantic_search_with_the_real_model(pg, ref, tsm, model):
     q = model.encode([text])[0]
     for hit in hits:
         assert hit.score == pytest.approx(float(q @ vectors[hit.unique_id]), abs=1e-3)
+        assert hit.relevance == pytest.approx(max(0.0, hit.score), abs=1e-4)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     hits = query.search(
         ts, alias, "tratamento de água e coleta de lixo", semantic=True, embedder=model, limit=1
@@ -495,6 +503,7 @@ def test_hybrid_search_fuses_keyword_and_vector_ranks(pg, ref, tsm, model):
     if query.server_version(ts) < query.NATIVE_HYBRID:  # client-side fusion: first in both lists
         assert hits[0].score == pytest.approx(1 / (query.RRF_K + 1))  # 0.2/61 + 0.8/61
         assert all(h.score < hits[0].score for h in hits[1:])
+    assert hits[0].relevance == pytest.approx(1.0) and all(0 < h.relevance < 1 for h in hits[1:])
 
 
 def test_search_missing_alias_is_a_clear_error(tsx):
@@ -519,12 +528,19 @@ def test_cli_search_json_keys_and_errors(pg, ref, tsx, monkeypatch, capsys):
     assert cli.main(["search", "vacinação", "--json", "--limit", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out) == 2
-    assert all(list(h) == ["unique_id", "title", "agency", "theme", "score"] for h in out)
+    keys = ["unique_id", "title", "agency", "theme", "score", "rank", "relevance", "published_at"]
+    assert all(list(h) == keys for h in out)  # the first five are the old contract, kept in order
     assert out[0]["theme"] == "98.97.96 Campanhas de vacinação (teste)" and out[0]["agency"] == AGENCY
+    assert [h["rank"] for h in out] == [1, 2] and all(h["relevance"] == 1.0 for h in out)
+    assert out[0]["published_at"] == PUBLISHED.astimezone(UTC).isoformat()
 
     assert cli.main(["search", "vacinação"]) == 0
     table = capsys.readouterr().out
-    assert "unique_id" in table and "cli-0" in table
+    head, first = table.splitlines()[:2]
+    assert head.split() == ["#", "relevance", "title", "agency", "theme", "published", "unique_id"]
+    assert first.split()[:2] == ["1", "1.00"] and "cli-" in first
+    assert PUBLISHED.astimezone(UTC).date().isoformat() in first
+    assert not re.search(r"\d{10,}", table)  # no raw 19-digit text_match value for a reader
 
     monkeypatch.setenv("DGB_TYPESENSE_COLLECTION", alias + "_nope")
     assert cli.main(["search", "vacinação", "--json"]) == 2
@@ -555,7 +571,17 @@ def test_cli_semantic_search_uses_the_configured_model(pg, ref, tsm, model, monk
     assert cli.main(["search", "colheita de grãos", "--semantic", "--json", "--limit", "1"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [h["unique_id"] for h in out] == ["vec-2"]
-    assert set(out[0]) == {"unique_id", "title", "agency", "theme", "score"}
+    assert set(out[0]) == {
+        "unique_id",
+        "title",
+        "agency",
+        "theme",
+        "score",
+        "rank",
+        "relevance",
+        "published_at",
+    }
+    assert 0 < out[0]["relevance"] <= 1
 
 
 # --------------------------------------------------------------------------- rebuild

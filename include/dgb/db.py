@@ -128,9 +128,11 @@ class _RealArrayDumper(Dumper):
         return struct.pack(">iiIii", 1, 0, _FLOAT4_OID, n, 1) + cells.tobytes()
 
 
-def adapt_real_arrays(conn) -> None:
-    """Let ``conn`` take :class:`RealArray` parameters (idempotent)."""
-    conn.adapters.register_dumper(RealArray, _RealArrayDumper)
+def adapt_real_arrays(conn_or_cursor) -> None:
+    """Let a connection or a cursor take :class:`RealArray` parameters (idempotent). A cursor
+    copies its connection's adapters when it is made: registering on the connection alone does not
+    reach a cursor already open, so a writer registers on the cursor it writes with."""
+    conn_or_cursor.adapters.register_dumper(RealArray, _RealArrayDumper)
 
 
 @contextmanager

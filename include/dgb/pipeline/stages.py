@@ -232,7 +232,6 @@ class EmbedStage(Stage):
         self.model_name = model_name
         self.model = model_name  # the current-model rule: vectors of another model are pending
         self.dependencies = (MODEL_SERVICE,)
-        self._adapted = None  # the connection whose RealArray dumper is registered
 
     @classmethod
     def from_settings(cls, conn, s, deps: Dependencies) -> EmbedStage:
@@ -251,9 +250,7 @@ class EmbedStage(Stage):
         return {r["unique_id"]: vectors[i] for i, r in enumerate(rows)}
 
     def persist(self, cur, row: dict, vector) -> dict | None:
-        if cur.connection is not self._adapted:
-            db.adapt_real_arrays(cur.connection)
-            self._adapted = cur.connection
+        db.adapt_real_arrays(cur)  # on the chunk's cursor, made before this call (idempotent, cheap)
         now = datetime.now(UTC)
         cur.execute(
             "UPDATE news SET content_embedding = %s, embedding_model = %s, embedding_dim = %s,"

@@ -160,11 +160,13 @@ def is_furniture(line: str) -> bool:
 def paragraphs(content: str) -> list[tuple[str, str]]:
     """``(kind, text)`` for each paragraph: ``prose``, ``heading`` (``## ...``) or ``bullet``.
 
-    The markdown is cleaned line by line (:func:`clean_line`); furniture lines (credits, rules)
-    and table rows are dropped, and the text stops at a "Conteúdo relacionado" / "Leia também" /
-    "Compartilhar" line (what follows it on gov.br pages is a list of other articles)."""
+    The markdown is cleaned line by line (:func:`clean_line`); a page header before the body
+    (:func:`strip_page_header`: the share block and "Publicado em" of older Plone exports) is
+    dropped first, furniture lines (credits, rules) and table rows are dropped, and the text stops at
+    a "Conteúdo relacionado" / "Leia também" / "Compartilhar" line (what follows it on gov.br pages
+    is a list of other articles)."""
     out: list[tuple[str, str]] = []
-    for block in re.split(r"\n\s*\n", content or ""):
+    for block in re.split(r"\n\s*\n", strip_page_header(content or "")):
         kinds: list[tuple[str, str]] = []
         for raw in block.strip().splitlines():
             raw = raw.strip()

@@ -5,9 +5,8 @@
 blocks, page headers ("Publicado em ..."), bullet lists and headings without full stops. Counted
 raw, an image URL is a 40-syllable "word" and a list of 30 items one 300-word "sentence", and most
 real articles score below 0. :func:`reader_sentences` reads the content as the offline classifier
-does (:func:`dgb.enrich.text.paragraphs`: images and link targets dropped, credits and rules
-removed, the related-content footer cut; a page header removed first,
-:func:`dgb.enrich.text.strip_page_header`), and splits each paragraph, list item and heading
+does (:func:`dgb.enrich.text.paragraphs`: a page header removed, images and link targets dropped,
+credits and rules removed, the related-content footer cut), and splits each paragraph, list item and heading
 into sentences (:func:`dgb.enrich.text.split_sentences`: Portuguese punctuation, abbreviations
 kept whole). A paragraph always ends a sentence.
 
@@ -41,7 +40,7 @@ from importlib import resources
 
 import pyphen
 
-from dgb.enrich.text import paragraphs, split_sentences, strip_page_header
+from dgb.enrich.text import paragraphs, split_sentences
 from dgb.features.syllables import count_word
 
 MIN_WORDS = 10  # under this, no readability figure (production's rule)
@@ -137,7 +136,7 @@ def _syllables_en(word: str) -> int:
 def reader_sentences(content: str | None) -> list[str]:
     """The sentences a reader reads in ``content`` (see the module's docstring)."""
     out: list[str] = []
-    for _kind, paragraph in paragraphs(strip_page_header(content or "")):
+    for _kind, paragraph in paragraphs(content or ""):
         out.extend(split_sentences(paragraph))
     return out
 

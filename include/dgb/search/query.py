@@ -10,7 +10,9 @@ read, the same for every mode of one query:
 
 * keyword: the share of the query's words the hit matched (``text_match_info.tokens_matched``),
   times the weight of the best field it matched them in relative to the title's (title 1, subtitle
-  or summary 0.75, content 0.625: ``0.5 + 0.5 x weight / 4``);
+  or summary 0.75, content 0.625: ``0.5 + 0.5 x weight / 4``), and never above the hit ranked
+  before it (Typesense's ranking also weighs typos and word proximity, which that share does not
+  see: "pontes" for "ponte" is a typo match, ranked after an exact one);
 * vector only: the cosine similarity of the query and the article, floored at 0;
 * hybrid: the fusion score over the best a hit can get (first in both lists: 1 / 61 client-side;
   the server's own fusion score is already in [0, 1]).
@@ -161,9 +163,11 @@ def search(
     keyword = {**common, "q": query, "query_by": QUERY_BY, "query_by_weights": QUERY_BY_WEIGHTS}
     if not semantic:
         res = _multi_search(ts, alias, [{**keyword, "per_page": limit}])[0]
-        return [_to_hit(h, int(h.get("text_match", 0)), keyword_relevance(h, query)) for h in _hits(res)][
-            :limit
-        ]
+        out, ceiling = [], 1.0
+        for h in _hits(res)[:limit]:
+            ceiling = min(ceiling, keyword_relevance(h, query))
+            out.append(_to_hit(h, int(h.get("text_match", 0)), ceiling))
+        return out
 
     if embedder is None:
         raise ValueError("semantic search needs an embedder")

@@ -467,6 +467,25 @@ def test_keyword_search_ranks_title_matches_first(pg, ref, tsx):
     assert half["title-1"] == 0.5 and half["summary-1"] == pytest.approx(0.5 * 0.75)
 
 
+def test_keyword_relevance_never_rises_down_the_ranking(pg, ref, tsx):
+    """Typesense ranks an exact match in the content above a typo match in the title ("pontes" for
+    "ponte"); the relevance column follows the ranking, it never rises below a hit."""
+    s, ts, alias = tsx
+    ids = [
+        add_news(
+            pg, ref, "exact-body", "Boletim de obras", content="A ponte nova foi entregue.", content_hash="e1"
+        ),
+        add_news(
+            pg, ref, "typo-title", "Pontes recuperadas no interior", content="Obras.", content_hash="t2"
+        ),
+    ]
+    sync.sync(ts, alias, pg, ids, DIM)
+    hits = query.search(ts, alias, "ponte", limit=5)
+    assert {h.unique_id for h in hits} == set(ids)
+    rel = [h.relevance for h in hits]
+    assert rel == sorted(rel, reverse=True) and all(0 < r <= 1 for r in rel)
+
+
 def test_semantic_search_with_the_real_model(pg, ref, tsm, model):
     s, ts, alias = tsm
     vectors = add_embedded_topics(pg, ref, model)

@@ -161,7 +161,9 @@ def calibration_chart(directory: Path, command: str, conf: np.ndarray, ok: np.nd
                 "label": label,
                 "n": len(conf[sel]),
                 "ece": round(measure.expected_calibration_error(conf[sel], ok[sel]), 4),
-                "bins": [[lo, hi, k, round(c, 4), round(a, 4)] for lo, hi, k, c, a in bins],
+                "bins": [
+                    [round(lo, 4), round(hi, 4), k, round(c, 4), round(a, 4)] for lo, hi, k, c, a in bins
+                ],
             }
         )
     data = {"subset": "real.jsonl, out-of-fold", "bins": 10, "series": series}

@@ -2,8 +2,9 @@
 JSON-serialisable data the benchmark collected to a figure of :func:`dgb_dev.charts.figure`.
 
 A chart is ``(name, kind, data)``: :func:`save` draws ``data`` with ``CHARTS[kind]`` and writes
-the SVG and the JSON (:func:`dgb_dev.charts.write`); the JSON names the kind, so
-:func:`redraw` draws the same figure again from the JSON alone. The helpers (:func:`cdf`) turn a
+the SVG and the JSON (:func:`dgb_dev.charts.write`); the JSON names the kind, so :func:`redraw`
+draws the same figure again from the JSON alone (``python -m dgb_dev.benchcharts FILE.json ...``
+rewrites the SVGs from their JSON, which it leaves as it is). The helpers (:func:`cdf`) turn a
 benchmark's arrays into the data; the benchmarks' own figures (p50, p95, ECE) are passed in as
 they computed them, never recomputed here.
 
@@ -91,7 +92,7 @@ def edit_detection(data: dict) -> Any:
     """Edit -> detection per age band (one panel each), one CDF per policy, minutes on a log axis
     (delays under 0.1 min drawn at 0.1)."""
     bands = data["bands"]
-    fig, axes = charts.figure(1, len(bands), size=(11.0, 4.5), sharey=True, squeeze=False)
+    fig, axes = charts.figure(1, len(bands), size=(11.0, 5.0), sharey=True, squeeze=False)
     for b, (ax, band) in enumerate(zip(axes[0], bands)):
         for k, policy in enumerate(data["policies"]):
             s = policy["bands"][b]
@@ -100,8 +101,8 @@ def edit_detection(data: dict) -> Any:
         ax.set_xscale("log")
         ax.set_title(f"edits to articles {band['label']} old")
         ax.set_xlabel("edit → detection (minutes, log scale)")
-        if ax.lines:
-            ax.legend(loc="lower right", fontsize=7)
+        if ax.lines:  # below the panel: the curves fill it from left to right
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7)
         else:
             ax.text(0.5, 0.5, "no edits in this band", transform=ax.transAxes, ha="center", color="0.4")
     axes[0][0].set_ylabel("edits detected within (cumulative share)")
@@ -267,8 +268,28 @@ def save(directory: str | Path, name: str, kind: str, data: dict, command: str) 
 
 
 def redraw(path: str | Path) -> tuple[Any, dict]:
-    """The figure of a chart's JSON, drawn again from it alone, and the JSON (to write it again:
-    ``charts.write(dir, doc["name"], fig, doc["data"], doc["command"], chart=doc["chart"],
-    machine_info=doc["machine"])`` gives the same SVG)."""
+    """The figure of a chart's JSON, drawn again from it alone, and the JSON."""
     doc = charts.read(path)
     return CHARTS[doc["chart"]](doc["data"]), doc
+
+
+def redraw_svg(path: str | Path) -> Path:
+    """Draw the SVG beside a chart's JSON again from the JSON (with its command and machine), the
+    JSON untouched: a chart restyled without running its benchmark again. Returns the SVG's path."""
+    fig, doc = redraw(path)
+    return charts.write_svg(Path(path).with_suffix(".svg"), fig, doc["command"], doc["machine"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dgb_dev.benchcharts docs/benchmarks/*.json``: each SVG drawn again from its JSON."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("json", nargs="+", type=Path, help="a chart's JSON, as --chart DIR wrote it")
+    for path in ap.parse_args(argv).json:
+        print(f"chart: {redraw_svg(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -137,6 +137,15 @@ def _footer(fig: Figure, command: str, m: dict[str, Any]) -> None:
     fig.text(0.01, 0.012, line, fontsize=7, color="0.35", ha="left", va="bottom", gid=FOOTER_GID)
 
 
+def write_svg(path: str | Path, fig: Figure, command: str, m: dict[str, Any]) -> Path:
+    """The SVG alone, with the footer naming ``command`` and the machine ``m`` (:func:`write` calls
+    it; :func:`dgb_dev.benchcharts.redraw_svg` too, to draw a chart again from its JSON)."""
+    _footer(fig, command, m)
+    with matplotlib.rc_context({"svg.hashsalt": HASH_SALT, "svg.fonttype": "path"}):
+        fig.savefig(path, format="svg", metadata={"Date": None})
+    return Path(path)
+
+
 def write(
     directory: str | Path,
     name: str,
@@ -158,9 +167,7 @@ def write(
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     svg, meta = out / f"{name}.svg", out / f"{name}.json"
-    _footer(fig, command, m)
-    with matplotlib.rc_context({"svg.hashsalt": HASH_SALT, "svg.fonttype": "path"}):
-        fig.savefig(svg, format="svg", metadata={"Date": None})
+    write_svg(svg, fig, command, m)
     record = {
         "name": name,
         "chart": chart,

@@ -9,7 +9,7 @@
 #                with --strict into site/, as CI does: a broken link or missing page fails)
 #   make bench-charts  run the two benchmarks that need no stack (bench_scale, bench_classify) with
 #                --chart docs/benchmarks: the charts of the Benchmarks page, each <name>.svg + <name>.json
-#                (the data, the command, the machine, the commit); ~10 minutes on 2 cores
+#                (the data, the command, the machine, the commit); ~11 minutes on 2 cores
 # Configuration: environment variables (README, "Configuration"); DGB_PORT_BASE shifts every port.
 
 SHELL := /bin/bash

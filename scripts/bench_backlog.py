@@ -9,7 +9,11 @@ no Airflow, database or Typesense. Prints both and their ratio (target <= 1.5), 
 first and last commit (seconds from the burst), and the CPU seconds each stack component used
 during the pipeline part. The articles are marked removed at the end (hidden from search).
 
-    .venv/bin/python scripts/bench_backlog.py [--n 2000]
+    .venv/bin/python scripts/bench_backlog.py [--n 2000] [--chart DIR]
+
+``--chart DIR`` also writes the chart ``backlog-stages`` (each stage's cumulative committed
+articles over the seconds since the burst, from their stage timestamps in PostgreSQL, and the
+model work alone for reference) into DIR as SVG + JSON (:mod:`dgb_dev.benchcharts`).
 """
 
 from __future__ import annotations
@@ -60,10 +64,41 @@ def wait_quiet(s, timeout: float = 180.0) -> bool:
         af.close()
 
 
+def stage_chart_data(n: int, rows: list[tuple], model_s: float, pipeline_s: float) -> dict:
+    """The chart's data from each article's (scraped_at, enriched_at, embedded_at, indexed_at):
+    seconds after the burst (its first article stored) of every commit of each stage."""
+    stored = [r[0] for r in rows if r[0] is not None]
+    burst = min(stored) if stored else None
+    stages = {}
+    for k, stage in enumerate(("stored", "enriched", "embedded", "indexed")):
+        times = [(r[k] - burst).total_seconds() for r in rows if r[k] is not None] if burst else []
+        stages[stage] = sorted(round(t, 2) for t in times)
+    return {
+        "n": n,
+        "burst_at": burst.isoformat() if burst else None,
+        "stages": stages,
+        "model_alone_s": round(model_s, 1),
+        "pipeline_wall_s": round(pipeline_s, 1),
+    }
+
+
+def write_chart(directory: Path, n: int, rows: list[tuple], model_s: float, pipeline_s: float) -> None:
+    """``--chart DIR``: each stage's cumulative commits over the seconds since the burst."""
+    from dgb_dev import benchcharts, charts
+
+    data = stage_chart_data(n, rows, model_s, pipeline_s)
+    command = charts.command_line(__file__, sys.argv[1:])
+    for path in benchcharts.save(directory, "backlog-stages", "backlog", data, command):
+        print(f"chart: {path}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--timeout", type=float, default=1800.0)
+    ap.add_argument(
+        "--chart", type=Path, default=None, metavar="DIR", help="also write the chart backlog-stages into DIR"
+    )
     args = ap.parse_args()
     s = settings()
     os.environ.setdefault("PUBSUB_EMULATOR_HOST", s.pubsub_emulator_host)
@@ -143,6 +178,12 @@ def main() -> int:
             (ids,),
         )
         marks = cur.fetchone()
+        # each article's commit in each stage, for the chart (read before the articles are removed)
+        cur.execute(
+            "SELECT scraped_at, enriched_at, embedded_at, indexed_at FROM news WHERE unique_id = ANY(%s)",
+            (ids,),
+        )
+        stage_times = cur.fetchall()
     conn.commit()
 
     with db.transaction(conn) as cur:  # hide the synthetic articles from search from now on
@@ -169,6 +210,8 @@ def main() -> int:
     )
     print(f"model_alone_on_quiet_stack={'yes' if quiet else 'no'}")
     print(f"model_alone_classify_s={classify_s:.1f} model_alone_embed_s={model_s - classify_s:.1f}")
+    if args.chart:  # before the last line, which stays last
+        write_chart(args.chart, len(ids), stage_times, model_s, pipeline_s)
     print(f"pipeline_wall_s={pipeline_s:.1f} model_alone_s={model_s:.1f} ratio={pipeline_s / model_s:.2f}")
     return 0 if done == len(ids) else 1
 

@@ -3,6 +3,7 @@ routing, summary overlap and speed.
 
     .venv/bin/python scripts/bench_classify.py [--data ../shared/data/classifier-dev] [--service]
                                                [--batch-size 64] [--folds 5] [--no-speed] [--no-curve]
+                                               [--chart DIR]
     .venv/bin/python scripts/bench_classify.py --corpus PATH [--service] [--batch-size 64]
 
 * Level-1 agreement with production's labels on real.jsonl, CROSS-VALIDATED by title: the
@@ -31,6 +32,11 @@ routing, summary overlap and speed.
   summaries (archive.jsonl ``reference_summary``): ROUGE-L precision, recall, F1 and lengths.
 * Articles/s of ``classify_batch`` with the SHIPPED head over real.jsonl (warm model; one pass,
   on a shared machine: a noisy figure). ``--service`` goes through the resident model service.
+
+``--chart DIR`` also writes two charts into DIR as SVG + JSON (:mod:`dgb_dev.benchcharts`): the
+level-1 confusion matrix (``classify-confusion``: production's label against ours, out-of-fold, on
+real.jsonl's whole articles) and the reliability diagram of ``theme_confidence``
+(``classify-calibration``: whole articles and excerpts, out-of-fold, their ECE in the legend).
 
 ``--corpus PATH`` instead classifies one JSON Lines file with the SHIPPED classifier (no
 retraining: an honest figure only for articles the head was not trained on), in our corpus
@@ -116,6 +122,55 @@ def _pred(logits: np.ndarray, codes: list[str]) -> np.ndarray:
     return np.array([codes[j] for j in logits.argmax(1)])
 
 
+def chart_command(argv: list[str]) -> str:
+    from dgb_dev import charts
+
+    return charts.command_line(__file__, argv)
+
+
+def confusion_chart(directory: Path, command: str, gold: np.ndarray, ours: np.ndarray) -> None:
+    """``--chart``: production's level-1 theme against ours (the out-of-fold answers above), counts."""
+    from dgb_dev import benchcharts
+
+    gold = np.where(gold == "", "none", gold)
+    codes = sorted({*gold.tolist(), *ours.tolist()})
+    at = {c: k for k, c in enumerate(codes)}
+    counts = np.zeros((len(codes), len(codes)), dtype=int)
+    np.add.at(counts, ([at[g] for g in gold], [at[o] for o in ours]), 1)
+    data = {
+        "subset": "real.jsonl whole articles, out-of-fold",
+        "codes": codes,
+        "themes": {c: LEVEL1.get(c, "outside the tree") for c in codes},
+        "counts": counts.tolist(),
+        "agreement": round(float((gold == ours).mean()), 4),
+    }
+    for path in benchcharts.save(directory, "classify-confusion", "confusion", data, command):
+        print(f"chart: {path}")
+
+
+def calibration_chart(directory: Path, command: str, conf: np.ndarray, ok: np.ndarray, n: int) -> None:
+    """``--chart``: the reliability diagram of the calibrated confidences above (whole articles are
+    the first ``n``, their excerpts the next ``n``), with the ECE printed for each."""
+    from dgb_dev import benchcharts
+
+    series = []
+    for label, sel in (("whole articles", slice(0, n)), ("excerpts", slice(n, 2 * n))):
+        bins = measure.calibration_bins(conf[sel], ok[sel])
+        series.append(
+            {
+                "label": label,
+                "n": len(conf[sel]),
+                "ece": round(measure.expected_calibration_error(conf[sel], ok[sel]), 4),
+                "bins": [
+                    [round(lo, 4), round(hi, 4), k, round(c, 4), round(a, 4)] for lo, hi, k, c, a in bins
+                ],
+            }
+        )
+    data = {"subset": "real.jsonl, out-of-fold", "bins": 10, "series": series}
+    for path in benchcharts.save(directory, "classify-calibration", "reliability", data, command):
+        print(f"chart: {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=training.DEV_DATA, help="development data folder")
@@ -126,6 +181,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-curve", action="store_true", help="skip the learning curve")
     parser.add_argument(
         "--curve-seeds", type=int, default=learning.LEARNING_SEEDS, help="draws per learning-curve share"
+    )
+    parser.add_argument(
+        "--chart",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write the charts classify-confusion and classify-calibration (SVG + JSON) into DIR",
     )
     parser.add_argument(
         "--corpus",
@@ -311,6 +373,10 @@ def main(argv: list[str] | None = None) -> int:
             f"  confidence [{lo:.1f}, {min(hi, 1.0):.1f}) (whole + excerpts): share {m.mean():.2f} "
             f"agreement {_share(m, ok_all)}"
         )
+    if args.chart:
+        command = chart_command(sys.argv[1:] if argv is None else argv)
+        confusion_chart(args.chart, command, labels[real], pred[real])
+        calibration_chart(args.chart, command, conf_all, ok_all, n)
     threshold = measure.choose_threshold(conf_all, ok_all)
     print(
         "hybrid[real, whole + excerpts] (production's label stands in for Bedrock's; best threshold "

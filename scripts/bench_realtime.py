@@ -18,10 +18,12 @@ What it does:
 4. Prints the request rate the site received (max over any 10 s, mean, by kind), the scrape DAG
    runs, each agency's scrape lag (new articles: scraped_at - published_at), publication ->
    searchable, edit detection delays by age band, CPU and memory; the last line is a summary
-   (full figures: ``.state/bench/realtime-<time>.json``). Then Airflow and the site are stopped
-   (``make up`` brings the dev stack back), the scratch database dropped (``--keep`` leaves it).
+   (full figures: ``.state/bench/realtime-<time>.json``; with ``--chart DIR`` also the chart
+   ``realtime-timeline``, from :func:`realtime_results.timeline`). Then Airflow and the site are
+   stopped (``make up`` brings the dev stack back), the scratch database dropped (``--keep``
+   leaves it).
 
-    .venv/bin/python scripts/bench_realtime.py [--articles 300000] [--minutes 60]
+    .venv/bin/python scripts/bench_realtime.py [--articles 300000] [--minutes 60] [--chart DIR]
 
 Never beside a test suite or another benchmark (2 cores). Loopback only, like everything here.
 """
@@ -30,12 +32,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing
 import os
 import sys
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -46,6 +46,18 @@ from urllib.parse import unquote
 ROOT = Path(__file__).resolve().parents[1]
 for sub in ("include", "plugins", "dev"):
     sys.path.insert(0, str(ROOT / sub))
+
+from realtime_results import (  # noqa: E402  (scripts/: what the run measured, read after it)
+    dag_cadence,
+    edit_delays,
+    mirror_requests,
+    pct,
+    request_figures,
+    run_checks,
+    scrape_lags,
+    timeline,
+    write_chart,
+)
 
 from dgb_dev.procstats import Sampler  # noqa: E402
 
@@ -59,8 +71,6 @@ SCRATCH = {
 GRACE_MIN = 10  # learnt cadence: new articles published until this long before the end are counted
 WARMUP_MAX_S = 1800  # longest wait for the index to catch up before the measured run
 INDEXED_DAYS = 3.0  # the reconcile sweep compares the last 48 h with Typesense: index a margin more
-BANDS = ((0, 3 * 3600, "<3h"), (3 * 3600, 2 * 86400, "3h-2d"), (2 * 86400, 30 * 86400, "2-30d"))
-BANDS += ((30 * 86400, math.inf, ">30d"),)
 
 
 def log(msg: str) -> None:
@@ -224,172 +234,6 @@ def preload(s, corpus, n: int, end: datetime, base: str, workers: int) -> dict[s
     return {"articles": cut, "indexed_in_typesense": len(recent)}
 
 
-def mirror_requests(base: str, since: float) -> dict:
-    with urllib.request.urlopen(f"{base}/_control/requests?since={since:.0f}", timeout=10) as resp:
-        return json.loads(resp.read())
-
-
-# --------------------------------------------------------------------------- results
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    v = sorted(values)
-    return v[min(len(v) - 1, max(0, math.ceil(q / 100 * len(v)) - 1))]
-
-
-def request_figures(log_: dict, start: float, end: float) -> dict:
-    counts = {int(t): n for t, n in log_["per_second"] if start <= t < end}
-    secs = range(int(start), int(end))
-    series = [counts.get(t, 0) for t in secs]
-    windows = [sum(series[k : k + 10]) / 10 for k in range(max(1, len(series) - 9))]
-    return {
-        "requests": sum(series),
-        "mean_rps": round(sum(series) / max(1, len(series)), 3),
-        "max_rps_10s": round(max(windows) if windows else 0.0, 2),
-        "max_rps_1s": max(series) if series else 0,
-        "by_kind": log_["total"],
-    }
-
-
-def scrape_lags(
-    s, corpus, start: datetime, stop: datetime, grace_min: float, scraped_keys: set[str]
-) -> tuple[dict, list[float], int, int, list[float]]:
-    """Per agency: the articles published during the run (until ``grace_min`` before its end, so
-    each had that long to be found), and scraped_at - published_at of each (not scraped: censored
-    at the end of the run and counted); with publication -> searchable (indexed_at, not indexed by
-    the end: censored there too) of every one. The synthetic corpus also publishes for the
-    catalogue's inactive agencies, which have no scrape DAG: those are counted apart (``inactive``)."""
-    from dgb import db
-
-    lo, hi = start.timestamp(), stop.timestamp() - grace_min * 60
-    idx = [i for i in range(len(corpus)) if lo <= corpus.published[i] < hi]
-    with db.connect(s.pg_dsn()) as conn, conn.cursor() as cur:
-        cur.execute(
-            "SELECT agency_key, url, published_at, scraped_at, indexed_at FROM news WHERE published_at >= %s",
-            (start - timedelta(minutes=1),),
-        )
-        stored = {url.rsplit("/", 1)[-1]: (key, pub, sc, ix) for key, url, pub, sc, ix in cur.fetchall()}
-    per: dict[str, dict] = {}
-    lags: list[float] = []
-    searchable: list[float] = []
-    missed = inactive = 0
-    for i in idx:
-        key = corpus.agencies[int(corpus.agency[i])]
-        if key not in scraped_keys:
-            inactive += 1
-            continue
-        slug = corpus.slug(i)
-        pub = datetime.fromtimestamp(float(corpus.published[i]), UTC)
-        row = stored.get(slug)
-        if row is None:
-            lag = (stop - pub).total_seconds()
-            missed += 1
-        else:
-            lag = (row[2] - pub).total_seconds()
-        indexed = row[3] if row is not None and row[3] is not None else stop
-        searchable.append((indexed - pub).total_seconds())
-        lag_min = lag / 60
-        lags.append(lag_min)
-        a = per.setdefault(key, {"new": 0, "lags_min": [], "missed": 0})
-        a["new"] += 1
-        a["lags_min"].append(round(lag_min, 2))
-        a["missed"] += row is None
-    return per, lags, missed, inactive, searchable
-
-
-def dag_cadence(s, start: datetime) -> dict[str, dict]:
-    """Per scrape DAG: runs started since ``start``, and the longest gap between run starts."""
-    from dgb import db
-
-    with db.connect(s.pg_dsn(s.pg_airflow_db)) as conn, conn.cursor() as cur:
-        cur.execute(
-            "SELECT dag_id, start_date, state FROM dag_run WHERE dag_id LIKE 'scrape\\_%%'"
-            " AND start_date >= %s ORDER BY dag_id, start_date",
-            (start,),
-        )
-        rows = cur.fetchall()
-    out: dict[str, dict] = {}
-    for dag_id, started, state in rows:
-        d = out.setdefault(dag_id, {"runs": 0, "failed": 0, "starts": []})
-        d["runs"] += 1
-        d["failed"] += state == "failed"
-        d["starts"].append(started)
-    for d in out.values():
-        gaps = [(b - a).total_seconds() / 60 for a, b in zip(d["starts"], d["starts"][1:])]
-        d["max_gap_min"] = round(max(gaps), 1) if gaps else None
-        del d["starts"]
-    return out
-
-
-def edit_delays(s, corpus, start: datetime, stop: datetime) -> dict[str, dict]:
-    """Edits made during the run, by the article's age at the edit: how many the integrity checks
-    detected (a history row after the edit) and the delay p50/p95 of those."""
-    from dgb import db
-
-    lo, hi = start.timestamp(), stop.timestamp()
-    sel = (corpus.edit_time >= lo) & (corpus.edit_time < hi)
-    arts = corpus.edit_article[sel]
-    times = corpus.edit_time[sel]
-    with db.connect(s.pg_dsn()) as conn, conn.cursor() as cur:
-        cur.execute(
-            "SELECT n.url, h.detected_at FROM news_update_history h JOIN news n ON n.id = h.news_id"
-            " WHERE h.source = 'integrity' AND h.detected_at >= %s",
-            (start,),
-        )
-        seen: dict[str, list[float]] = {}
-        for url, at in cur.fetchall():
-            seen.setdefault(url.rsplit("/", 1)[-1], []).append(at.timestamp())
-    out: dict[str, dict] = {name: {"edits": 0, "detected": 0, "delays_min": []} for *_, name in BANDS}
-    for i, te in zip(arts, times):
-        age = te - corpus.published[int(i)]
-        name = next(n for a, b, n in BANDS if a <= age < b)
-        band = out[name]
-        band["edits"] += 1
-        after = [t for t in seen.get(corpus.slug(int(i)), []) if t >= te]
-        if after:
-            band["detected"] += 1
-            band["delays_min"].append((min(after) - te) / 60)
-    for band in out.values():
-        d = band.pop("delays_min")
-        band["p50_min"] = round(pct(d, 50), 1) if d else None
-        band["p95_min"] = round(pct(d, 95), 1) if d else None
-    return out
-
-
-def run_checks(s, corpus, start: datetime) -> dict:
-    """What the integrity checks did during the run (outcomes, by kind), and how many articles
-    published before the run were stored again by a scrape (should be none: known URLs stop it)."""
-    from dgb import db
-
-    with db.connect(s.pg_dsn()) as conn, conn.cursor() as cur:
-        cur.execute(
-            "SELECT outcome, count(*) FROM integrity_checks WHERE checked_at >= %s GROUP BY 1", (start,)
-        )
-        outcomes = dict(cur.fetchall())
-        # synthetic ones only: the site also serves the dev corpus (~100 real articles), which the
-        # scratch database does not hold, so the first scrape of those agencies stores them once
-        cur.execute(
-            "SELECT count(*) FILTER (WHERE url LIKE '%%/sintetica-%%'),"
-            " count(*) FILTER (WHERE url NOT LIKE '%%/sintetica-%%')"
-            " FROM news WHERE scraped_at >= %s AND published_at < %s",
-            (start, corpus.end),  # the preload holds everything published before the corpus's end
-        )
-        rescraped, corpus_articles = cur.fetchone()
-        cur.execute(
-            "SELECT field_changed, count(*) FROM news_update_history WHERE detected_at >= %s GROUP BY 1",
-            (start,),
-        )
-        changed = dict(cur.fetchall())
-    return {
-        "outcomes": outcomes,
-        "old_articles_stored_again": rescraped,
-        "dev_corpus_articles_stored": corpus_articles,
-        "fields_changed": changed,
-    }
-
-
 @dataclass
 class Realtime:
     """The whole stack up on the scratch names, the site serving the synthetic corpus, the
@@ -455,6 +299,13 @@ def main(argv=None) -> int:
     ap.add_argument("--minutes", type=float, default=60.0)
     ap.add_argument("--keep", action="store_true", help="keep the scratch database at the end")
     ap.add_argument("--workers", type=int, default=2, help="processes parsing the preload (default 2)")
+    ap.add_argument(
+        "--chart",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write the chart realtime-timeline into DIR",
+    )
     args = ap.parse_args(argv)
 
     from dgb.config import scrape as config_scrape
@@ -484,7 +335,8 @@ def main(argv=None) -> int:
                 next_log = time.monotonic() + 300
             time.sleep(10)
         run_stop = datetime.now(UTC)
-        reqs = request_figures(mirror_requests(base, epoch0), epoch0, time.time())
+        site_log = mirror_requests(base, epoch0)
+        reqs = request_figures(site_log, epoch0, time.time())
         cpu = sampler.result()
         keys = {a.key for a in selected_agencies(s)}
         per, lags, missed, inactive, searchable = scrape_lags(s, corpus, run_start, run_stop, grace, keys)
@@ -574,6 +426,17 @@ def main(argv=None) -> int:
         )
     )
     print(f"full figures: {out}")
+    if args.chart:  # read from PostgreSQL (still up) before the scratch database is dropped
+        from dgb.hostbudget import BudgetConfig, host_key
+
+        data = {"start": f"{run_start:%Y-%m-%d %H:%M} UTC", "minutes": args.minutes, "cadence": mode}
+        data |= {
+            "articles": info["articles"],
+            "budget_rps": BudgetConfig.from_env().limits(host_key(base)).rate_per_s,
+        }
+        data |= timeline(s, site_log, run_start, run_stop)
+        data["requests"]["max_rps_10s"] = reqs["max_rps_10s"]
+        write_chart(args.chart, sys.argv[1:] if argv is None else argv, data)
     if not args.keep:
         pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
     sched = cpu.get("airflow-scheduler", {})

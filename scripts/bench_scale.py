@@ -41,7 +41,9 @@ mean delay over all edits ÷ the fixed tiers' at the same budget), then one more
     freshness: p50_s=<n> p95_s=<n> listing_requests_per_day=<n> fixed_cadence_listing_requests_per_day=<n>
 
 (publication -> scraped lag of the learnt cadence, its listing requests a day, and those of the
-fixed 10 minutes).
+fixed 10 minutes). ``--chart DIR`` also writes the charts ``scale-freshness`` (both cadences'
+publication -> scraped distributions) and ``scale-edit-detection`` (edit -> detection per age
+band of the ``scale:`` line, per policy) into DIR as SVG + JSON (:mod:`dgb_dev.benchcharts`).
 
     .venv/bin/python scripts/bench_scale.py --articles 300000 --budget-rps 2 --days 30
 """
@@ -307,6 +309,13 @@ def main(argv=None) -> int:
     ap.add_argument("--warm-days", type=float, default=7.0, help="initial last checks within these days")
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--skip-fixed", action="store_true", help="only our policy (no ratio)")
+    ap.add_argument(
+        "--chart",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write the charts scale-freshness and scale-edit-detection (SVG + JSON) into DIR",
+    )
     args = ap.parse_args(argv)
     keep_temporaries_in_the_heap()
     started = time.monotonic()
@@ -374,6 +383,8 @@ def main(argv=None) -> int:
     if "fixed" in results and len(results["fixed"][2]):
         ratio = ours_mean / float(results["fixed"][2].mean())
     print(f"elapsed: {time.monotonic() - started:.0f} s")
+    if args.chart:  # after the measured time, before the last two lines (they stay last)
+        write_charts(args, sys.argv[1:] if argv is None else argv, fresh, results)
     print(
         f"scale: max_rps={max(r[1] for r in results.values()):.2f} p95_delay_3h_min={p3h:.1f}"
         f" p95_delay_2d_min={p2d:.1f} p95_delay_30d_h={p30:.1f}"
@@ -386,6 +397,42 @@ def main(argv=None) -> int:
         f" fixed_cadence_listing_requests_per_day={fixed.listing_per_day:.0f}"
     )
     return 0
+
+
+# the age bands of the ``scale:`` line: (label, lowest age, highest age) in seconds
+SCALE_BANDS = (("< 3 h", 0.0, 3 * HOUR), ("< 2 d", 0.0, 2 * DAY), ("3-30 d", 3 * DAY, 30 * DAY))
+
+
+def write_charts(args, argv: list[str], fresh: dict, results: dict) -> None:
+    """``--chart DIR``: the freshness of both cadences and edit detection per age band of the
+    policies run, from the lags and delays this run computed (:mod:`dgb_dev.benchcharts`)."""
+    from dgb_dev import benchcharts, charts
+
+    command = charts.command_line(__file__, argv)
+    common = {"days": args.days, "budget_rps": args.budget_rps}
+
+    def curve(values, label: str) -> dict:
+        p50, p95 = pct(values, 50), pct(values, 95)
+        return benchcharts.cdf(values) | {
+            "label": label,
+            "p50": None if math.isnan(p50) else round(p50, 1),
+            "p95": None if math.isnan(p95) else round(p95, 1),
+        }
+
+    labels = {"learnt": "learnt cadence", "fixed": "fixed, every 10 min"}
+    series = [curve(fresh[mode].lags, labels[mode]) for mode in ("learnt", "fixed")]
+    data = common | {"agencies": args.agencies_listing, "series": series}
+    for path in benchcharts.save(args.chart, "scale-freshness", "freshness", data, command):
+        print(f"chart: {path}")
+    policies = []
+    for name, (_st, _rps, d, age) in results.items():
+        bands = [curve(d[(age >= lo) & (age < hi)], label) for label, lo, hi in SCALE_BANDS]
+        label = "ours (tiers.choose)" if name == "ours" else "fixed tiers"
+        policies.append({"name": name, "label": label, "bands": bands})
+    bands = [{"label": label, "min_age_s": lo, "max_age_s": hi} for label, lo, hi in SCALE_BANDS]
+    data = common | {"bands": bands, "policies": policies}
+    for path in benchcharts.save(args.chart, "scale-edit-detection", "edit_detection", data, command):
+        print(f"chart: {path}")
 
 
 def scraping(corpus, info, args, t0: float) -> dict:

@@ -11,14 +11,33 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
-    """Mean |accuracy - confidence| over equal-width confidence bins, weighted by bin size."""
+def calibration_bins(
+    confidence: np.ndarray, correct: np.ndarray, bins: int = 10
+) -> list[tuple[float, float, int, float, float]]:
+    """The equal-width confidence bins ``(lo, hi]`` the calibration error sums over, the empty
+    ones left out: ``(lo, hi, articles, mean confidence, accuracy)`` each (a reliability diagram)."""
     edges = np.linspace(0.0, 1.0, bins + 1)
-    total = 0.0
+    out = []
     for lo, hi in itertools.pairwise(edges):
         sel = (confidence > lo) & (confidence <= hi)
         if sel.any():
-            total += sel.sum() * abs(correct[sel].mean() - confidence[sel].mean())
+            out.append(
+                (
+                    float(lo),
+                    float(hi),
+                    int(sel.sum()),
+                    float(confidence[sel].mean()),
+                    float(correct[sel].mean()),
+                )
+            )
+    return out
+
+
+def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
+    """Mean |accuracy - confidence| over equal-width confidence bins, weighted by bin size."""
+    total = 0.0
+    for _, _, n, conf, acc in calibration_bins(confidence, correct, bins):
+        total += n * abs(acc - conf)
     return float(total / max(1, len(confidence)))
 
 

@@ -40,7 +40,7 @@ def test_scrape_dags_run_on_their_due_asset_and_the_dispatcher_emits_them(monkey
     scrapes = _load(monkeypatch, "scrape_agencies", None)
     assert sorted(scrapes) == ["scrape_mec", "scrape_saude"]
     mec = scrapes["scrape_mec"]
-    assert mec.timetable.asset_condition == Asset(name="scrape_mec_due", uri="dgb://scrape/due/scrape_mec")
+    assert mec.timetable.asset_condition == Asset(name="scrape_mec_due", uri="x-dgb://scrape/due/scrape_mec")
     assert "scrape_dispatcher" in mec.doc_md and mec.params["start_date"] is None  # manual backfill stays
     dispatcher = _load(monkeypatch, "scrape_dispatcher", None)["scrape_dispatcher"]
     assert dispatcher.schedule == timedelta(minutes=1) and dispatcher.max_active_runs == 1

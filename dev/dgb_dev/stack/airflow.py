@@ -143,7 +143,8 @@ class AirflowPart(ManagedProcess):
         return dev_settings.airflow_nice()
 
     def argv(self) -> list[str]:
-        return [airflow_bin(), self.sub]
+        serve_logs = self.sub in ("scheduler", "triggerer") and not dev_settings.airflow_serve_logs()
+        return [airflow_bin(), self.sub, *(["--skip-serve-logs"] if serve_logs else [])]
 
     def healthy(self) -> bool:
         if self.sub == "api-server":

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dgb.config import REPO_ROOT, Settings
+from dgb.config import dev as dev_settings
 
 
 class StackError(RuntimeError):
@@ -140,6 +141,7 @@ class Proc:
             return pid
 
     def _spawn(self, argv: list[str], env: dict[str, str], cwd: Path | None) -> int:
+        env = service_env(env)
         with open(self.log_file, "ab") as out:
             out.write(
                 f"\n--- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(map(str, argv))}\n".encode()
@@ -198,3 +200,16 @@ def group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
+
+
+def service_env(env: dict[str, str]) -> dict[str, str]:
+    """The environment a long-running process of the stack starts with: Python writes its
+    bytecode (the venv is installed without ``.pyc`` and a shell may set
+    ``PYTHONDONTWRITEBYTECODE``: then every Airflow task process compiled every module it imported,
+    ~1 s each), and glibc keeps few allocation arenas (``DGB_MALLOC_ARENA_MAX``)."""
+    out = dict(env)
+    out.pop("PYTHONDONTWRITEBYTECODE", None)
+    arenas = dev_settings.malloc_arena_max()
+    if arenas:
+        out.setdefault("MALLOC_ARENA_MAX", arenas)
+    return out

@@ -42,6 +42,13 @@ class PubSubEmulator(ManagedProcess):
         data = self.s.state_dir / "pubsub"
         return [self._launcher(), f"--host={self.host}", f"--port={self.port}", f"--dir={data}"]
 
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        options = dev_settings.pubsub_java_options()
+        if options:  # read by the JVM the emulator's launcher starts
+            env["JAVA_TOOL_OPTIONS"] = f"{env.get('JAVA_TOOL_OPTIONS', '')} {options}".strip()
+        return env
+
     def prepare(self) -> None:
         (self.s.state_dir / "pubsub").mkdir(parents=True, exist_ok=True)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dgb.config import env_number, env_str, read_env_file
+from dgb.config import env_flag, env_number, env_str, read_env_file
 
 EXECUTORS = ("local", "celery")
 
@@ -69,6 +69,33 @@ def model_service_threads() -> str:
     Airflow, PostgreSQL and the tasks."""
     raw = env_str("DGB_MODEL_THREADS", "")
     return raw if raw.strip() else str(max(1, (os.cpu_count() or 1) - 1))
+
+
+# -- Memory and start-up of the stack's processes -----------------------------------------------
+
+
+def malloc_arena_max() -> str:
+    """``DGB_MALLOC_ARENA_MAX`` (default 2; 0: glibc's own, eight per core): ``MALLOC_ARENA_MAX``
+    of the stack's processes. Threaded Python servers (the api-server, the triggerer, the model
+    service) otherwise keep an allocation arena per thread, memory they rarely give back."""
+    value = env_number("DGB_MALLOC_ARENA_MAX", 2, integer=True, minimum=0, maximum=64)
+    return "" if value == 0 else str(value)
+
+
+def pubsub_java_options() -> str:
+    """``DGB_PUBSUB_JAVA_OPTS``: the JVM options of the local Pub/Sub emulator (default: at most 192
+    MiB of heap, the serial collector, the quick compiler only: the emulator of one checkout holds
+    a few thousand messages; its default JVM sizes itself for the machine). ``none``: no options."""
+    default = "-Xms16m -Xmx192m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k"
+    value = env_str("DGB_PUBSUB_JAVA_OPTS", default).strip()
+    return "" if value.lower() == "none" else value
+
+
+def airflow_serve_logs() -> bool:
+    """``DGB_AIRFLOW_SERVE_LOGS`` (default off): the scheduler and the triggerer also start Airflow's
+    log server (one more process each). The local stack's api-server reads the task and trigger
+    logs from the shared log folder, so it is not needed on one machine."""
+    return env_flag("DGB_AIRFLOW_SERVE_LOGS", False)
 
 
 # -- Airflow and Celery -------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Portuguese polarity of news text: a lexicon of whole lemmas, read clause by clause.
 
-Each word is matched by its lemma (simplemma's Portuguese lemmatiser: "morreram" -> morrer,
-"enchentes" -> enchente) or its own form, whole, against ``data/features/sentiment_pt.tsv``: never
+Each word is matched by its lemma (simplemma's Portuguese dictionary, compiled to the words that
+matter: :mod:`dgb.enrich.lemmas`; "morreram" -> morrer, "enchentes" -> enchente) or its own form,
+whole, against ``data/features/sentiment_pt.tsv``: never
 by prefix, so "seção" is not "seca", "premissa" not "prêmio", "lancha" not "lançar". Within a
 clause (ended by punctuation or "mas", "porém", "contudo", "entretanto", "todavia"):
 
@@ -28,8 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import simplemma
-
+from dgb.enrich.lemmas import lemma
 from dgb.textfold import strip_marks
 
 LEXICON_PATH = Path(__file__).resolve().parent.parent / "data" / "features" / "sentiment_pt.tsv"
@@ -78,13 +78,6 @@ def lexicon() -> tuple[dict[str, tuple[str, float]], dict[tuple[str, ...], tuple
         else:
             single[term] = (cls, weight)
     return single, multi
-
-
-@lru_cache(maxsize=200_000)
-def lemma(word: str) -> str:
-    """The folded lemma of one word (simplemma, Portuguese)."""
-    low = word.lower()
-    return fold(simplemma.lemmatize(low, lang="pt"))
 
 
 def _entry(word: str, lem: str) -> tuple[str, float] | None:

@@ -6,8 +6,8 @@ classifier answers all three too. The sentiment head reads, per article:
 * the classifier's three views (title, lead and body vectors: :class:`dgb.enrich.features.Features`
   ``X``), already computed for the theme, so the head costs no model call;
 * the lemmas of the title and of the first :data:`BODY_CHARS` characters of the text a reader
-  reads, as TF-IDF vectors over the head's vocabulary (simplemma lemmas, sublinear term
-  frequency, L2-normalised);
+  reads (:mod:`dgb.enrich.lemmas`: simplemma's), as TF-IDF vectors over the head's vocabulary
+  (sublinear term frequency, L2-normalised);
 * the polarity lexicon's figures (:mod:`dgb.enrich.polarity`): favourable and unfavourable weight
   of the title, per 30 words of the body, and the lexicon's own score.
 
@@ -32,6 +32,7 @@ import numpy as np
 
 from dgb.enrich import polarity
 from dgb.enrich.contract import ArticleText
+from dgb.enrich.lemmas import lemma
 from dgb.enrich.text import paragraphs
 
 HEAD_FILE = Path(__file__).resolve().parent.parent / "data" / "classifier" / "sentiment.npz"
@@ -50,7 +51,7 @@ def reader_text(item: ArticleText, limit: int = BODY_CHARS) -> str:
 
 
 def lemmas(text: str) -> list[str]:
-    return [polarity.lemma(w) for w in _WORD.findall(text)]
+    return [lemma(w) for w in _WORD.findall(text)]
 
 
 def bigrams(tokens: list[str]) -> list[str]:

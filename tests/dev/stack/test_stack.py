@@ -151,3 +151,38 @@ def test_the_stack_generates_the_model_token_and_every_side_gets_it(monkeypatch,
     assert ServiceAuth.from_env().refusal(f"Bearer {token}") is None  # what `dgb model serve` checks
     conn = json.loads(airflow_env(s)["AIRFLOW_CONN_DGB_MODEL_SERVICE"])
     assert conn["password"] == token and conn["port"] == s.model_port
+
+
+def test_service_processes_write_bytecode_and_keep_few_malloc_arenas(monkeypatch):
+    """A shell's PYTHONDONTWRITEBYTECODE does not reach the stack's processes (the venv has no
+    .pyc: every task would compile every module it imports); MALLOC_ARENA_MAX is set unless the
+    caller set one or DGB_MALLOC_ARENA_MAX=0."""
+    from dgb_dev.stack.process import service_env
+
+    monkeypatch.delenv("DGB_MALLOC_ARENA_MAX", raising=False)
+    env = service_env({"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin"})
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["MALLOC_ARENA_MAX"] == "2" and env["PATH"] == "/bin"
+    assert service_env({"MALLOC_ARENA_MAX": "4"})["MALLOC_ARENA_MAX"] == "4"
+    monkeypatch.setenv("DGB_MALLOC_ARENA_MAX", "0")
+    assert "MALLOC_ARENA_MAX" not in service_env({})
+
+
+def test_airflow_parts_skip_the_log_server_and_the_emulator_is_sized(monkeypatch):
+    from dgb.config import settings
+    from dgb_dev.stack.airflow import AirflowPart
+    from dgb_dev.stack.pubsub import PubSubEmulator
+
+    monkeypatch.delenv("DGB_AIRFLOW_SERVE_LOGS", raising=False)
+    monkeypatch.delenv("DGB_PUBSUB_JAVA_OPTS", raising=False)
+    s = settings()
+    assert AirflowPart(s, "scheduler").argv()[1:] == ["scheduler", "--skip-serve-logs"]
+    assert AirflowPart(s, "triggerer").argv()[1:] == ["triggerer", "--skip-serve-logs"]
+    assert AirflowPart(s, "api-server").argv()[1:] == ["api-server"]
+    assert "-Xmx192m" in PubSubEmulator(s).env()["JAVA_TOOL_OPTIONS"]
+    monkeypatch.setenv("DGB_AIRFLOW_SERVE_LOGS", "1")
+    monkeypatch.setenv("DGB_PUBSUB_JAVA_OPTS", "none")
+    assert AirflowPart(s, "scheduler").argv()[1:] == ["scheduler"]
+    assert (
+        "JAVA_TOOL_OPTIONS" not in PubSubEmulator(s).env()
+        or "-Xmx" not in PubSubEmulator(s).env()["JAVA_TOOL_OPTIONS"]
+    )

@@ -73,7 +73,7 @@ def test_selection_override_and_live_mode(monkeypatch, mirror_settings):
     # the learnt cadence (default): no cron, each DAG on its own due asset, and the dispatcher exists
     assert len(specs) >= 150 and all(s.schedule is None for s in specs)
     assert len({s.due_asset for s in specs}) == len(specs)
-    assert dags.due_asset("scrape_mec") == ("scrape_mec_due", "dgb://scrape/due/scrape_mec")
+    assert dags.due_asset("scrape_mec") == ("scrape_mec_due", "x-dgb://scrape/due/scrape_mec")
     assert dags.DISPATCHER_DAG_ID in dags.dag_ids(Settings.from_env())
     assert dags.agency_by_key("mec", Settings.from_env()).url.startswith("https://www.gov.br/mec/")
     # DGB_SCRAPE_CADENCE=fixed: every 10 minutes, staggered over the cycle's minutes, no dispatcher

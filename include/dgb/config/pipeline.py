@@ -28,14 +28,16 @@ def stage_deadline_s() -> float:
 
 
 def stage_linger_s() -> float:
-    """``DGB_STAGE_LINGER_S`` (default 3, >= 0): once its own work is done, a stage run goes on
-    sweeping until this many seconds pass with nothing to do (0: it ends at once)."""
-    return env_number("DGB_STAGE_LINGER_S", 3.0, minimum=0)
+    """``DGB_STAGE_LINGER_S`` (default 60, >= 0): once it has done work, a stage run goes on
+    sweeping until this many seconds pass with nothing to do (0: it ends at once); a run that found
+    nothing ends at once."""
+    return env_number("DGB_STAGE_LINGER_S", 60.0, minimum=0)
 
 
 def stage_linger_max_s() -> float:
-    """``DGB_STAGE_LINGER_MAX_S`` (default 60, >= 0): the longest a stage run goes on sweeping."""
-    return env_number("DGB_STAGE_LINGER_MAX_S", 60.0, minimum=0)
+    """``DGB_STAGE_LINGER_MAX_S`` (default 540, >= 0): the longest a stage run goes on sweeping
+    (under the run's 600 s deadline: a busy stream is then taken up by the next run)."""
+    return env_number("DGB_STAGE_LINGER_MAX_S", 540.0, minimum=0)
 
 
 def breaker_threshold() -> int:

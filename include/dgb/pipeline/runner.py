@@ -357,6 +357,11 @@ def keep_sweeping(
     chunks itself as the previous stage commits them; the runs its events queued meanwhile find
     the work done and end at once. Nothing is lost if it stops early: the work is in PostgreSQL.
 
+    It stays warm only after work: a run that found nothing (the 1-minute sweep of an idle
+    pipeline) ends at once, so an idle stack runs no stage task. Kept warm for ``idle_s`` after
+    its last work (``DGB_STAGE_LINGER_S``, 60 s), a run takes the next article within ``poll_s``
+    when news arrives one at a time, instead of the ~1.5 s an event costs to become a DAG run and
+    a task (the triggerer's one-second loop, the scheduler, a task process and the stage built).
     It does not start, or it stops, when a sweep meets an outage (transient failures left
     pending, an open breaker) or the deadline: the run's normal retry and the 1-minute sweep own
     that work. Sweeps never raise :class:`StageRetry` (the run's own work is committed). With
@@ -367,6 +372,8 @@ def keep_sweeping(
         return report
     if report.retry or report.breakers_open or report.deadline_hit:
         return report
+    if not (report.processed or report.dead_lettered or report.parked or report.skipped):
+        return report  # a run that found nothing to do (the 1-minute sweep when idle) ends at once
     t0 = time.monotonic()
     idle_since = t0
     while True:

@@ -70,12 +70,13 @@ class StageOperator(BaseOperator):
     :param chunk_size: articles per committed chunk (default ``DGB_STAGE_CHUNK_SIZE``, 25).
     :param deadline_s: seconds after which no new chunk starts (default ``DGB_STAGE_DEADLINE_S``,
         600: well inside the stage DAGs' 30 min run timeout).
-    :param linger_s: once its own work is done, the run goes on sweeping what becomes pending
+    :param linger_s: once it has done work, the run goes on sweeping what becomes pending
         (every 0.5 s) until this many seconds pass with nothing to do (default
-        ``DGB_STAGE_LINGER_S``, 3; 0: end at once), so a backlog flowing in from the previous
-        stage is taken chunk after chunk by one run instead of one DAG run per event
-        (:func:`dgb.pipeline.runner.keep_sweeping`; not after an outage or the deadline).
-    :param linger_max_s: the longest a run goes on sweeping (default ``DGB_STAGE_LINGER_MAX_S``, 60).
+        ``DGB_STAGE_LINGER_S``, 60; 0: end at once), so the next article, and a backlog flowing in
+        from the previous stage, are taken by a warm run instead of one DAG run per event
+        (:func:`dgb.pipeline.runner.keep_sweeping`; not after an outage or the deadline, not
+        after a run that found nothing).
+    :param linger_max_s: the longest a run goes on sweeping (default ``DGB_STAGE_LINGER_MAX_S``, 540).
     """
 
     ui_color = "#f3e8fd"

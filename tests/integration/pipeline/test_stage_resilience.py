@@ -672,3 +672,14 @@ def test_the_embed_stage_commits_its_first_chunk_on_a_fresh_connection(
         fresh.close()
     assert len(report.processed) == len(scraped)
     assert "chunk refused" not in caplog.text
+
+
+def test_a_run_that_found_nothing_does_not_stay_warm(pg, scraped, classifier):
+    """The 1-minute sweep of an idle pipeline ends at once: only a run that did work lingers."""
+    enrich = stages.EnrichStage(classifier, pg)
+    run_stage(enrich, pg, [], RunOptions(sweep_limit=100))  # everything done
+    naps: list[float] = []
+    idle = run_stage(enrich, pg, [], RunOptions(sweep_limit=100))
+    assert idle.processed == []
+    out = keep_sweeping(enrich, pg, idle, RunOptions(sweep_limit=100), idle_s=5, max_s=30, sleep=naps.append)
+    assert out.sweeps == 0 and naps == []

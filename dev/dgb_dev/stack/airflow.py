@@ -42,7 +42,14 @@ def airflow_env(settings: Settings) -> dict[str, str]:
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__PARALLELISM": os.environ.get("AIRFLOW__CORE__PARALLELISM", "8"),
+            # task processes at once = LocalExecutor worker processes, each ~40 MiB while idle: the
+            # three warm stage runs, the dispatcher or a scrape, and an integrity run fit in 5
+            "AIRFLOW__CORE__PARALLELISM": os.environ.get("AIRFLOW__CORE__PARALLELISM", "5"),
+            # a component's idle database connections are PostgreSQL backends (~5 MiB each); bursts
+            # still open up to pool + overflow
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE": os.environ.get(
+                "AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE", "2"
+            ),
             # local stack: a DAG that appears later (an agency added to the mirror) runs at once
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{s.airflow_port}/execution/",

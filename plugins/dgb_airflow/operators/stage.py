@@ -120,7 +120,6 @@ class StageOperator(BaseOperator):
         from dgb.pipeline.runner import RunOptions, keep_sweeping, run_stage, unavailable_at_start
         from dgb_airflow.hooks.outbox import OutboxRelayHook, preload_publisher
 
-        preload_publisher()  # ready by the time the results are committed and relayed
         messages = triggering_messages(context)
         conf = (context["dag_run"].conf or {}) if context.get("dag_run") else {}
         unique_ids = conf.get("unique_ids") or []
@@ -143,6 +142,10 @@ class StageOperator(BaseOperator):
                 stage = self._build(conn)
             except Exception as exc:  # e.g. the model service is down: an outage, not an error
                 return unavailable_at_start(conn, self.stage, exc, final_attempt=final_attempt).summary()
+            # the Pub/Sub client library imports in a thread while the stage waits on the model
+            # service and PostgreSQL; started after the build, which is CPU work the import would
+            # slow down (one GIL, two cores shared with the rest of the stack)
+            preload_publisher()
             stage.start_run()
             relay_hook = OutboxRelayHook(self.gcp_conn_id)  # one publisher for every chunk's relay
             relay = lambda: relay_hook.relay_soon(conn, self.log)  # noqa: E731

@@ -178,7 +178,7 @@ def test_airflow_parts_skip_the_log_server_and_the_emulator_is_sized(monkeypatch
     assert AirflowPart(s, "scheduler").argv()[1:] == ["scheduler", "--skip-serve-logs"]
     assert AirflowPart(s, "triggerer").argv()[1:] == ["triggerer", "--skip-serve-logs"]
     assert AirflowPart(s, "api-server").argv()[1:] == ["api-server"]
-    assert "-Xmx192m" in PubSubEmulator(s).env()["JAVA_TOOL_OPTIONS"]
+    assert "-Xmx160m" in PubSubEmulator(s).env()["JAVA_TOOL_OPTIONS"]
     monkeypatch.setenv("DGB_AIRFLOW_SERVE_LOGS", "1")
     monkeypatch.setenv("DGB_PUBSUB_JAVA_OPTS", "none")
     assert AirflowPart(s, "scheduler").argv()[1:] == ["scheduler"]

@@ -372,8 +372,8 @@ def keep_sweeping(
         return report
     if report.retry or report.breakers_open or report.deadline_hit:
         return report
-    if not (report.processed or report.dead_lettered or report.parked or report.skipped):
-        return report  # a run that found nothing to do (the 1-minute sweep when idle) ends at once
+    if not (report.processed or report.dead_lettered or report.parked):
+        return report  # nothing done (the idle 1-minute sweep; an event whose work another run did): ends
     t0 = time.monotonic()
     idle_since = t0
     while True:

@@ -683,3 +683,15 @@ def test_a_run_that_found_nothing_does_not_stay_warm(pg, scraped, classifier):
     assert idle.processed == []
     out = keep_sweeping(enrich, pg, idle, RunOptions(sweep_limit=100), idle_s=5, max_s=30, sleep=naps.append)
     assert out.sweeps == 0 and naps == []
+
+
+def test_a_run_whose_events_were_already_done_does_not_stay_warm(pg, scraped, classifier):
+    """Events queued behind a warm run find their articles done (skipped): such a run ends at once,
+    or each would linger in turn long after the news stopped."""
+    enrich = stages.EnrichStage(classifier, pg)
+    run_stage(enrich, pg, [], RunOptions(sweep_limit=100))
+    done = run_stage(enrich, pg, [], RunOptions(sweep_limit=100), unique_ids=scraped[:2])
+    assert done.processed == [] and done.skipped
+    naps: list[float] = []
+    out = keep_sweeping(enrich, pg, done, RunOptions(sweep_limit=100), idle_s=5, max_s=30, sleep=naps.append)
+    assert out.sweeps == 0 and naps == []

@@ -64,7 +64,9 @@ def airflow_env(settings: Settings) -> dict[str, str]:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg://{s.pg_user}:{s.pg_password}@{s.pg_host}:{s.pg_port}/{s.pg_airflow_db}",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
             "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
-            "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "True",
+            # no health server process in the scheduler (~40 MiB): the stack reads every component's
+            # health from the api-server (/api/v2/monitor/health)
+            "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
             # a task whose process died is failed (and retried) after 60 s without heartbeat, not 5 min
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": os.environ.get(
                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT", "60"

@@ -232,17 +232,24 @@ class StageRun:
                 break
             chunk = todo[pos : pos + (1 if state == HALF_OPEN else self.chunk_size)]  # half-open: one probe
             pos += len(chunk)
+            upcoming = todo[pos : pos + self.chunk_size] if state != HALF_OPEN else []
             c0 = time.monotonic()
-            outcome = self.process_chunk(chunk, breakers)
+            outcome = self.process_chunk(chunk, breakers, upcoming)
             retry += outcome.retry
             longest = max(longest, time.monotonic() - c0)
             self.after_chunk(outcome)
         return retry
 
-    def process_chunk(self, chunk: list[Work], breakers: Breakers) -> chunks.ChunkOutcome:
-        """Process, sort and commit one chunk; tell the breakers how it went."""
+    def process_chunk(
+        self, chunk: list[Work], breakers: Breakers, upcoming: list[Work] = ()
+    ) -> chunks.ChunkOutcome:
+        """Process, sort and commit one chunk; tell the breakers how it went. ``upcoming``: the
+        next chunk, offered to :meth:`~dgb.pipeline.stage.Stage.prefetch` once this one is
+        processed (its model call then overlaps this chunk's commit)."""
         stage, report = self.stage, self.report
         results = chunks.process(stage, chunk, report)
+        if upcoming and not any(isinstance(r, Failure) and r.retryable for r in results.values()):
+            stage.prefetch([w.row for w in upcoming])
         report.chunks += 1
         triaged = chunks.triage(stage, chunk, results)
         outcome = chunks.commit(self.conn, stage, triaged, results, self.max_failures)

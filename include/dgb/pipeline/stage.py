@@ -112,6 +112,14 @@ class Stage(ABC):
         """The chunk's transaction committed: forget what :meth:`record_chunk` wrote."""
         return None
 
+    def prefetch(self, rows: list[dict]) -> None:
+        """The runner is about to commit a chunk and ``rows`` are the next one: a stage whose
+        :meth:`process` begins with a free, side-effect-free model call may start that call now,
+        in the background, so the model works while the chunk commits; :meth:`process` then takes
+        the answer when it gets exactly these rows (else it calls the model itself). The default
+        does nothing. Never for paid calls: the next chunk may not run (deadline, open breaker)."""
+        return None
+
     def start_run(self) -> None:
         """Once per stage run, before its first :func:`~dgb.pipeline.runner.run_stage` (the operator
         calls it; the further sweeps of :func:`~dgb.pipeline.runner.keep_sweeping` do not): a place

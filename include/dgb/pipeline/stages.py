@@ -14,10 +14,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from dgb import db
 from dgb.pipeline import definitions
+from dgb.pipeline.prefetch import MISSING, Ahead
 from dgb.pipeline.resilience import BEDROCK, MODEL_SERVICE, TYPESENSE, UNKNOWN
 from dgb.pipeline.stage import Failure, Stage
 from dgb.search import drift
@@ -65,6 +67,7 @@ class EnrichStage(Stage):
         self.embedder = embedder  # the local classifier's (model service), for its health check
         self.features = features  # a dgb.features.compute.FeatureComputer, or None (features off)
         self._theme_ids: dict[str, int] | None = None
+        self._ahead = Ahead()  # the next chunk's classification (the local classifier only: free)
         self._usage: list[dict] = []
         self._computed: dict[str, Any] = {}  # unique_id -> ArticleFeatures of this chunk
         self.dependencies = dependencies or CLASSIFIER_DEPENDENCIES.get(
@@ -89,10 +92,11 @@ class EnrichStage(Stage):
     def healthy(self, dependency: str) -> bool | None:
         return _service_health(self.embedder) if dependency == MODEL_SERVICE else None
 
-    def process(self, rows: list[dict]) -> dict[str, Any]:
-        from dgb.enrich.base import ArticleText, ClassificationFailure
+    @staticmethod
+    def _items(rows: list[dict]) -> list:
+        from dgb.enrich.base import ArticleText
 
-        items = [
+        return [
             ArticleText(
                 r["unique_id"],
                 r["title"] or "",
@@ -103,7 +107,17 @@ class EnrichStage(Stage):
             )
             for r in rows
         ]
-        results = self.classifier.classify_batch(items)
+
+    def prefetch(self, rows: list[dict]) -> None:
+        if str(getattr(self.classifier, "name", "")) == "local":  # never Bedrock: paid
+            self._ahead.start(_key(rows), self.classifier.classify_batch, self._items(rows))
+
+    def process(self, rows: list[dict]) -> dict[str, Any]:
+        from dgb.enrich.base import ClassificationFailure
+
+        results = self._ahead.take(_key(rows))
+        if results is MISSING:
+            results = self.classifier.classify_batch(self._items(rows))
         out: dict[str, Any] = {}
         for row, res in zip(rows, results):
             if isinstance(res, ClassificationFailure):
@@ -232,6 +246,7 @@ class EmbedStage(Stage):
         self.model_name = model_name
         self.model = model_name  # the current-model rule: vectors of another model are pending
         self.dependencies = (MODEL_SERVICE,)
+        self._ahead = Ahead()  # the next chunk's vectors
 
     @classmethod
     def from_settings(cls, conn, s, deps: Dependencies) -> EmbedStage:
@@ -240,11 +255,19 @@ class EmbedStage(Stage):
     def healthy(self, dependency: str) -> bool | None:
         return _service_health(self.embedder) if dependency == MODEL_SERVICE else None
 
-    def process(self, rows: list[dict]) -> dict[str, Any]:
+    @staticmethod
+    def _texts(rows: list[dict]) -> list[str]:
         from dgb.embed.model import prepare_text
 
-        texts = [prepare_text(r["title"] or "", r["summary"], r["content"]) for r in rows]
-        vectors = self.embedder.encode(texts, batch_size=32)
+        return [prepare_text(r["title"] or "", r["summary"], r["content"]) for r in rows]
+
+    def prefetch(self, rows: list[dict]) -> None:
+        self._ahead.start(_key(rows), partial(self.embedder.encode, batch_size=32), self._texts(rows))
+
+    def process(self, rows: list[dict]) -> dict[str, Any]:
+        vectors = self._ahead.take(_key(rows))
+        if vectors is MISSING:
+            vectors = self.embedder.encode(self._texts(rows), batch_size=32)
         if vectors.shape != (len(rows), self.embedder.dim):
             raise RuntimeError(f"embedder returned shape {vectors.shape} for {len(rows)} texts")
         return {r["unique_id"]: vectors[i] for i, r in enumerate(rows)}
@@ -369,3 +392,8 @@ def build(name: str, conn, s, deps: Dependencies) -> Stage:
     except KeyError:
         raise ValueError(f"unknown stage {name!r}; expected one of {list(STAGES)}") from None
     return cls.from_settings(conn, s, deps)
+
+
+def _key(rows: list[dict]) -> tuple:
+    """What a prefetched call is for: the rows' ids and versions (an edit meanwhile is new work)."""
+    return tuple((r["unique_id"], r.get("version")) for r in rows)

@@ -695,3 +695,38 @@ def test_a_run_whose_events_were_already_done_does_not_stay_warm(pg, scraped, cl
     naps: list[float] = []
     out = keep_sweeping(enrich, pg, done, RunOptions(sweep_limit=100), idle_s=5, max_s=30, sleep=naps.append)
     assert out.sweeps == 0 and naps == []
+
+
+class _Counting:
+    """The local classifier, its calls counted and timed (which thread, which rows)."""
+
+    def __init__(self, inner, name="local"):
+        self.inner, self.name, self.calls = inner, name, []
+        self.version = inner.version
+
+    def classify_batch(self, items):
+        import threading
+
+        self.calls.append((threading.current_thread().name, tuple(i.unique_id for i in items)))
+        return self.inner.classify_batch(items)
+
+
+def test_the_next_chunks_classification_runs_while_a_chunk_commits(pg, scraped, classifier):
+    """With the local classifier the next chunk's model call starts in the background once a chunk
+    is processed, and that chunk's processing takes its answer: one call per chunk, every chunk
+    after the first classified by the prefetch thread, the same outcome."""
+    counting = _Counting(classifier)
+    report = run_stage(stages.EnrichStage(counting, pg), pg, [], RunOptions(sweep_limit=100, chunk_size=2))
+    assert sorted(report.processed) == sorted(scraped) and report.dead_lettered == []
+    chunks_run = (len(scraped) + 1) // 2
+    assert len(counting.calls) == chunks_run == report.chunks  # no chunk classified twice
+    threads = [t for t, _ in counting.calls]
+    assert threads[0] == "MainThread" and all(t.startswith("dgb-prefetch") for t in threads[1:])
+    assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL") == len(scraped)
+
+
+def test_a_paid_classifier_is_never_called_ahead(pg, scraped, classifier):
+    """Bedrock (or hybrid) answers cost money and the next chunk may not run: no prefetch."""
+    paid = _Counting(classifier, name="bedrock")
+    run_stage(stages.EnrichStage(paid, pg), pg, [], RunOptions(sweep_limit=100, chunk_size=2))
+    assert {t for t, _ in paid.calls} == {"MainThread"}

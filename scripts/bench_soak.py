@@ -256,6 +256,9 @@ def main(argv=None) -> int:
     ap.add_argument("--drain-min", type=float, default=15.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the scratch database at the end")
+    ap.add_argument(
+        "--chart", type=Path, default=None, metavar="DIR", help="also write the chart soak-timeline into DIR"
+    )
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 1_000_000)
     log(f"seed={seed}")
@@ -379,6 +382,8 @@ def main(argv=None) -> int:
     }
     out.write_text(json.dumps(history, indent=1, default=str))
     print(f"full history: {out}")
+    if args.chart:  # read from PostgreSQL (still up) before the scratch database is dropped
+        write_soak_chart(args, argv, run, s, reqs, budget_rps, faults, run_start, run_stop)
     if not args.keep:
         run.pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
     print(summary_line(figures))
@@ -390,6 +395,30 @@ def main(argv=None) -> int:
         and figures["max_rps_10s"] <= budget_rps + 1e-9
     )
     return 0 if ok else 1
+
+
+def write_soak_chart(args, argv, run, s, reqs, budget_rps, faults, run_start, run_stop) -> None:
+    """``--chart DIR``: the real-time timeline of the soak (requests/s, backlog per stage, scrape
+    runs and integrity checks per minute) with each fault's span marked."""
+    from dgb_dev import benchcharts, charts
+
+    data = {"start": f"{run_start:%Y-%m-%d %H:%M} UTC", "minutes": args.minutes, "cadence": "learnt"}
+    data |= {"articles": run.info["articles"], "budget_rps": budget_rps}
+    data |= realtime.timeline(
+        s, realtime.mirror_requests(run.base, run_start.timestamp()), run_start, run_stop
+    )
+    data["requests"]["max_rps_10s"] = reqs["max_rps_10s"]
+
+    def minute(iso: str | None) -> float | None:
+        return None if not iso else (datetime.fromisoformat(iso) - run_start).total_seconds() / 60
+
+    data["faults"] = [
+        {"fault": f.fault, "start_min": minute(f.started), "end_min": minute(f.ended) or minute(f.started)}
+        for f in faults
+    ]
+    command = charts.command_line(__file__, sys.argv[1:] if argv is None else argv)
+    for path in benchcharts.save(args.chart, "soak-timeline", "realtime", data, command):
+        print(f"chart: {path}")
 
 
 if __name__ == "__main__":

@@ -243,6 +243,18 @@ def realtime(data: dict) -> Any:
         ax.bar(np.arange(len(counts)) + 0.5, counts, width=0.9, color=color)
         ax.set_ylabel(label)
         ax.yaxis.get_major_locator().set_params(integer=True)
+    for k, fault in enumerate(data.get("faults") or []):  # the chaos soak's faults, on every panel
+        for ax in axes:
+            ax.axvspan(
+                fault["start_min"],
+                max(fault["end_min"], fault["start_min"] + 0.2),
+                color="C3",
+                alpha=0.15,
+                label="fault" if (k == 0 and ax is axes[1]) else None,
+            )
+        axes[1].annotate(fault["fault"], (fault["start_min"], 0), fontsize=6, rotation=90, va="bottom")
+    if data.get("faults"):
+        axes[1].legend(loc="upper right", title="backlog per stage", title_fontsize=8)
     axes[3].set_xlabel("minutes since the start of the measured run")
     axes[3].set_xlim(0, data["minutes"])
     axes[0].set_title(

@@ -205,3 +205,17 @@ def test_realtime_draws_requests_backlog_and_activity_on_one_time_axis():
     assert [p.get_height() for p in checks.patches] == data["activity"]["integrity_checks"]
     assert checks.get_xlim() == (0.0, 60.0)
     assert all(_labelled(ax) for ax in fig.axes)
+
+
+def test_the_chaos_soak_marks_each_fault_on_every_panel():
+    data = DATA["realtime"](minutes=60)
+    data["faults"] = [
+        {"fault": "kill_scheduler", "start_min": 10.0, "end_min": 10.5},
+        {"fault": "typesense_down", "start_min": 30.0, "end_min": 35.0},
+    ]
+    fig = benchcharts.realtime(data)
+    requests, backlog, scrapes, checks = fig.axes
+    spans = [p for p in requests.patches if p.get_facecolor()[3] < 1]  # the translucent fault spans
+    assert len(spans) == 2
+    assert any(t.get_text() == "typesense_down" for t in backlog.texts)
+    assert len(scrapes.patches) == 60 + 2 and len(checks.patches) == 60 + 2  # the bars, then the spans

@@ -33,6 +33,7 @@ def _dag(dag_id: str):
     return bag.get_dag(dag_id)
 
 
+@pytest.mark.usefixtures("production_trending_formula")  # a theme of two articles
 def test_trending_dag_run_scores_and_pushes(airflow_db, pg, idx):
     ts, alias = idx
     with pg.cursor() as cur:

@@ -147,7 +147,11 @@ def tally(text: str) -> Tally:
 
 def score(title: str, content: str) -> float:
     """tanh of the net weight (title twice) per :data:`PER_WORDS` words, in (-1, 1)."""
-    t, c = tally(title), tally(content)
+    return combined(tally(title), tally(content))
+
+
+def combined(t: Tally, c: Tally) -> float:
+    """:func:`score` from the title's and the content's tallies (already made)."""
     net = 2 * t.net + c.net
     words = max(PER_WORDS, 2 * t.words + c.words)
     return math.tanh(SCALE * net * PER_WORDS / words)

@@ -62,7 +62,7 @@ def lexicon_features(title: str, body: str) -> np.ndarray:
     """Title favourable / unfavourable weight, body's per 30 words, and the lexicon's score."""
     t, b = polarity.tally(title), polarity.tally(body)
     per = polarity.PER_WORDS / max(polarity.PER_WORDS, b.words)
-    return np.array([t.pos, t.neg, b.pos * per, b.neg * per, polarity.score(title, body)], dtype=np.float64)
+    return np.array([t.pos, t.neg, b.pos * per, b.neg * per, polarity.combined(t, b)], dtype=np.float64)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dgb import events, outbox
 from dgb.db import lock_articles, transaction
 from dgb.pipeline import failures
 from dgb.pipeline.messages import Work
-from dgb.pipeline.report import StageReport, log_outcome
+from dgb.pipeline.report import StageReport, log_outcomes
 from dgb.pipeline.resilience import CONFLICT, PERMANENT, TRANSIENT, UNKNOWN, UNKNOWN_LIMIT, classify
 from dgb.pipeline.stage import Failure, Stage
 
@@ -159,8 +159,6 @@ def commit(conn, stage: Stage, triaged: Triage, results: dict[str, Any], max_fai
             break
     stage.chunk_committed()
     by_id = {w.unique_id: w for w in ok}
-    for uid in out.processed:
-        log_outcome(stage.name, by_id[uid], "processed")
-    for uid in out.changed:
-        log_outcome(stage.name, by_id[uid], "skipped_changed")
+    log_outcomes(stage.name, [by_id[uid] for uid in out.processed], "processed")
+    log_outcomes(stage.name, [by_id[uid] for uid in out.changed], "skipped_changed")
     return out

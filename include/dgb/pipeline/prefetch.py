@@ -1,13 +1,19 @@
-"""One model call started ahead of the chunk that needs it (:meth:`dgb.pipeline.stage.Stage.prefetch`).
+"""Model calls started ahead of the chunks that need them (:meth:`dgb.pipeline.stage.Stage.prefetch`).
 
-While the runner commits a chunk (features, database writes, the relay: the model idle), the
-next chunk's model call runs in a background thread; the stage's ``process`` takes its answer when
-it is given exactly the rows the call was started for. On a 2-core machine the model service
-then stays busy through a backlog instead of waiting for each commit.
+The runner offers the next chunk's rows before it processes the current one, so the model
+service already has the next request queued while the task does everything that is not the model:
+the current chunk's article features, its database writes, the relay. On a 2-core machine the
+model service then works through a backlog without waiting for the task between chunks (one model
+call queued behind the running one is enough: the service answers one request at a time).
+
+The calls run in one background thread, in the order they were started; a stage's ``process``
+takes an answer when it is given exactly the rows a call was started for, else it calls the model
+itself.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -16,27 +22,40 @@ _MISSING = object()
 
 
 class Ahead:
-    """At most one call in flight, keyed by what it was started for."""
+    """At most ``depth`` calls started and not yet taken, keyed by what each was started for
+    (the oldest is dropped, its answer never used, when a further one starts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, depth: int = 2) -> None:
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1, got {depth}")
+        self.depth = depth
         self._pool: ThreadPoolExecutor | None = None
-        self._key: Hashable | None = None
-        self._future: Future | None = None
+        self._calls: OrderedDict[Hashable, Future] = OrderedDict()
 
     def start(self, key: Hashable, fn: Callable[..., Any], *args: Any) -> None:
-        """Start ``fn(*args)`` in the background for ``key`` (a call still pending is dropped)."""
+        """Start ``fn(*args)`` in the background for ``key``, unless a call for ``key`` is
+        already pending."""
+        if key in self._calls:
+            return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dgb-prefetch")
-        self._key, self._future = key, self._pool.submit(fn, *args)
+        while len(self._calls) >= self.depth:
+            _key, dropped = self._calls.popitem(last=False)
+            dropped.cancel()  # not started yet: never runs
+        self._calls[key] = self._pool.submit(fn, *args)
 
     def take(self, key: Hashable) -> Any:
         """The answer of the call started for ``key`` (its exception re-raised), or
-        :data:`MISSING` when none was (the caller then makes the call itself)."""
-        if self._future is None or self._key != key:
-            self._key, self._future = None, None
+        :data:`MISSING` when none was (the caller then makes the call itself). Calls started
+        for other keys stay pending (a bisected chunk does not cost the next chunk its call)."""
+        future = self._calls.pop(key, None)
+        if future is None:
             return _MISSING
-        future, self._key, self._future = self._future, None, None
         return future.result()
+
+    def pending(self) -> int:
+        """Calls started and not taken yet."""
+        return len(self._calls)
 
 
 MISSING = _MISSING

@@ -1,5 +1,7 @@
 """What a stage run reports: its :class:`StageReport`, :class:`StageRetry` when transient failures
-remain, and the one JSON log line per article (:func:`log_outcome`)."""
+remain, and the JSON log lines that let one article be followed across DAGs: one line per chunk for
+the common outcomes (:func:`log_outcomes`: processed, skipped), one per article for the rare ones
+that carry a reason (:func:`log_outcome`: retry, parked, dead-lettered)."""
 
 from __future__ import annotations
 
@@ -66,9 +68,26 @@ class StageRetry(RuntimeError):
 
 
 def log_outcome(stage: str, item: Work, outcome: str, detail: str | None = None) -> None:
-    """One JSON line per article and outcome (unique_id, trace_id, stage), so one article can be
-    followed across DAGs."""
+    """One JSON line for one article's outcome (unique_id, trace_id, stage, detail), so one article
+    can be followed across DAGs."""
     entry = {"stage": stage, "unique_id": item.unique_id, "trace_id": item.trace_id, "outcome": outcome}
     if detail:
         entry["detail"] = detail[:300]
+    log.info(json.dumps(entry, ensure_ascii=False))
+
+
+def log_outcomes(stage: str, items: list[Work], outcome: str) -> None:
+    """One JSON line for the same outcome of many articles (a chunk's): ``unique_ids`` and
+    ``trace_ids`` in the same order, so a search of the task logs for an article's id or trace id
+    finds it. A line per article would cost more than the work in a backlog: every log line goes
+    through Airflow's task-log supervisor (structlog rendering, secrets masking)."""
+    if not items:
+        return
+    entry = {
+        "stage": stage,
+        "outcome": outcome,
+        "count": len(items),
+        "unique_ids": [w.unique_id for w in items],
+        "trace_ids": [w.trace_id for w in items],
+    }
     log.info(json.dumps(entry, ensure_ascii=False))

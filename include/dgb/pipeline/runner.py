@@ -70,7 +70,7 @@ from dgb.config import pipeline as config
 from dgb.db import transaction
 from dgb.pipeline import chunks, failures
 from dgb.pipeline.messages import InMessage, Work, topic_of
-from dgb.pipeline.report import StageReport, StageRetry, log_outcome
+from dgb.pipeline.report import StageReport, StageRetry, log_outcome, log_outcomes
 from dgb.pipeline.resilience import CONFLICT, HALF_OPEN, OPEN, POSTGRESQL, TRANSIENT, Breakers, classify
 from dgb.pipeline.stage import DONE, READY, Failure, Stage
 
@@ -123,6 +123,7 @@ class StageRun:
         self.report = StageReport(stage.name)
         self.work: dict[str, Work] = {}
         self.dead: list[tuple[Work | None, InMessage | None, str, str]] = []  # (work, msg, reason, detail)
+        self._ahead_ok = True  # the last chunk met no transient failure: the next one may be prefetched
 
     def run(self, messages: Iterable[InMessage], unique_ids: Iterable[str]) -> StageReport:
         self.take_messages(messages)
@@ -179,19 +180,22 @@ class StageRun:
         stage, report = self.stage, self.report
         rows = _load(self.conn, stage, list(self.work))
         todo: list[Work] = []
+        skipped: dict[str, list[Work]] = {"skipped_done": [], "skipped_not_ready": []}
         for uid, item in self.work.items():
             item.row = row = rows.get(uid)
             if row is None:
                 self.dead.append((item, None, "unknown_id", f"no article with unique_id {uid!r}"))
             elif stage.is_done(row) or not stage.ready(row):
                 report.skipped.append(uid)
-                log_outcome(stage.name, item, "skipped_done" if stage.is_done(row) else "skipped_not_ready")
+                skipped["skipped_done" if stage.is_done(row) else "skipped_not_ready"].append(item)
             elif row["hold_stage"] == stage.name and row["parked_at"] is not None and not item.manual:
                 report.skipped.append(uid)  # parked for an operator: only a redrive or a manual run
                 log_outcome(stage.name, item, "skipped_parked", row.get("hold_reason"))
             else:
                 item.trace_id = item.trace_id or (str(row["trace_id"]) if row.get("trace_id") else None)
                 todo.append(item)
+        for outcome, items in skipped.items():
+            log_outcomes(stage.name, items, outcome)
         return todo
 
     def dead_letter_at_once(self) -> None:
@@ -244,12 +248,14 @@ class StageRun:
         self, chunk: list[Work], breakers: Breakers, upcoming: list[Work] = ()
     ) -> chunks.ChunkOutcome:
         """Process, sort and commit one chunk; tell the breakers how it went. ``upcoming``: the
-        next chunk, offered to :meth:`~dgb.pipeline.stage.Stage.prefetch` once this one is
-        processed (its model call then overlaps this chunk's commit)."""
+        next chunk, offered first to :meth:`~dgb.pipeline.stage.Stage.prefetch` (its model call
+        then queues behind this chunk's and runs while this chunk's features and commit do),
+        unless the chunk before met a transient failure (an outage: no calls ahead of a probe)."""
         stage, report = self.stage, self.report
-        results = chunks.process(stage, chunk, report)
-        if upcoming and not any(isinstance(r, Failure) and r.retryable for r in results.values()):
+        if upcoming and self._ahead_ok:
             stage.prefetch([w.row for w in upcoming])
+        results = chunks.process(stage, chunk, report)
+        self._ahead_ok = not any(isinstance(r, Failure) and r.retryable for r in results.values())
         report.chunks += 1
         triaged = chunks.triage(stage, chunk, results)
         outcome = chunks.commit(self.conn, stage, triaged, results, self.max_failures)

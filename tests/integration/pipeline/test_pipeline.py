@@ -252,3 +252,35 @@ def test_the_one_dead_letter_upsert_counts_a_repeat_reopens_it_and_keeps_the_lat
         cur.execute("SELECT attempts, status, error, payload, attributes FROM dead_letters")
         assert cur.fetchall() == [(2, "open", "x" * 4000, "{}", {"a": "1"})]
     pg.commit()
+
+
+def test_each_article_can_be_followed_in_the_chunk_log_lines(pg, scraped, classifier, caplog):
+    """Processed and skipped articles are logged one JSON line per chunk and outcome, each article's
+    id beside its trace id (the operator's search of the task logs); a second run logs them as
+    skipped_done, again all of them."""
+
+    def lines():
+        out = []
+        for rec in caplog.records:
+            if rec.name == "dgb.pipeline" and rec.getMessage().startswith("{"):
+                out.append(json.loads(rec.getMessage()))
+        return [e for e in out if "outcome" in e]
+
+    with caplog.at_level("INFO", logger="dgb.pipeline"):
+        run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=100, chunk_size=2))
+    processed = [e for e in lines() if e["outcome"] == "processed"]
+    assert len(processed) == (len(scraped) + 1) // 2  # one line per chunk, not per article
+    ids = [uid for e in processed for uid in e["unique_ids"]]
+    assert sorted(ids) == sorted(scraped)
+    with db.transaction(pg) as cur:
+        cur.execute("SELECT unique_id, trace_id::text FROM news WHERE unique_id = ANY(%s)", (scraped,))
+        traces = dict(cur.fetchall())
+    for e in processed:
+        assert e["stage"] == "enrich" and e["count"] == len(e["unique_ids"]) == len(e["trace_ids"])
+        assert all(traces[u] == t for u, t in zip(e["unique_ids"], e["trace_ids"]))
+
+    caplog.clear()
+    with caplog.at_level("INFO", logger="dgb.pipeline"):
+        run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=0), unique_ids=scraped)
+    done = [e for e in lines() if e["outcome"] == "skipped_done"]
+    assert len(done) == 1 and sorted(done[0]["unique_ids"]) == sorted(scraped)

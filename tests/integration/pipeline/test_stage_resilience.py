@@ -712,16 +712,38 @@ class _Counting:
 
 
 def test_the_next_chunks_classification_runs_while_a_chunk_commits(pg, scraped, classifier):
-    """With the local classifier the next chunk's model call starts in the background once a chunk
-    is processed, and that chunk's processing takes its answer: one call per chunk, every chunk
-    after the first classified by the prefetch thread, the same outcome."""
-    counting = _Counting(classifier)
-    report = run_stage(stages.EnrichStage(counting, pg), pg, [], RunOptions(sweep_limit=100, chunk_size=2))
+    """With the local classifier the next chunk's model call is started before a chunk is
+    processed, so it runs while that chunk's features are computed and its rows committed, and the
+    next chunk's processing takes its answer: one call per chunk, every chunk after the first
+    classified by the prefetch thread, the same outcome."""
+    from dgb.features.compute import FeatureComputer
+
+    events: list[tuple[str, tuple]] = []
+
+    class Recording(_Counting):
+        def classify_batch(self, items):
+            events.append(("call", tuple(i.unique_id for i in items)))
+            return super().classify_batch(items)
+
+    class Features(FeatureComputer):
+        def compute(self, title, content, **kw):
+            events.append(("features", (title,)))
+            return super().compute(title, content, **kw)
+
+    counting = Recording(classifier)
+    stage = stages.EnrichStage(counting, pg, features=Features())
+    report = run_stage(stage, pg, [], RunOptions(sweep_limit=100, chunk_size=2))
     assert sorted(report.processed) == sorted(scraped) and report.dead_lettered == []
     chunks_run = (len(scraped) + 1) // 2
+    assert chunks_run >= 3
     assert len(counting.calls) == chunks_run == report.chunks  # no chunk classified twice
     threads = [t for t, _ in counting.calls]
-    assert threads[0] == "MainThread" and all(t.startswith("dgb-prefetch") for t in threads[1:])
+    assert threads.count("MainThread") == 1  # the first chunk: nothing was started for it
+    assert all(t.startswith("dgb-prefetch") for t in threads if t != "MainThread")
+    # the second chunk's call was started before the first chunk's features were computed
+    first_features = next(i for i, (kind, _) in enumerate(events) if kind == "features")
+    started_before = [ids for kind, ids in events[:first_features] if kind == "call"]
+    assert len(started_before) == 2, events[: first_features + 1]
     assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL") == len(scraped)
 
 

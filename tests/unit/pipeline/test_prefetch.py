@@ -1,22 +1,72 @@
-"""dgb.pipeline.prefetch: the answer is taken only for the rows it was started for, and a
-failure comes back as the same exception where the stage would have called the model itself."""
+"""dgb.pipeline.prefetch: the answer is taken only for the rows it was started for, calls queue
+in order behind each other (one background thread), at most ``depth`` are kept, and a failure
+comes back as the same exception where the stage would have called the model itself."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 
 from dgb.pipeline.prefetch import MISSING, Ahead
 
 
+def upper(xs):
+    return [x.upper() for x in xs]
+
+
 def test_the_answer_goes_to_the_same_rows_only():
     ahead = Ahead()
     assert ahead.take(("a",)) is MISSING  # nothing started
-    ahead.start(("a", "b"), lambda xs: [x.upper() for x in xs], ["a", "b"])
+    ahead.start(("a", "b"), upper, ["a", "b"])
     assert ahead.take(("a", "c")) is MISSING  # other rows: the caller makes its own call
-    assert ahead.take(("a", "b")) is MISSING  # the mismatch dropped it
-    ahead.start(("a", "b"), lambda xs: [x.upper() for x in xs], ["a", "b"])
-    assert ahead.take(("a", "b")) == ["A", "B"]
+    assert ahead.take(("a", "b")) == ["A", "B"]  # a miss (a bisected chunk) leaves the call pending
     assert ahead.take(("a", "b")) is MISSING  # taken once
+
+
+def test_the_next_call_queues_behind_the_current_one_and_both_answers_are_kept():
+    gate, order = threading.Event(), []
+
+    def slow(xs):
+        gate.wait(5)
+        order.append(tuple(xs))
+        return upper(xs)
+
+    def fast(xs):
+        order.append(tuple(xs))
+        return upper(xs)
+
+    ahead = Ahead(depth=2)
+    ahead.start(("k",), slow, ["k"])
+    ahead.start(("k1",), fast, ["k1"])
+    ahead.start(("k1",), fast, ["k1"])  # already pending: not started twice
+    assert ahead.pending() == 2
+    gate.set()
+    assert ahead.take(("k",)) == ["K"]
+    assert ahead.take(("k1",)) == ["K1"]
+    assert order == [("k",), ("k1",)]  # one thread, in the order started
+
+
+def test_only_depth_calls_are_kept_the_oldest_is_dropped():
+    gate = threading.Event()
+    ran = []
+
+    def call(xs):
+        gate.wait(5)
+        ran.append(tuple(xs))
+        return upper(xs)
+
+    ahead = Ahead(depth=2)
+    for key in ("a", "b", "c"):
+        ahead.start((key,), call, [key])
+    assert ahead.pending() == 2
+    assert ahead.take(("a",)) is MISSING  # dropped when "c" started
+    gate.set()
+    assert ahead.take(("b",)) == ["B"] and ahead.take(("c",)) == ["C"]
+    # "a" was already running in the thread (it could not be cancelled); its answer was never used
+    assert set(ran) <= {("a",), ("b",), ("c",)} and ("b",) in ran and ("c",) in ran
+    with pytest.raises(ValueError, match="depth"):
+        Ahead(depth=0)
 
 
 def test_a_failure_is_raised_where_the_answer_is_taken():

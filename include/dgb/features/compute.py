@@ -97,11 +97,33 @@ class FeatureComputer:
 
 def write(cur, unique_id: str, features: ArticleFeatures, published_at=None) -> dict:
     """Write one article's features on the caller's cursor; returns the merged keys."""
-    mentions = registry.resolve(cur, features.mentions, features.entities_source)
-    keys = dict(features.keys)
-    keys["entities"] = mentions
-    gone = [k for k, v in keys.items() if v is None]
-    present = {k: v for k, v in keys.items() if v is not None}
-    store.merge_features(cur, {unique_id: present}, drop=gone)
-    registry.write_news_entities(cur, unique_id, mentions, published_at)
-    return present
+    return write_many(cur, [(unique_id, features, published_at)])[unique_id]
+
+
+def write_many(cur, articles: list[tuple[str, ArticleFeatures, Any]]) -> dict[str, dict]:
+    """Write many articles' features ``(unique_id, features, published_at)`` on the caller's
+    cursor with a few statements for all of them (the enrich stage's chunk): the mentions
+    resolved in one registry look-up per provenance, the keys merged per set of removed keys, the
+    ``news_entities`` rows replaced together. Returns each article's merged keys."""
+    resolved: dict[str, list[dict]] = {}
+    by_source: dict[str, list[tuple[str, ArticleFeatures]]] = {}
+    for uid, features, _ in articles:
+        by_source.setdefault(features.entities_source, []).append((uid, features))
+    for source, group in by_source.items():
+        flat = registry.resolve(cur, [m for _, f in group for m in f.mentions], source)
+        pos = 0
+        for uid, f in group:
+            resolved[uid] = flat[pos : pos + len(f.mentions)]
+            pos += len(f.mentions)
+    merged: dict[str, dict] = {}
+    by_gone: dict[tuple[str, ...], dict[str, dict]] = {}
+    for uid, features, _ in articles:
+        keys = dict(features.keys)
+        keys["entities"] = resolved[uid]
+        gone = tuple(k for k, v in keys.items() if v is None)
+        merged[uid] = present = {k: v for k, v in keys.items() if v is not None}
+        by_gone.setdefault(gone, {})[uid] = present
+    for gone, rows in sorted(by_gone.items()):
+        store.merge_features(cur, rows, drop=gone)
+    registry.write_news_entities_many(cur, [(uid, resolved[uid], at) for uid, _, at in articles])
+    return merged

@@ -20,6 +20,7 @@ with ``extra.merged_into``) resolves to the one it was merged into.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from psycopg.types.json import Jsonb
 
@@ -150,21 +151,33 @@ def seed_agencies(cur) -> int:
 def write_news_entities(cur, unique_id: str, mentions: Iterable[dict], published_at=None) -> int:
     """Replace the article's ``news_entities`` rows: one per canonical id (counts added,
     highest salience kept)."""
-    merged: dict[str, list] = {}
-    for m in mentions:
-        cid = m.get("canonical_id")
-        if not cid:
-            continue
-        row = merged.setdefault(cid, [m["type"], 0, None])
-        row[1] += int(m.get("count") or 1)
-        s = m.get("salience")
-        if s is not None and (row[2] is None or s > row[2]):
-            row[2] = s
-    cur.execute("DELETE FROM news_entities WHERE unique_id = %s", (unique_id,))
-    if merged:
+    return write_news_entities_many(cur, [(unique_id, mentions, published_at)])
+
+
+def write_news_entities_many(cur, articles: Iterable[tuple[str, Iterable[dict], Any]]) -> int:
+    """:func:`write_news_entities` for many ``(unique_id, mentions, published_at)`` in two
+    statements (a chunk's articles). Returns the rows written."""
+    params, ids = [], []
+    for unique_id, mentions, published_at in articles:
+        ids.append(unique_id)
+        merged: dict[str, list] = {}
+        for m in mentions:
+            cid = m.get("canonical_id")
+            if not cid:
+                continue
+            row = merged.setdefault(cid, [m["type"], 0, None])
+            row[1] += int(m.get("count") or 1)
+            s = m.get("salience")
+            if s is not None and (row[2] is None or s > row[2]):
+                row[2] = s
+        params += [(unique_id, cid, t, c, s, published_at, cid) for cid, (t, c, s) in sorted(merged.items())]
+    if not ids:
+        return 0
+    cur.execute("DELETE FROM news_entities WHERE unique_id = ANY(%s::text[])", (sorted(set(ids)),))
+    if params:
         cur.executemany(
             "INSERT INTO news_entities (unique_id, entity_id, type, count, salience, published_at)"
             " SELECT %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT FROM entity_registry WHERE entity_id = %s)",
-            [(unique_id, cid, t, c, s, published_at, cid) for cid, (t, c, s) in sorted(merged.items())],
+            params,
         )
-    return len(merged)
+    return len(params)

@@ -112,6 +112,8 @@ def commit(conn, stage: Stage, triaged: Triage, results: dict[str, Any], max_fai
                 cur.execute("SAVEPOINT dgb_stage_row")
             try:
                 payload = stage.persist(cur, item.row, results[item.unique_id])
+                if isolate:
+                    stage.persist_chunk(cur)
                 if payload is not None and stage.next_topic:
                     outbox.enqueue(cur, events.make_event(stage.next_topic, payload, trace_id=item.trace_id))
             except psycopg.Error as exc:
@@ -127,6 +129,8 @@ def commit(conn, stage: Stage, triaged: Triage, results: dict[str, Any], max_fai
                 out.changed.append(item.unique_id)
             else:
                 out.processed.append(item.unique_id)
+        if not isolate:
+            stage.persist_chunk(cur)
         stage.record_chunk(cur)
         if out.processed:
             failures.clear(cur, stage, out.processed)

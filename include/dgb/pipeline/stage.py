@@ -102,6 +102,14 @@ class Stage(ABC):
         stage resumes within a run of the dependency coming back (see :mod:`dgb.pipeline.runner`)."""
         return None
 
+    def persist_chunk(self, cur) -> None:
+        """Write, in the chunk's transaction, what :meth:`persist` left for the whole chunk (a
+        few statements for all its rows instead of several per row). Called once after the
+        chunk's rows; in the row-by-row redo of a refused chunk, after each row inside its
+        savepoint, so a refusal still names its row. What is left must be forgotten here, also
+        when writing it raises."""
+        return None
+
     def record_chunk(self, cur) -> None:
         """Write what the chunk's :meth:`process` calls cost (the LLM token ledger), inside the
         chunk's transaction, so paid work and its bill commit together. Called again if the

@@ -70,6 +70,7 @@ class EnrichStage(Stage):
         self._ahead = Ahead()  # the next chunk's classification (the local classifier only: free)
         self._usage: list[dict] = []
         self._computed: dict[str, Any] = {}  # unique_id -> ArticleFeatures of this chunk
+        self._deferred: dict[str, tuple] = {}  # unique_id -> (features, published_at) to write
         self.dependencies = dependencies or CLASSIFIER_DEPENDENCIES.get(
             str(getattr(classifier, "name", "local")), (MODEL_SERVICE,)
         )
@@ -157,6 +158,13 @@ class EnrichStage(Stage):
             self._computed[r["unique_id"]] = f
             self._usage += f.usage
 
+    def persist_chunk(self, cur) -> None:
+        deferred, self._deferred = self._deferred, {}
+        if deferred:
+            from dgb.features import compute
+
+            compute.write_many(cur, [(uid, f, at) for uid, (f, at) in sorted(deferred.items())])
+
     def record_chunk(self, cur) -> None:
         if not self._usage:
             return
@@ -201,12 +209,11 @@ class EnrichStage(Stage):
             ),
         )
         if cur.rowcount != 1:
+            self._deferred.pop(row["unique_id"], None)
             return None
         computed = self._computed.get(row["unique_id"])
-        if computed is not None:
-            from dgb.features import compute
-
-            compute.write(cur, row["unique_id"], computed, row.get("published_at"))
+        if computed is not None:  # written for the whole chunk by persist_chunk
+            self._deferred[row["unique_id"]] = (computed, row.get("published_at"))
         return {
             "unique_id": row["unique_id"],
             "enriched_at": result.enriched_at,

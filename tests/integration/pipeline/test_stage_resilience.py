@@ -253,6 +253,43 @@ def test_a_data_error_at_commit_dead_letters_only_that_row(pg, scraped, classifi
     )
 
 
+def test_features_the_database_refuses_dead_letter_only_that_row(pg, scraped, classifier):
+    """The chunk's features are written together after its rows (persist_chunk); one article's
+    features that PostgreSQL refuses (a NUL byte in jsonb) make the chunk redo row by row, so only
+    that article is dead-lettered and the others keep their features and entities."""
+    from dgb.features.compute import FeatureComputer
+
+    titles = dict(one_row_per(pg, "SELECT unique_id, title FROM news WHERE unique_id = ANY(%s)", scraped))
+    bad = scraped[1]
+
+    class NulFeatures(FeatureComputer):
+        def compute(self, title, content, **kw):
+            out = super().compute(title, content, **kw)
+            if title == titles[bad]:
+                out.keys["sentiment_method"] = "quebrado\x00"
+            return out
+
+    report = run_stage(
+        stages.EnrichStage(classifier, pg, features=NulFeatures()), pg, [], RunOptions(sweep_limit=100)
+    )
+    assert report.dead_lettered == [(bad, "persist_refused")]
+    good = sorted(u for u in scraped if u != bad)
+    assert sorted(report.processed) == good
+    assert count(pg, "SELECT count(*) FROM news_features WHERE unique_id = ANY(%s)", good) == len(good)
+    assert count(pg, "SELECT count(*) FROM news_features WHERE unique_id = %s", bad) == 0
+    with_entities = "SELECT count(DISTINCT unique_id) FROM news_entities WHERE unique_id = ANY(%s)"
+    assert count(pg, with_entities, good) > 0
+    assert count(pg, "SELECT count(*) FROM news_entities WHERE unique_id = %s", bad) == 0
+
+
+def one_row_per(pg, sql, *args):
+    with pg.cursor() as cur:
+        cur.execute(sql, args)
+        rows = cur.fetchall()
+    pg.commit()
+    return rows
+
+
 def test_an_outage_on_the_last_try_dead_letters_nothing_and_work_completes_after_recovery(
     pg,
     scraped,

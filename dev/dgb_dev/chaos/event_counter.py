@@ -53,9 +53,13 @@ class EventCounter:
                 pass
         return self
 
-    def drain(self, timeout: float = 5.0, max_rounds: int = 1000) -> int:
+    def drain(self, timeout: float = 30.0, max_rounds: int = 1000) -> int:
         """Pull and ack everything the subscriptions hold now (each stops at its first empty
-        answer); returns the messages read."""
+        answer); returns the messages read. Pulls ask ``return_immediately``: the emulator then
+        answers at once with what it holds (real Pub/Sub deprecates it and may answer empty while
+        it holds messages: there, drain until several answers in a row are empty)."""
+        import warnings
+
         from google.api_core import exceptions
 
         if self._subscriber is None:
@@ -63,10 +67,11 @@ class EventCounter:
         n = 0
         for topic in self.topics:
             for _ in range(max_rounds):
+                request = {"subscription": self.path(topic), "max_messages": 500, "return_immediately": True}
                 try:
-                    resp = self._subscriber.pull(
-                        request={"subscription": self.path(topic), "max_messages": 500}, timeout=timeout
-                    )
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", DeprecationWarning)
+                        resp = self._subscriber.pull(request=request, timeout=timeout)
                 except exceptions.DeadlineExceeded:
                     break
                 got = resp.received_messages

@@ -33,7 +33,7 @@ does not journal its corpus (``Site(journal_base=False)``) leaves its base out o
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,15 +217,21 @@ def find_by_unique_id(ts, alias: str, unique_id: str) -> list[dict[str, Any]]:
     return [h["document"] for h in res.get("hits") or [] if h["document"].get("unique_id") == unique_id]
 
 
-def check(source: Any, ts, alias: str, dim: int, events: Any = None) -> Verdict:
+def check(
+    source: Any, ts, alias: str, dim: int, events: Any = None, agencies: Collection[str] | None = None
+) -> Verdict:
     """The verdict now: the journal of ``source`` (see :func:`read_journal`) against every document
     of ``alias``; ``events``: an open :class:`~dgb_dev.chaos.event_counter.EventCounter`, drained
-    first (its duplicates join ``duplicated``)."""
+    first (its duplicates join ``duplicated``); ``agencies``: judge only these agencies' articles
+    (a run that scrapes some of the site's agencies; ``reset`` entries always count)."""
     duplicates = None
     seen = 0
     if events is not None:
         events.drain()
         duplicates, seen = events.duplicates(), events.distinct
-    verdict = judge(truth(read_journal(source)), read_index(ts, alias), dim, duplicates)
+    entries = read_journal(source)
+    if agencies is not None:
+        entries = [e for e in entries if e["event"] == "reset" or e["agency"] in agencies]
+    verdict = judge(truth(entries), read_index(ts, alias), dim, duplicates)
     verdict.events = seen
     return verdict

@@ -4,9 +4,12 @@ planted bugs: tests/integration/chaos/test_checker_planted_bugs.py."""
 
 from __future__ import annotations
 
+import json
+
 from dgb.search.documents import CONTENT_CAP
 from dgb_dev.chaos.event_counter import EventCounter
-from dgb_dev.chaos.oracle import judge, truth
+from dgb_dev.chaos.oracle import judge, read_journal, truth
+from dgb_dev.mirror import Site, start_in_thread
 from dgb_dev.mirror.journal import text_hash
 
 SITE = "/www.gov.br/mec/pt-br/assuntos/noticias"
@@ -127,3 +130,19 @@ def test_event_copies_are_distinct_message_ids_of_one_event():
     assert v.duplicated == {f"{SITE}/a": "events published more than once: t x2"}
     v = judge(truth([]), [], DIM, {"u9": ["t x3"]})
     assert v.duplicated == {"unique_id:u9": "events published more than once: t x3"}
+
+
+def test_the_journal_is_read_in_process_or_from_a_site_in_another_process(tmp_path):
+    corpus = tmp_path / "articles.jsonl"
+    row = {"agency": "mec", "url_slug": "a", "title": "A", "content": "Texto.", "published_at": "2026-11-20"}
+    corpus.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    site = Site(corpus, extra_dir=None, registry={}, journal_base=True)
+    site.edit("mec", "a", title="B")
+    server, base = start_in_thread(site)
+    try:
+        over_http = read_journal(base)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert over_http == read_journal(site) == site.journal() and over_http[-1]["title"] == "B"
+    assert read_journal(over_http) == over_http

@@ -235,3 +235,31 @@ def check(
     verdict = judge(truth(entries), read_index(ts, alias), dim, duplicates)
     verdict.events = seen
     return verdict
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m dgb_dev.chaos.oracle [--site URL] [--alias A] [--agencies k1,k2] [--json]``: the
+    verdict of the running stack (its site, Typesense, alias and dimension from ``dgb.config``),
+    the summary line last; exit status 1 when a category is not empty."""
+    import argparse
+
+    from dgb.config import Settings
+    from dgb.search.schema import client
+
+    s = Settings.from_env()
+    parser = argparse.ArgumentParser(prog="python -m dgb_dev.chaos.oracle", description=main.__doc__)
+    parser.add_argument("--site", default=s.mirror_url, help="the local site's base URL (its journal)")
+    parser.add_argument("--alias", default=s.typesense_collection, help="the alias readers read")
+    parser.add_argument("--agencies", default=None, help="judge only these agencies (comma-separated)")
+    parser.add_argument("--json", action="store_true", help="print the whole verdict as JSON first")
+    args = parser.parse_args(argv)
+    agencies = [a for a in args.agencies.split(",") if a] if args.agencies else None
+    verdict = check(args.site, client(s), args.alias, s.embedding_dim, agencies=agencies)
+    if args.json:
+        print(json.dumps(verdict.as_dict(), ensure_ascii=False, indent=1))
+    print(verdict.summary())
+    return 0 if verdict.ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -11,6 +11,7 @@ import pytest
 from dgb.pipeline import chunks, definitions
 from dgb.search import sync
 from dgb_dev.chaos.oracle import check, find_by_unique_id
+from dgb_dev.chaos.oracle import main as oracle_main
 from tests.support.articles import ARTICLES
 
 pytestmark = pytest.mark.stack
@@ -34,7 +35,7 @@ def categories(v) -> dict[str, list[str]]:
     }
 
 
-def test_a_clean_run_with_an_edit_and_a_removal_gets_all_zeros(pipeline, events):
+def test_a_clean_run_with_an_edit_and_a_removal_gets_all_zeros(pipeline, events, capsys):
     """The checker does not cry wolf: the real pipeline's documents (its Markdown of each page, its
     themes and vectors) match the site's journal, through an edit and a removal."""
     pipeline.scrape()
@@ -47,6 +48,9 @@ def test_a_clean_run_with_an_edit_and_a_removal_gets_all_zeros(pipeline, events)
     assert (v.live, v.removed, v.documents, v.untracked, v.capped) == (4, 1, 4, 0, 0)
     # every event once: 5 scraped + 1 edit, then enriched and embedded for each of those 6 versions
     assert v.events == 18 and events.duplicates() == {}
+    # the command line asks the site in its other role (a process with a control API) the same
+    assert oracle_main(["--site", pipeline.base, "--alias", pipeline.alias, "--agencies", "mec"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == v.summary()
 
 
 def test_an_ack_before_the_row_is_stored_loses_the_article(pipeline, monkeypatch):
@@ -169,4 +173,5 @@ def test_a_removal_that_never_reaches_the_index_stays_visible(pipeline, monkeypa
     pipeline.run()
     v = verdict(pipeline)
     assert categories(v) == {"removed_still_visible": ["mec-anuncia-novas-vagas"]}
+    assert oracle_main(["--site", pipeline.base, "--alias", pipeline.alias, "--agencies", "mec"]) == 1
     assert [d["unique_id"] for d in find_by_unique_id(pipeline.ts, pipeline.alias, victim)] == [victim]

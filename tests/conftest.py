@@ -148,15 +148,16 @@ def typesense_server(settings):
 
 @pytest.fixture
 def mirror(tmp_path, monkeypatch):
-    """The local gov.br site, as a factory: ``mirror(articles) -> (site, server, base_url)``; the
-    fetcher's URL guard allows it as the configured mirror; servers stop after the test."""
+    """The local gov.br site, as a factory: ``mirror(articles, **site_options) -> (site, server,
+    base_url)`` (``site_options``: more ``Site`` arguments); the fetcher's URL guard allows it as the
+    configured mirror; servers stop after the test."""
     from tests.support.local_site import start_site
 
     monkeypatch.delenv("DGB_MIRROR_EXTRA", raising=False)
     servers = []
 
-    def start(articles):
-        site, server, base = start_site(articles, tmp_path)
+    def start(articles, **site_options):
+        site, server, base = start_site(articles, tmp_path, **site_options)
         servers.append(server)
         # the fetcher's URL guard allows the local site as the configured mirror (mirror mode)
         monkeypatch.setenv("DGB_SOURCE_MODE", "mirror")

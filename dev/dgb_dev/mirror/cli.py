@@ -76,6 +76,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=404,
         help="status of removed articles (default 404)",
     )
+    serve.add_argument(
+        "--journal-base",
+        action="store_true",
+        help="journal every corpus article once at start, besides the changes (the chaos oracle's truth:"
+        " GET /_control/journal)",
+    )
     serve.set_defaults(func=_serve)
 
     agencies = sub.add_parser("agencies", help="print the agency keys the mirror serves")
@@ -119,6 +125,7 @@ def _serve(args: argparse.Namespace) -> int:
         hold_back=0.1 if args.tick else 0.0,
         seed=args.seed,
         synthetic=synthetic,
+        journal_base=args.journal_base,
     )
     try:
         server = MirrorServer((args.host, port), site, faults)

@@ -31,7 +31,9 @@ requests then the fault clears (null/absent = until reset). Kinds and params:
 
 Control API (loopback clients only, JSON in and out):
 ``GET /_control/state``; ``GET /_control/requests?since=<epoch s>`` (requests served per second
-and per route kind, :class:`RequestLog`); ``POST /_control/publish`` (article object -> 201 with ``url``);
+and per route kind, :class:`RequestLog`); ``GET /_control/journal?since=<n>`` (the site's journal
+from entry ``n``: ``{"entries": [...], "next": n'}``, :mod:`dgb_dev.mirror.journal`);
+``POST /_control/publish`` (article object -> 201 with ``url``);
 ``POST /_control/edit`` ``{"agency", "slug", "title"?, "content"?, "subtitle"?, "image_url"?}``;
 ``POST /_control/remove`` ``{"agency", "slug", "status"?: 404|410}``;
 ``POST /_control/move`` ``{"agency", "slug", "new_slug", "redirect"?: true}`` (old URL: 301, or 404);
@@ -374,6 +376,12 @@ class MirrorHandler(BaseHTTPRequestHandler):
         site, faults = self.server.site, self.server.faults
         if name == "state" and method in ("GET", "HEAD"):
             return Response.json({**site.state(), "faults": faults.list()})
+        if name == "journal" and method in ("GET", "HEAD"):
+            since = query_params(urlsplit(self.path).query).get("since", "0")
+            if not since.isdigit():
+                return Response.json({"error": f"since must be a journal position, not {since!r}"}, 400)
+            entries = site.journal(int(since))
+            return Response.json({"entries": entries, "next": int(since) + len(entries)})
         if name == "requests" and method in ("GET", "HEAD"):
             since = query_params(urlsplit(self.path).query).get("since", "0")
             try:

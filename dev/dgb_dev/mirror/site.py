@@ -62,6 +62,7 @@ from dgb_dev.mirror.content import (
     slugify,
 )
 from dgb_dev.mirror.images import make_jpeg, make_png
+from dgb_dev.mirror.journal import Journal, journal_extra_changes
 from dgb_dev.mirror.pages import ebc, plone_classic, plone_json, portal
 
 log = logging.getLogger("dgb_dev.mirror")
@@ -119,6 +120,7 @@ class Site:
         seed: int = 0,
         clock: Any = None,
         synthetic: Any = None,
+        journal_base: bool = False,
     ) -> None:
         self.corpus_path = Path(corpus_path) if corpus_path else None
         self._extra_dir_arg = extra_dir
@@ -128,6 +130,8 @@ class Site:
         self.clock = clock or (lambda: datetime.now(UTC))
         # a dgb_dev.mirror.synthetic.SyntheticCorpus: its articles served as they stand at the clock
         self.synthetic = synthetic
+        self.journal_base = journal_base  # the ground truth of dgb_dev.mirror.journal: corpus too?
+        self._journal = Journal(self.clock, lambda a: self.article_url("", a))
         self._lock = threading.RLock()
         self._registry = self._load_registry(registry)
         self._ebc_key_by_host = {a.host: k for k, a in self._registry.items() if a.is_ebc}
@@ -185,6 +189,11 @@ class Site:
             self._edited: set[tuple[str, str]] = set()
             self._extra_sig = ()
             self._dirty = True
+            self._journal.restart(self._base.values() if self.journal_base else ())
+
+    def journal(self, since: int = 0) -> list[dict[str, Any]]:
+        """Entries from ``since`` on of the ground truth (:mod:`dgb_dev.mirror.journal`)."""
+        return self._journal.entries(since)
 
     def _add_ebc_reuse(self, articles: list[Article]) -> None:
         govbr = [a for a in articles if not self.agency_for(a.agency).is_ebc]
@@ -231,6 +240,8 @@ class Site:
             for name, _, _ in sorted(sig[1:]):
                 for a in read_articles(folder / name, "extra"):
                     extra[a.key] = a
+            for event, a in journal_extra_changes(self._extra, extra, self._base, self._removed):
+                self._journal.record(event, a)
             self._extra = extra
             self._dirty = True
 
@@ -307,6 +318,7 @@ class Site:
             a = replace(a, slug=slug)
             self._base[a.key] = a
             self._dirty = True
+            self._journal.record("publish", a)
             return a
 
     def edit(
@@ -337,15 +349,18 @@ class Site:
             (self._extra if a.key in self._extra else self._base)[a.key] = new
             self._edited.add(a.key)
             self._dirty = True
+            self._journal.record("edit", new)
             return new
 
     def remove(self, agency: str, slug: str, status: int | None = None) -> None:
         """Take an article down; its URL then answers ``status`` (default ``removed_status``)."""
         with self._lock:
-            if self.get(agency, slug) is None:
+            a = self.get(agency, slug)
+            if a is None:
                 raise KeyError(f"no article {agency}/{slug}")
             self._removed[(agency, slug)] = int(status or self.removed_status)
             self._dirty = True
+            self._journal.record("remove", a)
 
     def move(self, agency: str, slug: str, new_slug: str, *, redirect: bool = True) -> Article:
         """Move an article to ``new_slug`` (a URL migration): it is served there (same UID and
@@ -367,6 +382,7 @@ class Site:
             store[new.key] = new
             self._moved[(agency, slug)] = new_slug if redirect else None
             self._dirty = True
+            self._journal.record("move", new, from_url=self.article_url("", a))
             return new
 
     def moved_to(self, agency: str, slug: str) -> str | None:
@@ -391,6 +407,7 @@ class Site:
                 a = replace(self._held.pop(0), source="corpus")
                 self._base[a.key] = a
                 self._dirty = True
+                self._journal.record("publish", a)
                 out["published"] = f"{a.agency}/{a.slug}"
             keys = sorted(
                 k for k, a in self._base.items() if k not in self._removed and a.source != "ebc-reuse"

@@ -155,6 +155,9 @@ def hop_breakdown(conn, s, unique_ids: list[str]) -> dict[str, list[float]]:
         indexed = dict(cur.fetchall())
     conn.commit()
     message_ids = [e[2] for e in events.values() if e[2]]
+    # the emulator numbers its messages from 1 again after a restart: an older asset event can
+    # carry the same message id, so only events stored after these articles' first publish count
+    since = min((e[1] for e in events.values() if e[1] is not None), default=None)
     af = db.connect(s.pg_dsn(s.pg_airflow_db))
     with af.cursor() as cur:
         # asset event of each message -> the first DAG run it queued -> that run's task start
@@ -169,8 +172,8 @@ def hop_breakdown(conn, s, unique_ids: list[str]) -> dict[str, list[float]]:
             "        JOIN dag_run r ON r.id = l.dag_run_id WHERE l.event_id = e.id"
             "        ORDER BY r.queued_at LIMIT 1) r ON true"
             "  LEFT JOIN task_instance ti ON ti.dag_id = r.dag_id AND ti.run_id = r.run_id"
-            " WHERE m.mid = ANY(%s)",
-            (message_ids,),
+            " WHERE m.mid = ANY(%s) AND e.timestamp >= %s",
+            (message_ids, since),
         )
         chain = {(row[0], row[1]): row[2:] for row in cur.fetchall()}
     af.close()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -144,6 +146,37 @@ def pubsub_server(settings):
 def typesense_server(settings):
     stack.ensure(["typesense"], settings)
     return settings
+
+
+@pytest.fixture
+def scratch_index(typesense_server):
+    """A factory of the test's own Typesense aliases: ``scratch_index(prefix="t", dim=512,
+    **settings) -> (settings, client, alias)`` (``settings``: more Settings fields, e.g.
+    ``embedding_model``), each alias on a fresh collection made by production's
+    ``ensure_collection``; every collection behind it and the alias are dropped after the test."""
+    import typesense.exceptions as tse
+
+    from dgb.search import schema
+
+    made = []
+
+    def make(prefix: str = "t", dim: int = 512, **settings):
+        alias = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        s = replace(typesense_server, typesense_collection=alias, embedding_dim=dim, **settings)
+        ts = schema.client(s)
+        schema.ensure_collection(s, ts)
+        made.append((ts, alias))
+        return s, ts, alias
+
+    yield make
+    for ts, alias in made:
+        for c in ts.collections.retrieve():
+            if c["name"].startswith(alias + "_"):
+                ts.collections[c["name"]].delete()
+        try:
+            ts.aliases[alias].delete()
+        except tse.ObjectNotFound:
+            pass
 
 
 @pytest.fixture

@@ -5,9 +5,6 @@ run. The model, the classifier and the Pub/Sub project: tests/integration/confte
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import replace
-
 import pytest
 
 from dgb.taxonomy import load_taxonomy, themes_rows
@@ -16,18 +13,10 @@ from tests.support.local_pipeline import LocalPipeline
 
 
 @pytest.fixture
-def alias(typesense_server, embedder):
+def alias(scratch_index, embedder):
     """A collection and alias of the test's own (deleted after it), and its Typesense client."""
-    from dgb.search import schema
-
-    name = f"t_{uuid.uuid4().hex[:8]}"
-    s = replace(typesense_server, typesense_collection=name, embedding_dim=embedder.dim)
-    ts = schema.client(s)
-    schema.ensure_collection(s, ts)
-    yield ts, name
-    target = ts.aliases[name].retrieve()["collection_name"]
-    ts.aliases[name].delete()
-    ts.collections[target].delete()
+    _s, ts, name = scratch_index("t", embedder.dim)
+    return ts, name
 
 
 @pytest.fixture

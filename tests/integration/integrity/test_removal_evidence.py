@@ -7,7 +7,6 @@ are hidden after confirmation; the breaker pauses removals, flags the agency and
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -25,7 +24,6 @@ from dgb.integrity.tiers import Schedule
 from dgb.pipeline.runner import RunOptions, run_stage
 from dgb.pipeline.stages import IndexStage
 from dgb.scraper.run import scrape_agency
-from dgb.search import schema
 from dgb.urlpolicy import UrlPolicy, guarded_transport
 from tests.support.fetch import FAST
 
@@ -69,20 +67,10 @@ def _clean(pg):
 
 
 @pytest.fixture
-def ts_index(typesense_server):
+def ts_index(scratch_index):
     """An own alias on a dim-8 collection, dropped afterwards."""
-    alias = f"t_rm_{uuid.uuid4().hex[:8]}"
-    s = replace(typesense_server, embedding_dim=DIM, typesense_collection=alias)
-    ts = schema.client(s)
-    schema.ensure_collection(s, ts)
-    yield ts, alias
-    for c in ts.collections.retrieve():
-        if c["name"].startswith(alias + "_"):
-            ts.collections[c["name"]].delete()
-    try:
-        ts.aliases[alias].delete()
-    except Exception:
-        pass
+    _s, ts, alias = scratch_index("t_rm", DIM)
+    return ts, alias
 
 
 class World:

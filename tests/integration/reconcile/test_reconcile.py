@@ -162,17 +162,9 @@ def pull_ids(project: str, subscription: str, want: int, timeout: float = 20.0) 
 
 
 @pytest.fixture
-def ts_alias(typesense_server):
-    from dgb.search import schema
-
-    alias = f"rec_{uuid.uuid4().hex[:8]}"
-    s = replace(typesense_server, typesense_collection=alias, embedding_dim=DIM)
-    ts = schema.client(s)
-    schema.ensure_collection(s, ts)
-    yield ts, alias
-    target = ts.aliases[alias].retrieve()["collection_name"]
-    ts.aliases[alias].delete()
-    ts.collections[target].delete()
+def ts_alias(scratch_index):
+    _s, ts, alias = scratch_index("rec", DIM)
+    return ts, alias
 
 
 # --------------------------------------------------------------------------- stuck states

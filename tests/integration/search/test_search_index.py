@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import time
-import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -65,25 +64,10 @@ def ref(pg):
         cur.execute("DELETE FROM agencies WHERE key = %s", (AGENCY,))
 
 
-def _drop_alias(ts, alias: str) -> None:
-    for c in ts.collections.retrieve():
-        if c["name"].startswith(alias + "_"):
-            ts.collections[c["name"]].delete()
-    try:
-        ts.aliases[alias].delete()
-    except tse.ObjectNotFound:
-        pass
-
-
 @pytest.fixture
-def tsx(typesense_server):
+def tsx(scratch_index):
     """Own alias t_<uuid> on a dim-8 collection; dropped afterwards."""
-    alias = f"t_{uuid.uuid4().hex[:10]}"
-    s = replace(typesense_server, embedding_dim=DIM, typesense_collection=alias)
-    ts = schema.client(s)
-    schema.ensure_collection(s, ts)
-    yield s, ts, alias
-    _drop_alias(ts, alias)
+    return scratch_index("t", DIM)
 
 
 def add_news(
@@ -153,16 +137,9 @@ def model():
 
 
 @pytest.fixture
-def tsm(typesense_server, model):
+def tsm(scratch_index, model):
     """Own alias on a collection of the model's dimension; dropped afterwards."""
-    alias = f"t_{uuid.uuid4().hex[:10]}"
-    s = replace(
-        typesense_server, embedding_dim=model.dim, typesense_collection=alias, embedding_model=model.name
-    )
-    ts = schema.client(s)
-    schema.ensure_collection(s, ts)
-    yield s, ts, alias
-    _drop_alias(ts, alias)
+    return scratch_index("t", model.dim, embedding_model=model.name)
 
 
 # title, content: three articles about different things, embedded by the real model

@@ -113,7 +113,7 @@ def commit(conn, stage: Stage, triaged: Triage, results: dict[str, Any], max_fai
             try:
                 payload = stage.persist(cur, item.row, results[item.unique_id])
                 if isolate:
-                    stage.persist_chunk(cur)
+                    stage.persist_chunk(cur, [item.unique_id])
                 if payload is not None and stage.next_topic:
                     outbox.enqueue(cur, events.make_event(stage.next_topic, payload, trace_id=item.trace_id))
             except psycopg.Error as exc:
@@ -130,7 +130,7 @@ def commit(conn, stage: Stage, triaged: Triage, results: dict[str, Any], max_fai
             else:
                 out.processed.append(item.unique_id)
         if not isolate:
-            stage.persist_chunk(cur)
+            stage.persist_chunk(cur, [w.unique_id for w in ok])
         stage.record_chunk(cur)
         if out.processed:
             failures.clear(cur, stage, out.processed)

@@ -158,12 +158,13 @@ class EnrichStage(Stage):
             self._computed[r["unique_id"]] = f
             self._usage += f.usage
 
-    def persist_chunk(self, cur) -> None:
+    def persist_chunk(self, cur, unique_ids: list[str]) -> None:
         deferred, self._deferred = self._deferred, {}
-        if deferred:
+        todo = sorted(uid for uid in set(unique_ids) if uid in deferred)
+        if todo:
             from dgb.features import compute
 
-            compute.write_many(cur, [(uid, f, at) for uid, (f, at) in sorted(deferred.items())])
+            compute.write_many(cur, [(uid, *deferred[uid]) for uid in todo])
 
     def record_chunk(self, cur) -> None:
         if not self._usage:

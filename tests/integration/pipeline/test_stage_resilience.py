@@ -282,6 +282,44 @@ def test_features_the_database_refuses_dead_letter_only_that_row(pg, scraped, cl
     assert count(pg, "SELECT count(*) FROM news_entities WHERE unique_id = %s", bad) == 0
 
 
+def test_a_rolled_back_attempt_leaves_no_features_to_another_row(pg, scraped, classifier):
+    """The first row's features are not written together with what a rolled-back attempt left:
+    in one chunk the 2nd article's features and the 3rd article's summary are refused. The first
+    attempt fails at the 3rd row; in the row-by-row redo the 1st row writes its own features alone,
+    so only the 2nd and 3rd are dead-lettered."""
+    from dataclasses import replace
+
+    from dgb.features.compute import FeatureComputer
+
+    order: list[tuple[str, str]] = []  # (unique_id, title) in the chunk's order
+
+    class NulThird(Poisoning):
+        def classify_batch(self, items):
+            results = self.inner.classify_batch(items)
+            if not order:
+                order.extend((i.unique_id, i.title) for i in items)
+            return [
+                replace(r, summary="resumo\x00") if i.unique_id == order[2][0] else r
+                for i, r in zip(items, results)
+            ]
+
+    class NulSecond(FeatureComputer):
+        def compute(self, title, content, **kw):
+            out = super().compute(title, content, **kw)
+            if title == order[1][1]:
+                out.keys["sentiment_method"] = "quebrado\x00"
+            return out
+
+    stage = stages.EnrichStage(NulThird(classifier, set()), pg, features=NulSecond())
+    report = run_stage(stage, pg, [], RunOptions(sweep_limit=100, chunk_size=25))
+    assert len(order) == len(scraped) >= 3
+    assert sorted(report.dead_lettered) == sorted(
+        [(order[1][0], "persist_refused"), (order[2][0], "persist_refused")]
+    )
+    assert order[0][0] in report.processed
+    assert count(pg, "SELECT count(*) FROM news_features WHERE unique_id = %s", order[0][0]) == 1
+
+
 def one_row_per(pg, sql, *args):
     with pg.cursor() as cur:
         cur.execute(sql, args)

@@ -112,8 +112,9 @@ def commit(conn, stage: Stage, triaged: Triage, results: dict[str, Any], max_fai
                 cur.execute("SAVEPOINT dgb_stage_row")
             try:
                 payload = stage.persist(cur, item.row, results[item.unique_id])
-                if isolate:
-                    stage.persist_chunk(cur, [item.unique_id])
+                written = payload is not None or stage.next_topic is None
+                if isolate and written:
+                    stage.persist_chunk(cur, [item.row])
                 if payload is not None and stage.next_topic:
                     outbox.enqueue(cur, events.make_event(stage.next_topic, payload, trace_id=item.trace_id))
             except psycopg.Error as exc:
@@ -125,12 +126,13 @@ def commit(conn, stage: Stage, triaged: Triage, results: dict[str, Any], max_fai
                 continue
             if isolate:
                 cur.execute("RELEASE SAVEPOINT dgb_stage_row")
-            if payload is None and stage.next_topic is not None:
-                out.changed.append(item.unique_id)
-            else:
+            if written:
                 out.processed.append(item.unique_id)
+            else:
+                out.changed.append(item.unique_id)
         if not isolate:
-            stage.persist_chunk(cur, [w.unique_id for w in ok])
+            row_of = {w.unique_id: w.row for w in ok}
+            stage.persist_chunk(cur, [row_of[uid] for uid in out.processed])
         stage.record_chunk(cur)
         if out.processed:
             failures.clear(cur, stage, out.processed)

@@ -102,13 +102,12 @@ class Stage(ABC):
         stage resumes within a run of the dependency coming back (see :mod:`dgb.pipeline.runner`)."""
         return None
 
-    def persist_chunk(self, cur, unique_ids: list[str]) -> None:
-        """Write, in the chunk's transaction, what :meth:`persist` left for ``unique_ids`` (the
-        rows persisted in this transaction: a few statements for all of them instead of several
-        per row). Called once after the chunk's rows; in the row-by-row redo of a refused chunk,
-        after each row inside its savepoint with that row alone, so a refusal still names its row.
-        Anything else left (rows of an attempt that rolled back) must be forgotten here, also when
-        writing raises."""
+    def persist_chunk(self, cur, rows: list[dict]) -> None:
+        """Write, in the chunk's transaction, what goes with ``rows`` besides :meth:`persist`'s
+        own write: the rows :meth:`persist` wrote in this transaction (a few statements for all
+        of them instead of several per row). Called once after the chunk's rows; in the
+        row-by-row redo of a refused chunk, after each row inside its savepoint with that row
+        alone, so a refusal still names its row."""
         return None
 
     def record_chunk(self, cur) -> None:

@@ -70,7 +70,6 @@ class EnrichStage(Stage):
         self._ahead = Ahead()  # the next chunk's classification (the local classifier only: free)
         self._usage: list[dict] = []
         self._computed: dict[str, Any] = {}  # unique_id -> ArticleFeatures of this chunk
-        self._deferred: dict[str, tuple] = {}  # unique_id -> (features, published_at) to write
         self.dependencies = dependencies or CLASSIFIER_DEPENDENCIES.get(
             str(getattr(classifier, "name", "local")), (MODEL_SERVICE,)
         )
@@ -158,13 +157,14 @@ class EnrichStage(Stage):
             self._computed[r["unique_id"]] = f
             self._usage += f.usage
 
-    def persist_chunk(self, cur, unique_ids: list[str]) -> None:
-        deferred, self._deferred = self._deferred, {}
-        todo = sorted(uid for uid in set(unique_ids) if uid in deferred)
+    def persist_chunk(self, cur, rows: list[dict]) -> None:
+        todo = [r for r in sorted(rows, key=lambda r: r["unique_id"]) if r["unique_id"] in self._computed]
         if todo:
             from dgb.features import compute
 
-            compute.write_many(cur, [(uid, *deferred[uid]) for uid in todo])
+            compute.write_many(
+                cur, [(r["unique_id"], self._computed[r["unique_id"]], r.get("published_at")) for r in todo]
+            )
 
     def record_chunk(self, cur) -> None:
         if not self._usage:
@@ -210,11 +210,8 @@ class EnrichStage(Stage):
             ),
         )
         if cur.rowcount != 1:
-            self._deferred.pop(row["unique_id"], None)
             return None
-        computed = self._computed.get(row["unique_id"])
-        if computed is not None:  # written for the whole chunk by persist_chunk
-            self._deferred[row["unique_id"]] = (computed, row.get("published_at"))
+        # its features: written with the chunk's by persist_chunk
         return {
             "unique_id": row["unique_id"],
             "enriched_at": result.enriched_at,

@@ -46,9 +46,12 @@ cap. ``--outage-s`` sets a fixed length for both modes.
 A component found running again during its outage (started by something else: another session's
 test fixtures on a shared machine) is stopped again at once (``restarted_elsewhere=<n>`` in the note).
 
-A fault's settings (model_down, bedrock_throttle) reach the stage tasks through the scheduler's
-environment: it is restarted with them before the batch, once no stage task runs, and restarted
-with the stack's own settings afterwards (also on failure or Ctrl-C).
+The faults' settings (model_down: ``DGB_EMBEDDER=service``; bedrock_throttle: the Bedrock fake
+behind ``DGB_CLASSIFIER``) reach the stage tasks through the scheduler's environment. The run's
+faults' settings together are applied once, before the first batch: a stack that is down is
+started with them, a running scheduler is restarted with them once no stage task runs. Every batch
+runs on them (what production runs: the model service, Bedrock); the scheduler is restarted with
+the stack's own settings at the end (also on failure or Ctrl-C).
 
 All along: every event the pipeline publishes is delivered 3 times (each outbox event of the run's
 articles is published twice more, straight to its topic) and ~5% poison messages (malformed JSON,

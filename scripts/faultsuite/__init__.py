@@ -15,7 +15,7 @@ them all):
 - :mod:`.deadletters`: the poison sent, and every sign of a healthy article dead-lettered;
 - :mod:`.duplicator`: every event delivered 3 times; :mod:`.reconciler`: the reconcile sweeps;
 - :mod:`.budget`: the stage tasks' Airflow retry budget a ``--quick`` outage must outlast;
-- :mod:`.scheduler_env`: a fault's settings for the stage tasks (the scheduler restarted with them);
+- :mod:`.scheduler_env`: the faults' settings for the stage tasks (applied once per run);
 - :mod:`.outages`: the long outages, held while a batch is in flight;
 - :mod:`.injectors`: injecting each fault once its batch is in flight;
 - :mod:`.report`: the diff (lost, duplicated, dead-lettered, recovery) and the last line;

@@ -90,6 +90,14 @@ class Run:
         faults = [f for f in FAULTS if not ctx.args.only or f in ctx.args.only]
         total = ctx.args.articles or ARTICLES[self.mode]
         per = [total // len(faults) + (1 if i < total % len(faults) else 0) for i in range(len(faults))]
+        if "bedrock_throttle" in faults:
+            from dgb_dev.bedrock_fake import FakeBedrockServer
+
+            ctx.bedrock = FakeBedrockServer(0).start()
+            log(f"bedrock fake on {ctx.bedrock.url} (DGB_CLASSIFIER={ctx.args.bedrock_classifier})")
+        # the faults' settings for the whole run, before the stack starts if it is down (scheduler_env)
+        env = self.scheduler_env.run_env(faults)
+        self.scheduler_env.adopt(env, self.components.healthy("airflow-scheduler"))
         self.components.ensure_stack()
         self.takedown.purge_previous()
         self.agencies = self.articles.agencies()
@@ -99,11 +107,6 @@ class Run:
             f" of {self.agencies[: len(faults) + 2]}... (first one whose scheduled scrape is queued),"
             " poison ~5%, every event delivered 3x"
         )
-        if "bedrock_throttle" in faults:
-            from dgb_dev.bedrock_fake import FakeBedrockServer
-
-            ctx.bedrock = FakeBedrockServer(0).start()
-            log(f"bedrock fake on {ctx.bedrock.url} (DGB_CLASSIFIER={ctx.args.bedrock_classifier})")
         self.duplicator.start()
         start = 0
         for i, fault in enumerate(faults):
@@ -115,7 +118,6 @@ class Run:
             if fault == "upgrade":
                 self.upgrade.check(batch)
                 self.upgrade.revert()
-        self.scheduler_env.apply({})
         drain = DRAIN_S[self.mode]
         log(f"all faults injected; waiting up to {drain}s for every batch")
         self.monitor_until(time.monotonic() + drain, lambda: all(b.done_at is not None for b in self.batches))
@@ -137,10 +139,9 @@ class Run:
         return agency
 
     def inject_phase(self, batch: Batch, n: int, start: int) -> None:
-        """The batch's fault settings applied, its articles published and scraped, its fault
-        injected, the poison sent; whatever the fault stopped is started again."""
+        """The batch's articles published and scraped, its fault injected, the poison sent; whatever
+        the fault stopped is started again (the faults' settings are the run's: :meth:`run`)."""
         fault = batch.fault
-        self.scheduler_env.apply(self.scheduler_env.fault_env(fault))
         if fault in ("restart_emulator", "emulator_down"):
             self.dead_letters.await_poison(60)  # dead-letter copies on the emulator would go with it
         batch.agency = self.next_agency()

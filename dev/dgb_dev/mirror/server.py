@@ -32,8 +32,9 @@ requests then the fault clears (null/absent = until reset). Kinds and params:
 Control API (loopback clients only, JSON in and out):
 ``GET /_control/state``; ``GET /_control/requests?since=<epoch s>`` (requests served per second
 and per route kind, :class:`RequestLog`; a request with the header ``X-Dgb-Probe`` is a test
-harness checking an injected fault, counted apart as ``probe``); ``GET /_control/journal?since=<n>`` (the site's journal
-from entry ``n``: ``{"entries": [...], "next": n'}``, :mod:`dgb_dev.mirror.journal`);
+harness checking an injected fault, counted apart as ``probe``);
+``GET /_control/journal?since=<n>`` (the site's journal from entry ``n``:
+``{"entries": [...], "next": n'}``, :mod:`dgb_dev.mirror.journal`);
 ``POST /_control/publish`` (article object -> 201 with ``url``);
 ``POST /_control/edit`` ``{"agency", "slug", "title"?, "content"?, "subtitle"?, "image_url"?}``;
 ``POST /_control/remove`` ``{"agency", "slug", "status"?: 404|410}``;

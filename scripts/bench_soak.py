@@ -57,7 +57,7 @@ for sub in ("include", "plugins", "dev", "scripts"):
     sys.path.insert(0, str(ROOT / sub))
 
 import bench_realtime as realtime  # noqa: E402
-from faultsuite.chaos import Chaos, Injected  # noqa: E402
+from faultsuite.chaos import SOAK_FAULTS, Chaos, Injected  # noqa: E402
 from faultsuite.context import Context  # noqa: E402
 from faultsuite.plumbing import Db  # noqa: E402
 
@@ -278,7 +278,7 @@ def main(argv=None) -> int:
         db=Db(s.pg_dsn()),
         af=Db(s.pg_dsn(s.pg_airflow_db)),
     )
-    chaos = Chaos(ctx, seed, run.base, scale=args.outage_scale)
+    chaos = Chaos(ctx, seed, run.base, scale=args.outage_scale, faults=SOAK_FAULTS)
     run_start = datetime.now(UTC)
     epoch0 = time.time()
     faults: list[Injected] = []

@@ -6,11 +6,11 @@ Two contracts, one home:
 * **the message** on each topic: a JSON payload, one pydantic model per topic
   (:data:`PAYLOAD_MODELS`: :class:`ScrapedPayload`, :class:`EnrichedPayload`,
   :class:`EmbeddedPayload`), and the attributes every message carries (:class:`Attributes`):
-  ``trace_id`` (UUID), ``event_version`` ("1.0"), ``unique_id`` (the dedup attribute, equal to
-  the payload's) and ``event_ts`` (ISO 8601, UTC). :func:`make_event` builds one for the outbox;
-  :func:`parse_message` is the ONE validating entry point (the Pub/Sub trigger's filter and the
-  stages both call it) and returns a typed :class:`Message` or raises :class:`InvalidEvent`
-  with a dead-letter reason;
+  ``trace_id`` (UUID), ``event_version`` ("1.0": :func:`published_version`), ``unique_id`` (the
+  dedup attribute, equal to the payload's) and ``event_ts`` (ISO 8601, UTC). :func:`make_event`
+  builds one for the outbox; :func:`parse_message` is the ONE validating entry point (the Pub/Sub
+  trigger's filter and the stages both call it) and returns a typed :class:`Message` or raises
+  :class:`InvalidEvent` with a dead-letter reason;
 * **the asset-event payload** (:class:`AssetPayload`): how the trigger hands a received Pub/Sub
   message to a DAG run (message id, base64 data, attributes, publish time, delivery attempt).
 
@@ -32,6 +32,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from dgb import topology
+from dgb.config import messaging as messaging_config
 
 SUPPORTED_VERSIONS = frozenset({topology.EVENT_VERSION})
 _VERSION = re.compile(r"(\d{1,4})\.(\d{1,4})")
@@ -50,6 +51,16 @@ def version_supported(version: str) -> bool:
         return True
     m = _VERSION.fullmatch(version)
     return bool(m) and int(m.group(1)) == int(topology.EVENT_VERSION.split(".")[0])
+
+
+def published_version() -> str:
+    """The ``event_version`` this producer stamps: the code's (``topology.EVENT_VERSION``), or its
+    major with the minor of ``DGB_EVENT_MINOR_VERSION`` (an upgrade that publishes the next minor
+    while older consumers still run). Read at every event, so a process's setting is what counts."""
+    minor = messaging_config.event_minor_version()
+    if minor is None:
+        return topology.EVENT_VERSION
+    return f"{topology.EVENT_VERSION.split('.')[0]}.{minor}"
 
 
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
@@ -221,7 +232,7 @@ def make_event(topic: str, payload: dict, trace_id: str | None = None, now: date
     clean = {k: (_iso(v) if isinstance(v, datetime) else v) for k, v in payload.items() if k in fields}
     attrs = {
         "trace_id": str(trace_id or uuid.uuid4()),
-        "event_version": topology.EVENT_VERSION,
+        "event_version": published_version(),
         "unique_id": str(payload["unique_id"]),
         "event_ts": (now or datetime.now(UTC)).isoformat(),
     }

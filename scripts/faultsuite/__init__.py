@@ -17,8 +17,17 @@ them all):
 - :mod:`.budget`: the stage tasks' Airflow retry budget a ``--quick`` outage must outlast;
 - :mod:`.scheduler_env`: the faults' settings for the stage tasks (applied once per run);
 - :mod:`.outages`: the long outages, held while a batch is in flight;
+- :mod:`.upgrade`: the ``upgrade`` fault (the next version deployed mid-batch), its steps shared;
 - :mod:`.injectors`: injecting each fault once its batch is in flight;
 - :mod:`.report`: the diff (lost, duplicated, dead-lettered, recovery) and the last line;
 - :mod:`.takedown`: the run's articles taken down afterwards, earlier runs' leftovers deleted;
 - :mod:`.driver`: the phases (:class:`~faultsuite.driver.Run`) and the cleanup.
+
+The chaos runs' faults (scripts/bench_soak.py, scripts/bench_chaos.py), on the same primitives:
+
+- :mod:`.crash`: what a kill -9 leaves to see (``/proc``, a refused loopback port), the postmaster's pid;
+- :mod:`.pause`: a process frozen (SIGSTOP) and always continued;
+- :mod:`.chaos_catalogue`: the chaos faults, their targets, one injected fault's record;
+- :mod:`.chaos_upgrade`: the next version deployed mid-run (reuses :mod:`.upgrade`'s steps);
+- :mod:`.chaos`: drawing, injecting and confirming them (``overlap``: two at once).
 """

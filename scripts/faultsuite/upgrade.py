@@ -19,6 +19,10 @@ failed for good (``failed_for_good`` in the batch's note; any makes the run fail
 
 Everything is put back at the end, also on failure: the DAG file's bytes, the migration file,
 its column and its ``schema_migrations`` row.
+
+The steps (the stage DAGs' file changed and restored, a probe migration written, applied by the
+bootstrap DAG and removed, the changed DAGs seen parsed) are functions of this module, shared with
+the chaos run's upgrade (:mod:`faultsuite.chaos_upgrade`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dgb import db as dgb_db
+from dgb.config import Settings
 from dgb_dev.stack import airflow_rest
 
 from .articles import Articles
@@ -36,7 +41,7 @@ from .catalogue import STAGE_DAGS, Batch
 from .completion import Completion
 from .context import Context
 from .duplicator import Duplicator
-from .plumbing import log, wait_for
+from .plumbing import Db, log, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 STAGE_DAG_FILE = REPO / "dags" / "pipeline_stages.py"
@@ -49,6 +54,60 @@ TAGS_AFTER = f'tags=["dgb", "pipeline", spec.stage, "{PROBE_TAG}"]'
 BOOTSTRAP_DAG = "dgb_bootstrap"
 APPLY_TIMEOUT_S = 240.0  # the bootstrap run queued, run, its migration applied
 REPARSE_TIMEOUT_S = 180.0  # the DAG processor re-parses every 30 s (AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL)
+
+
+def change_stage_dags() -> bytes:
+    """Tag the stage DAGs (their file rewritten: the DAG processor re-parses it and each gets a
+    new version); returns the file's bytes before, for :func:`restore_stage_dags`."""
+    text = STAGE_DAG_FILE.read_bytes()
+    if TAGS_BEFORE.encode() not in text:
+        raise RuntimeError(f"upgrade: {STAGE_DAG_FILE} no longer holds {TAGS_BEFORE}; update the probe")
+    STAGE_DAG_FILE.write_bytes(text.replace(TAGS_BEFORE.encode(), TAGS_AFTER.encode()))
+    log(f"upgrade: {STAGE_DAG_FILE.name} changed (stage DAGs tagged {PROBE_TAG!r})")
+    return text
+
+
+def restore_stage_dags(before: bytes) -> None:
+    STAGE_DAG_FILE.write_bytes(before)
+    log(f"upgrade: {STAGE_DAG_FILE.name} restored")
+
+
+def stage_dags_tagged(s: Settings) -> bool:
+    """Whether Airflow serves every stage DAG with the probe tag (the changed file was parsed)."""
+    for dag_id in STAGE_DAGS:
+        dag = airflow_rest.call(s, "GET", f"/dags/{dag_id}") or {}
+        if PROBE_TAG not in {t.get("name") for t in dag.get("tags") or []}:
+            return False
+    return True
+
+
+def apply_migration(s: Settings, db: Db, path: Path, version: str, sql: str, why: str) -> str:
+    """Write a probe migration into the folder the deployed code reads and have the
+    ``dgb_bootstrap`` DAG apply it, as Cloud Composer does; returns the bootstrap run's id once
+    the migration's ``schema_migrations`` row exists (:class:`~faultsuite.plumbing.Timeout` if
+    not within APPLY_TIMEOUT_S)."""
+    path.write_text(f"-- {why}; removed by the fault suite\n{sql}\n", encoding="utf-8")
+    run_id = airflow_rest.trigger_dag_run(s, BOOTSTRAP_DAG)
+    log(f"upgrade: migration {path.name} written, {BOOTSTRAP_DAG} triggered ({run_id})")
+    wait_for(lambda: migration_applied(db, version), APPLY_TIMEOUT_S, f"upgrade: {path.name} applied")
+    return run_id
+
+
+def migration_applied(db: Db, version: str) -> bool:
+    rows = db.query("SELECT count(*) FROM schema_migrations WHERE version = %s", (version,))
+    return bool(rows[0][0])
+
+
+def remove_migration(db: Db, path: Path, version: str, undo_sql: str | None = None) -> None:
+    """The probe migration's file and ``schema_migrations`` row gone, ``undo_sql`` run first
+    (idempotent, also after a failure)."""
+    path.unlink(missing_ok=True)
+    try:
+        if undo_sql:
+            db.query(undo_sql)
+        db.query("DELETE FROM schema_migrations WHERE version = %s", (version,))
+    except Exception as exc:
+        log(f"upgrade: removing the probe migration {path.name}: {exc}")
 
 
 @dataclass
@@ -67,40 +126,24 @@ class Upgrade:
         self.since = datetime.now(UTC)
         self.duplicator.next_version.set()
         log("upgrade: copies of the batch's events now published as event_version 1.1")
-        self.change_dag()
-        PROBE_MIGRATION.write_text(
-            f"-- the fault suite's upgrade probe (run {self.ctx.run_id}); removed by the suite\n"
-            f"ALTER TABLE news ADD COLUMN IF NOT EXISTS {PROBE_COLUMN} text;\n",
-            encoding="utf-8",
+        self.dag_file_before = change_stage_dags()
+        apply_migration(
+            self.ctx.s,
+            self.ctx.db,
+            PROBE_MIGRATION,
+            PROBE_VERSION,
+            f"ALTER TABLE news ADD COLUMN IF NOT EXISTS {PROBE_COLUMN} text;",
+            f"the fault suite's upgrade probe (run {self.ctx.run_id})",
         )
-        run_id = airflow_rest.trigger_dag_run(self.ctx.s, BOOTSTRAP_DAG)
-        log(f"upgrade: migration {PROBE_MIGRATION.name} written, {BOOTSTRAP_DAG} triggered ({run_id})")
-        wait_for(self.migration_applied, APPLY_TIMEOUT_S, "upgrade: the migration applied by dgb_bootstrap")
         log(f"upgrade: migration applied after {time.monotonic() - batch.fault_at:.1f}s")
-        wait_for(self.dags_reparsed, REPARSE_TIMEOUT_S, "upgrade: the changed stage DAGs parsed", every=2)
+        wait_for(
+            lambda: stage_dags_tagged(self.ctx.s),
+            REPARSE_TIMEOUT_S,
+            "upgrade: the changed stage DAGs parsed",
+            every=2,
+        )
         log(f"upgrade: the changed stage DAGs parsed after {time.monotonic() - batch.fault_at:.1f}s")
         batch.fault_end = time.monotonic()
-
-    def change_dag(self) -> None:
-        text = STAGE_DAG_FILE.read_bytes()
-        if TAGS_BEFORE.encode() not in text:
-            raise RuntimeError(f"upgrade: {STAGE_DAG_FILE} no longer holds {TAGS_BEFORE}; update the probe")
-        self.dag_file_before = text
-        STAGE_DAG_FILE.write_bytes(text.replace(TAGS_BEFORE.encode(), TAGS_AFTER.encode()))
-        log(f"upgrade: {STAGE_DAG_FILE.name} changed (stage DAGs tagged {PROBE_TAG!r})")
-
-    def migration_applied(self) -> bool:
-        rows = self.ctx.db.query(
-            "SELECT count(*) FROM schema_migrations WHERE version = %s", (PROBE_VERSION,)
-        )
-        return bool(rows[0][0])
-
-    def dags_reparsed(self) -> bool:
-        for dag_id in STAGE_DAGS:
-            dag = airflow_rest.call(self.ctx.s, "GET", f"/dags/{dag_id}") or {}
-            if PROBE_TAG not in {t.get("name") for t in dag.get("tags") or []}:
-                return False
-        return True
 
     def failed_for_good(self) -> list[str]:
         """Task instances of the stage DAGs and the bootstrap that ended failed (no retry left)
@@ -125,13 +168,11 @@ class Upgrade:
         """The working tree and the database as they were (idempotent, also after a failure)."""
         self.duplicator.next_version.clear()
         if self.dag_file_before is not None:
-            STAGE_DAG_FILE.write_bytes(self.dag_file_before)
+            restore_stage_dags(self.dag_file_before)
             self.dag_file_before = None
-            log(f"upgrade: {STAGE_DAG_FILE.name} restored")
-        if PROBE_MIGRATION.exists():
-            PROBE_MIGRATION.unlink()
-        try:
-            self.ctx.db.query(f"ALTER TABLE news DROP COLUMN IF EXISTS {PROBE_COLUMN}")
-            self.ctx.db.query("DELETE FROM schema_migrations WHERE version = %s", (PROBE_VERSION,))
-        except Exception as exc:
-            log(f"upgrade: removing the probe migration's column and row: {exc}")
+        remove_migration(
+            self.ctx.db,
+            PROBE_MIGRATION,
+            PROBE_VERSION,
+            f"ALTER TABLE news DROP COLUMN IF EXISTS {PROBE_COLUMN}",
+        )

@@ -84,8 +84,13 @@ def test_the_site_counts_what_it_served_per_second_and_kind():
             assert http.get(f"{base}/www.gov.br/robots.txt").status_code in (200, 404)
             log = http.get(f"{base}/_control/requests", params={"since": int(t0)}).json()
             assert http.get(f"{base}/_control/requests", params={"since": "x"}).status_code == 400
+            probe = http.get(site.article_url(base, a), headers={"X-Dgb-Probe": "1"})
+            assert probe.status_code == 200
+            after = http.get(f"{base}/_control/requests", params={"since": int(t0)}).json()
         assert sum(n for _, n in log["per_second"]) == 4  # control calls are not counted
         assert log["total"]["robots"] == 1 and sum(log["total"].values()) == 4
+        # a fault probe (the chaos run's) is counted apart, never against the budget per second
+        assert after["per_second"] == log["per_second"] and after["total"]["probe"] == 1
         assert all(t >= int(t0) for t, _ in log["per_second"])
     finally:
         server.shutdown()

@@ -44,6 +44,22 @@ def test_relay_publishes_the_pending_outbox_to_the_connections_project(pg, proje
     assert relay_outbox(pg).published == 0  # nothing left
 
 
+def test_the_relay_publishes_the_minor_version_the_producer_stamped(pg, project, monkeypatch):
+    """An upgrade's producers stamp the next minor (``DGB_EVENT_MINOR_VERSION``): the outbox keeps
+    it and the relay publishes it as it is; the consumer's check takes it."""
+    monkeypatch.setenv("DGB_EVENT_MINOR_VERSION", "1")
+    ids = _enqueue(pg, 2)
+    with pg.cursor() as cur:
+        cur.execute("SELECT DISTINCT attributes->>'event_version' FROM outbox")
+        assert cur.fetchall() == [("1.1",)]
+    assert OutboxRelayHook().relay(pg).published == 2
+    got = pull_all(project, topology.SUB_ENRICHMENT, 2)
+    assert sorted(m.message.attributes["unique_id"] for m in got) == ids
+    assert {m.message.attributes["event_version"] for m in got} == {"1.1"}
+    for m in got:
+        events.parse_message(topology.TOPIC_SCRAPED, m.message.data, dict(m.message.attributes))
+
+
 def test_relay_soon_logs_a_failure_and_keeps_the_rows(pg, project, caplog):
     _enqueue(pg, 1)
     with caplog.at_level(logging.WARNING):

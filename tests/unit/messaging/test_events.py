@@ -149,3 +149,21 @@ def test_a_rolling_upgrade_mixes_minor_versions_without_dead_letters():
             "missing_attributes",  # "" is not a version at all
         }, version
     assert reason(topic, newer, {**ev.attributes, "event_version": "2.0"}) == "unsupported_version"
+
+
+def test_the_producer_stamps_the_configured_minor_version(monkeypatch):
+    """An upgrade publishes the next minor version (``DGB_EVENT_MINOR_VERSION``) on every event it
+    builds, the major unchanged; unset, the code's own; and what it stamps, this code consumes."""
+    topic = topology.TOPIC_SCRAPED
+    monkeypatch.delenv("DGB_EVENT_MINOR_VERSION", raising=False)
+    assert events.make_event(topic, PAYLOADS[topic]).attributes["event_version"] == topology.EVENT_VERSION
+    major = topology.EVENT_VERSION.split(".")[0]
+    for minor in ("1", "12"):
+        monkeypatch.setenv("DGB_EVENT_MINOR_VERSION", minor)
+        ev = events.make_event(topic, PAYLOADS[topic])
+        assert ev.attributes["event_version"] == f"{major}.{minor}"
+        assert events.parse_message(topic, ev.data(), ev.attributes).unique_id == "u1"
+    for bad in ("-1", "1.1", "x", "10000"):
+        monkeypatch.setenv("DGB_EVENT_MINOR_VERSION", bad)
+        with pytest.raises(ValueError, match="DGB_EVENT_MINOR_VERSION"):
+            events.make_event(topic, PAYLOADS[topic])

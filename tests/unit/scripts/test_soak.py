@@ -49,16 +49,16 @@ def _chaos(seed):
 
 def test_the_same_seed_draws_the_same_faults_at_the_same_gaps():
     a, b, c = _chaos(7), _chaos(7), _chaos(8)
-    draw = [(x.draw(), round(x.next_gap_s(300), 6)) for x in (a,) for _ in range(20)]
-    again = [(b.draw(), round(b.next_gap_s(300), 6)) for _ in range(20)]
-    other = [(c.draw(), round(c.next_gap_s(300), 6)) for _ in range(20)]
+    draw = [(x.draw(), round(x.next_gap_s(300), 6)) for x in (a,) for _ in range(40)]
+    again = [(b.draw(), round(b.next_gap_s(300), 6)) for _ in range(40)]
+    other = [(c.draw(), round(c.next_gap_s(300), 6)) for _ in range(40)]
     assert draw == again and draw != other
     assert all(f in chaos.CHAOS for f, _ in draw)
     assert all(240 <= gap <= 360 for _, gap in draw)  # every 5 min +- 20%
 
 
-def test_the_catalogue_holds_every_fault_the_issue_names():
-    assert set(chaos.CHAOS) == {
+def test_the_catalogue_holds_every_fault_the_issues_name():
+    soak = {
         "kill_scheduler",
         "kill_triggerer",
         "kill_dag_processor",
@@ -71,16 +71,32 @@ def test_the_catalogue_holds_every_fault_the_issue_names():
         "model_outage",
         "site_503",
     }
+    assert set(chaos.SOAK_FAULTS) == soak  # issue 28's soak
+    assert set(chaos.CHAOS) == soak | {  # issue 39's chaos run
+        "kill_api_server",
+        "kill_postgres",
+        "kill_typesense",
+        "site_slow",
+        "pause_scheduler",
+        "pause_triggerer",
+        "pause_typesense",
+        "pause_model",
+        "pause_task",
+        "overlap",
+        "upgrade",
+    }
     assert chaos.CHAOS["typesense_outage"][1] == chaos.CHAOS["model_outage"][1] == 300
-    assert chaos.CHAOS["site_503"][1] == 180
+    assert chaos.CHAOS["site_503"][1] == chaos.CHAOS["site_slow"][1] == 180
 
 
 def test_the_site_outage_answers_503_everywhere_then_clears(monkeypatch):
     sent = []
     c = _chaos(1)
     monkeypatch.setattr(c, "_site_fault", sent.append)
-    monkeypatch.setattr(chaos.time, "sleep", lambda s: sent.append(("slept", s)))
-    assert c._inject("site_503", 180) == "held_s=180"
+    monkeypatch.setattr(c, "_probe", lambda: (503, 0.01))
+    monkeypatch.setattr(chaos.time, "sleep", lambda s: sent.append(("slept", round(s))))
+    out = c._inject("site_503", 180, {})
+    assert (out.detail, out.confirmed) == ("held_s=180", True)
     assert sent == [
         {"path_prefix": "/", "fault": "503", "retry_after": 30},
         ("slept", 180),

@@ -7,13 +7,15 @@ What the next version brings:
 * **a new DAG version**: the stage DAGs' file gains a tag and every Airflow component (and each
   live Celery worker) is restarted on it, one after the other;
 * **a migration that rewrites a column the stages read**:
-  ``ALTER TABLE news ALTER COLUMN title TYPE text USING title || ''``. Every stage reads ``title``
-  (enrich classifies it, embed embeds it, index writes it to the document). The value is the same
-  (``title`` is NOT NULL; ``|| ''`` changes no text), but PostgreSQL cannot tell that from the
-  expression, so it rewrites the whole table and rebuilds its indexes under an ACCESS EXCLUSIVE
-  lock: every stage's query on ``news`` waits for the rewrite (``USING title`` alone is seen to
-  be a no-op and rewrites nothing). That is what a type change or a backfill in one statement
-  costs an operator. It is applied by the ``dgb_bootstrap`` DAG, as on Cloud Composer;
+  ``ALTER TABLE news ALTER COLUMN content TYPE text USING content || ''``. Every stage reads
+  ``content`` (enrich classifies and summarises it, embed embeds it, index writes it to the
+  document). The values stay the same (``|| ''`` changes no text, and NULL stays NULL), but
+  PostgreSQL cannot tell that from the expression, so it rewrites the whole table and rebuilds its
+  indexes under an ACCESS EXCLUSIVE lock: every stage's query on ``news`` waits for the rewrite
+  (``USING content`` alone is seen to be a no-op and rewrites nothing). That is what a type change
+  or a backfill in one statement costs an operator. ``title`` would do the same, but views read it
+  (``integrity_problems``) and PostgreSQL refuses to change the type of a column a view uses. It
+  is applied by the ``dgb_bootstrap`` DAG, as on Cloud Composer;
 * **events of the next minor version from every publisher**: the components restart with
   ``DGB_EVENT_MINOR_VERSION`` one above the current, so every event a task builds from then on
   carries ``event_version`` 1.1, while consumers that started earlier may still be on the old code
@@ -44,8 +46,8 @@ from .context import Context
 from .plumbing import Db, Timeout, log, wait_for
 
 REWRITE_VERSION = "9998"
-REWRITE_MIGRATION = dgb_db.MIGRATIONS_DIR / f"{REWRITE_VERSION}_chaos_rewrite_title.sql"
-REWRITE_SQL = "ALTER TABLE news ALTER COLUMN title TYPE text USING title || '';"
+REWRITE_MIGRATION = dgb_db.MIGRATIONS_DIR / f"{REWRITE_VERSION}_chaos_rewrite_content.sql"
+REWRITE_SQL = "ALTER TABLE news ALTER COLUMN content TYPE text USING content || '';"
 EVENT_TIMEOUT_S = 300.0  # a new-version event published after the restart (the load publishes every few s)
 
 

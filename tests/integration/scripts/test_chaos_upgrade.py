@@ -1,5 +1,5 @@
 """The chaos upgrade's migration and evidence against a real PostgreSQL: the migration rewrites
-``news`` (a new relfilenode) and keeps every title as it was; the outbox tells events of the new
+``news`` (a new relfilenode) and keeps every text as it was, under the views that read ``news``; the outbox tells events of the new
 version from the others (scripts/faultsuite/chaos_upgrade.py)."""
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from faultsuite.plumbing import Db  # noqa: E402
 pytestmark = pytest.mark.stack
 
 
-def test_the_migration_rewrites_news_and_keeps_its_titles(pg, pg_server):
+def test_the_migration_rewrites_news_and_keeps_its_texts(pg, pg_server):
     now = datetime.now(UTC)
-    titles = ["Título com acentuação", "  espaços  ", "x" * 3000]
+    contents = ["Texto com acentuação", "  espaços  ", "x" * 3000, None]
     with pg.cursor() as cur:
-        for i, title in enumerate(titles):
+        for i, content in enumerate(contents):
             cur.execute(
-                "INSERT INTO news (unique_id, agency_key, title, url, published_at) VALUES"
-                " (%s, 'mec', %s, %s, %s)",
-                (f"u{i}", title, f"https://www.gov.br/mec/u{i}", now),
+                "INSERT INTO news (unique_id, agency_key, title, content, url, published_at) VALUES"
+                " (%s, 'mec', 'Título', %s, %s, %s)",
+                (f"u{i}", content, f"https://www.gov.br/mec/u{i}", now),
             )
     pg.commit()
     db = Db(pg_server.pg_dsn())
@@ -36,13 +36,13 @@ def test_the_migration_rewrites_news_and_keeps_its_titles(pg, pg_server):
         db.query(chaos_upgrade.REWRITE_SQL)
         rewritten = chaos_upgrade.news_filenode(db)
         assert rewritten != before  # the whole table rewritten
-        db.query("ALTER TABLE news ALTER COLUMN title TYPE text USING title")
+        db.query("ALTER TABLE news ALTER COLUMN content TYPE text USING content")
         assert chaos_upgrade.news_filenode(db) == rewritten  # a no-op USING rewrites nothing
-        rows = db.query("SELECT title FROM news ORDER BY unique_id")
-        assert [r[0] for r in rows] == titles
+        rows = db.query("SELECT content FROM news ORDER BY unique_id")
+        assert [r[0] for r in rows] == contents
         assert db.query(
             "SELECT data_type FROM information_schema.columns"
-            " WHERE table_name = 'news' AND column_name = 'title'"
+            " WHERE table_name = 'news' AND column_name = 'content'"
         ) == [("text",)]
     finally:
         db.close()

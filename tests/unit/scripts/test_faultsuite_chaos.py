@@ -284,11 +284,12 @@ def test_the_upgrade_migration_rewrites_a_column_the_stages_read_and_is_never_le
     versions = [int(m.version) for m in db.discover()]
     assert int(chaos_upgrade.REWRITE_VERSION) > max(versions)
     assert chaos_upgrade.REWRITE_VERSION != upgrade.PROBE_VERSION
-    # a no-op USING (``title`` alone) would not rewrite the table: the expression must not be one
-    assert "USING title || ''" in chaos_upgrade.REWRITE_SQL
-    # every stage reads title: the index stage's document query, for one
+    # a no-op USING (``content`` alone) would not rewrite the table: the expression must not be one
+    # (the rewrite itself is checked on a real PostgreSQL: tests/integration/scripts/test_chaos_upgrade.py)
+    assert "USING content || ''" in chaos_upgrade.REWRITE_SQL
+    # every stage reads content: the index stage's document query, for one
     documents = (REPO / "include" / "dgb" / "search" / "documents.py").read_text()
-    assert "n.title" in documents
+    assert "n.content" in documents
 
 
 def test_the_upgrade_publishes_the_next_minor_and_puts_the_setting_back(monkeypatch):

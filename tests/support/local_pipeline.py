@@ -65,9 +65,11 @@ class LocalPipeline:
             result = check_article(self.pg, f, self.uid(slug))
         assert result.outcome == "modified", result.as_dict()
 
-    def remove(self, slug: str) -> None:
-        """Take down on the site (410); two integrity checks 16 min apart confirm the removal."""
-        self.site.remove(self.agency, slug, 410)
+    def remove(self, slug: str, *, on_site: bool = True) -> None:
+        """Take down on the site (410; ``on_site`` False: the site already did); two integrity
+        checks 16 min apart confirm the removal."""
+        if on_site:
+            self.site.remove(self.agency, slug, 410)
         t0 = datetime.now(UTC)
         with checker(self.base) as f:
             check_article(self.pg, f, self.uid(slug), now=t0)

@@ -37,6 +37,8 @@ class Mirror(ManagedProcess):
         tick = dev_settings.mirror_tick()
         if tick:
             argv += ["--tick", tick]
+        if dev_settings.mirror_journal_base():
+            argv.append("--journal-base")
         # production scale (scripts/bench_realtime.py): N synthetic articles, see dgb_dev.mirror.synthetic
         synthetic = dev_settings.mirror_synthetic()
         if synthetic and synthetic != "0":

@@ -45,6 +45,12 @@ def mirror_tick() -> str:
     return env_str("DGB_MIRROR_TICK", "")
 
 
+def mirror_journal_base() -> bool:
+    """``DGB_MIRROR_JOURNAL_BASE`` (default off): the local site journals its corpus at start, not
+    only its changes (``--journal-base``: the chaos oracle's truth, :mod:`dgb_dev.mirror.journal`)."""
+    return env_flag("DGB_MIRROR_JOURNAL_BASE", False)
+
+
 def mirror_synthetic() -> str:
     """``DGB_MIRROR_SYNTHETIC`` (default empty or ``0``: off): N synthetic articles the local site
     also serves (``--synthetic``)."""

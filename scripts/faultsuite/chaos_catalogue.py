@@ -29,7 +29,7 @@ CHAOS = {
     "pause_model": ("SIGSTOP of the model service for 30-120 s, then SIGCONT", 0),
     "pause_task": ("SIGSTOP of a running task's process for 30-120 s, then SIGCONT", 0),
     "overlap": ("two other faults drawn and started together", 0),
-    "upgrade": ("the next version deployed: new DAG version, a rewrite of news.title, events 1.1", 0),
+    "upgrade": ("the next version deployed: new DAG version, a rewrite of news.content, events 1.1", 0),
 }
 # what bench_soak.py draws from (its documented faults; a seed draws what it drew before)
 SOAK_FAULTS = (

@@ -6,7 +6,8 @@ an HTML string, 1 one ``textBlock`` per paragraph with a plain string, 2 no text
 item's ``text`` RichText ``{"data": html, "content-type": ...}``, 3 no text blocks but ``text`` as
 a plain string, 4-7 one ``slate`` block per paragraph / heading / list (``value`` and
 ``plaintext``); always after a ``title`` block. ``effective``/``modified`` are UTC with
-``+00:00``, as the Plone REST API writes them.
+``+00:00``, as the Plone REST API writes them. The search's order (``sort_on``) and a summary's
+catalog columns (``metadata_fields``) are :mod:`.plone_catalog`'s.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from dgb_dev.mirror.content import GOVBR, Article, MirrorAgency, article_variant, int_param, iso_utc
+from dgb_dev.mirror.pages import plone_catalog
 from dgb_dev.mirror.pages.blocks import block_html, block_slate, parse_blocks, plain
 
 if TYPE_CHECKING:  # the Site calls these renderers with itself; only its public methods are used
@@ -32,8 +34,7 @@ def plone_search(site: Site, base: str, ag: MirrorAgency, path: str, params: Map
     if params.get("Title"):  # Plone's Title index: every word of the query in the title
         words = [w for w in re.findall(r"\w+", params["Title"].lower()) if w]
         items = [a for a in items if all(w in re.findall(r"\w+", a.title.lower()) for w in words)]
-    if params.get("sort_order", "descending") in ("ascending", "asc"):
-        items = items[::-1]
+    items = plone_catalog.sort_items(items, params)
     start = int_param(params, "b_start")
     size = int_param(params, "b_size", default=25) or 25
     full = params.get("fullobjects") not in (None, "0", "false", "False")
@@ -52,7 +53,8 @@ def plone_search(site: Site, base: str, ag: MirrorAgency, path: str, params: Map
         if start > 0:
             batching["prev"] = link(max(0, start - size))
         out["batching"] = batching
-    out["items"] = [plone_item(site, base, a, full) for a in items[start : start + size]]
+    page = items[start : start + size]
+    out["items"] = [{**plone_catalog.columns(a, params), **plone_item(site, base, a, full)} for a in page]
     return out
 
 

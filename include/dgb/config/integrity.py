@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgb.config import env_number, env_str, only_set
+from dgb.config import env_flag, env_number, env_str, only_set
 
 # -- removal evidence and breakers (dgb.integrity.evidence.RemovalPolicy) -----------------------
 
@@ -78,6 +78,14 @@ def min_rps() -> float:
     """``DGB_INTEGRITY_MIN_RPS`` (0.1): the least requests/s a budget run plans with, however busy the
     scrapes are (the fresh band keeps being checked; the host budget still gives scrapes first turn)."""
     return env_number("DGB_INTEGRITY_MIN_RPS", 0.1, minimum=0.0)
+
+
+def modified_signal() -> bool:
+    """``DGB_INTEGRITY_MODIFIED_SIGNAL`` (on): each budget run asks every Plone 6 agency's search
+    which articles changed (one request an agency, :mod:`dgb.integrity.signal`) and checks those
+    first; unchanged ones it covers are skipped while their last check is within their age band's
+    target. Off: every article is checked one by one, as before."""
+    return env_flag("DGB_INTEGRITY_MODIFIED_SIGNAL", True)
 
 
 # -- backpressure (dgb.integrity.backpressure) and the check log (dgb.integrity.purge) ---------

@@ -6,6 +6,8 @@ history of changes), most often while it is fresh.
 * :mod:`.checks`        - image check (HEAD, GET+Range fallback) and content check (conditional GET,
   then the scraper's own parser, compared field by field);
 * :mod:`.evidence`      - removal evidence (the gone streak) and the agency/host breakers;
+* :mod:`.signal`        - the change signal of Plone 6 agencies (their search sorted by ``modified``):
+  changed articles marked and checked first, unchanged ones skipped, a watermark per agency;
 * :mod:`.article_check` - one article's full check (fetch, save a changed page, record);
 * :mod:`.moves`         - an article found at another URL (issue 16);
 * :mod:`.recording`     - flags, state, the check log and the daily roll-up of one check;

@@ -1,6 +1,7 @@
 """One integrity check of one article (:func:`check_article`): fetch, compare, record.
 
-1. content (conditional GET, see :mod:`dgb.integrity.checks`);
+1. content (conditional GET, see :mod:`dgb.integrity.checks`; a plain GET for an article the
+   change signal marked, :mod:`dgb.integrity.signal`: its page is known to differ);
 2. on ``modified``: :func:`dgb.scraper.store.save_articles` with ``source="integrity"`` updates
    the row, writes one ``news_update_history`` row per changed field, bumps the version, resets
    the downstream stage state (theme, summary, embedding) and enqueues a ``dgb.news.scraped``
@@ -55,7 +56,8 @@ SELECT n.id, n.unique_id, n.agency_key, n.agency_name, n.url, n.title, n.subtitl
        n.published_at, n.updated_datetime, n.removed_at, n.image_broken, n.problem,
        a.site_kind,
        s.news_id AS state_news_id, s.tier, s.etag, s.last_modified, s.page_updated_at, s.checks,
-       s.image_status, s.content_status, s.consecutive_failures, s.gone_since, s.gone_checks, s.gone_status
+       s.image_status, s.content_status, s.consecutive_failures, s.gone_since, s.gone_checks, s.gone_status,
+       s.signal_modified_at
 FROM news n
 LEFT JOIN agencies a ON a.key = n.agency_key
 LEFT JOIN integrity_state s ON s.news_id = n.id
@@ -113,7 +115,10 @@ def check_article(
     t0 = time.monotonic()
     try:
         row = load_article(conn, unique_id)
-        content = check_content(fetcher, conn, row, row if row["state_news_id"] is not None else None)
+        state = row if row["state_news_id"] is not None else None
+        if state is not None and row["signal_modified_at"] is not None:
+            state = {**row, "etag": None, "last_modified": None}  # known to differ: no 304 can stand
+        content = check_content(fetcher, conn, row, state)
         checked_at = now or datetime.now(UTC)
         history_rows, event, moved_from = 0, False, None
         if content.moved_to and content.status in ("unchanged", "modified"):

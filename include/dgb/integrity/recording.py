@@ -9,7 +9,8 @@
    (:func:`dgb.integrity.evidence.weigh`): unconfirmed, the article is ``suspect_removed``;
    a normal answer ends the streak;
 4. :func:`_apply_flags` - the flag changes (:func:`_flag_updates`) on ``news``;
-5. :func:`_upsert_state` - the article's ``integrity_state`` row;
+5. :func:`_upsert_state` - the article's ``integrity_state`` row (ending the change signal's
+   mark, :mod:`dgb.integrity.signal`, once the page read is at least as new);
 6. :func:`_log_check` - one ``integrity_checks`` row and the ``integrity_daily`` roll-up.
 
 :func:`record_failure` records an unexpected exception instead (the article is pushed back).
@@ -198,7 +199,13 @@ def _upsert_state(
         " gone_status = EXCLUDED.gone_status,"
         " last_changed_at = coalesce(EXCLUDED.last_changed_at, integrity_state.last_changed_at),"
         " first_modified_at = coalesce(integrity_state.first_modified_at, EXCLUDED.first_modified_at),"
-        " image_checked_at = coalesce(EXCLUDED.image_checked_at, integrity_state.image_checked_at)",
+        " image_checked_at = coalesce(EXCLUDED.image_checked_at, integrity_state.image_checked_at),"
+        # the change signal's mark ends with a check that read the page at least that new (or found
+        # it gone): a failed check, or a page older than the search said, keeps it
+        " signal_modified_at = CASE WHEN EXCLUDED.content_status IN ('unchanged', 'modified', 'removed')"
+        " AND (EXCLUDED.page_updated_at IS NULL"
+        " OR EXCLUDED.page_updated_at >= integrity_state.signal_modified_at)"
+        " THEN NULL ELSE integrity_state.signal_modified_at END",
         {
             "id": row["id"],
             "tier": entry.tier,

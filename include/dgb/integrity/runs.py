@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from dgb.config import integrity as config_integrity
 from dgb.fetch import Fetcher
+from dgb.integrity import signal
 from dgb.integrity.article_check import ArticleNotFound, check_article
 from dgb.integrity.backpressure import backlog, system_load
 from dgb.integrity.evidence import BreakerChange, RemovalPolicy
@@ -28,6 +30,7 @@ from dgb.integrity.tiers import (
     assign_tiers,
     choose,
     due_articles,
+    image_due,
     load_candidates,
 )
 
@@ -151,6 +154,16 @@ def run_tier(
 # -- a budget run (issue 14) ---------------------------------------------------------------------
 
 
+def _signal_agencies(agencies: list | None) -> list:
+    """The agencies whose change signal a run reads: ``agencies``, else the configured catalogue."""
+    if agencies is not None:
+        return agencies
+    from dgb.agencies import agencies_for_settings
+    from dgb.config import Settings
+
+    return list(agencies_for_settings(Settings.from_env()).values())
+
+
 def integrity_budget_rps(policy: BudgetPolicy | None = None, conn=None) -> float:
     """Requests/s the integrity checks may spend on the host now: ``DGB_INTEGRITY_BUDGET_RPS`` when
     set, else with a connection what the scrapes leave of the shared host budget
@@ -179,11 +192,15 @@ class BudgetRunSummary:
     note: str | None = None
     breaker_changes: list[BreakerChange] = field(default_factory=list)
     paused: Counter = field(default_factory=Counter)
+    # the Plone 6 change signal (dgb.integrity.signal): its reads, the marked articles checked first
+    # and the unchanged ones skipped; None when off
+    signal: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "capacity": round(self.capacity, 1),
             "share": self.share,
+            "signal": self.signal,
             "candidates": self.candidates,
             "planned": self.planned,
             "planned_by_reason": dict(self.planned_by_reason),
@@ -216,13 +233,21 @@ def run_budget(
     recheck_every: int = 50,
     load_thresholds: dict[str, Any] | None = None,
     clock: Callable[[], datetime] | None = None,
+    modified_signal: bool | None = None,
+    agencies: list | None = None,
 ) -> BudgetRunSummary:
     """One run of the budget scheduler: take what the budget allows in the slot
     (``budget_rps * slot``, :func:`dgb.integrity.tiers.choose` over every article; ``budget_rps``
     None: integrity's share of the host budget now, :mod:`dgb.integrity.share`) and check
     it in the chosen order, stopping at ``max_seconds`` or when :func:`system_load` says the
     system is loaded (re-asked every ``recheck_every`` checks; the DAG's load sensor waits
-    before a run starts). ``clock`` dates the plan and every check."""
+    before a run starts). ``clock`` dates the plan and every check.
+
+    With the change signal (``modified_signal``, default ``DGB_INTEGRITY_MODIFIED_SIGNAL``, on;
+    :mod:`dgb.integrity.signal`) the run first reads each Plone 6 agency's search sorted by
+    modification date (one request each, out of the capacity), checks the articles it marked
+    first, and leaves out of the plan the unchanged ones it covers. ``agencies``: the catalogue
+    the reads come from (default: the configured one, mirror URLs in mirror mode)."""
     import numpy as np
 
     policy = policy or BudgetPolicy.from_env()
@@ -233,19 +258,34 @@ def run_budget(
     t0 = time.monotonic()
     now = clock() if clock is not None else datetime.now(UTC)
     summary.placed = assign_tiers(conn, schedule, now)
+    first: list[tuple[int, str]] = []  # marked by the change signal: checked before the plan
+    capacity = summary.capacity
+    use_signal = config_integrity.modified_signal() if modified_signal is None else modified_signal
+    if use_signal:
+        reads = signal.read_signals(conn, fetcher, _signal_agencies(agencies), now, limit=int(capacity))
+        first = signal.marked(conn, int(capacity - reads.requests))
+        capacity -= reads.requests + len(first)
+        skip = signal.skippable(conn, reads, now)
+        summary.requests += reads.requests
     cands = load_candidates(conn, now, policy)
+    if use_signal:
+        before = len(cands)
+        cands = signal.without(cands, skip, image_due(cands, now.timestamp(), policy))
+        summary.signal = {**reads.as_dict(), "checked_first": len(first), "skipped": before - len(cands)}
+        cands = signal.without(cands, {news_id for news_id, _ in first})
     summary.candidates = len(cands)
-    plan = choose(cands, now.timestamp(), summary.capacity, policy)
+    plan = choose(cands, now.timestamp(), capacity, policy)
     summary.planned = len(plan)
     summary.planned_by_reason = {
         name: int(np.count_nonzero(plan.reason == i)) for i, name in enumerate(PLAN_REASONS)
     }
-    ids = [int(cands.news_id[i]) for i in plan.index]
+    ids = [news_id for news_id, _ in first] + [int(cands.news_id[i]) for i in plan.index]
+    images = [False] * len(first) + [bool(x) for x in plan.image]
     with conn.cursor() as cur:
         cur.execute("SELECT id, unique_id FROM news WHERE id = ANY(%s)", (ids,))
         uid = dict(cur.fetchall())
     conn.commit()
-    for n, (news_id, with_image) in enumerate(zip(ids, plan.image, strict=True)):
+    for n, (news_id, with_image) in enumerate(zip(ids, images, strict=True)):
         if max_seconds is not None and time.monotonic() - t0 > max_seconds:
             summary.note = f"stopped after {max_seconds:.0f} s with {len(ids) - n} planned checks left"
             break

@@ -383,7 +383,7 @@ def test_0018_moves_the_ids_this_pipeline_minted_to_their_types_namespace(fresh_
                 "INSERT INTO news_entities (unique_id, entity_id, type, count) VALUES ('a1', %s, %s, 2)",
                 (eid, etype),
             )
-    assert [m.split("_")[0] for m in db.migrate(conn, db.MIGRATIONS_DIR)] == ["0018"]
+    assert [m.split("_")[0] for m in db.migrate(conn, db.MIGRATIONS_DIR)][:1] == ["0018"]
 
     ids = {r[0]: r[1:] for r in _fetch(conn, "SELECT entity_id, provenance, extra FROM entity_registry")}
     new_long = (

@@ -1,10 +1,10 @@
 """The catalog side of the mirror's Plone 6 ``@search``: the sort order and the metadata columns
 of a summary, as a Plone catalog answers them.
 
-``sort_on=modified`` (or ``effective`` / ``created``) orders by that date, ties by slug;
-``sort_order`` ``descending`` or ``reverse`` is newest first, ``ascending`` oldest first (without a
-``sort_order`` the site keeps its own newest-first order, which clients of this mirror rely on).
-Without ``sort_on`` the order is the site's (publication, newest first).
+``sort_on=modified`` orders by modification date, ties by slug, newest first unless ``sort_order``
+is ``ascending`` (the mirror's default order is newest first, which its clients rely on). Any other
+``sort_on`` (``effective``, ``created``) or none keeps the site's own order, publication newest
+first (the same as ``effective``), reversed by ``ascending``.
 
 ``metadata_fields`` adds catalog columns to each summary (``modified``, ``effective``, ``created``,
 ``UID``, ``id``, ``head_title``, ``Subject``; ``_all`` for every one), dates in ISO 8601 UTC with an
@@ -20,21 +20,15 @@ from typing import Any
 
 from dgb_dev.mirror.content import Article, iso_utc
 
-DATE_INDEXES = {
-    "modified": lambda a: a.modified_at,
-    "effective": lambda a: a.published_at,
-    "created": lambda a: a.published_at,
-}
 COLUMNS = ("modified", "effective", "created", "UID", "id", "head_title", "Subject")
 
 
 def sort_items(items: list[Article], params: Mapping[str, str]) -> list[Article]:
     """``items`` (newest publication first) in the order the query asks."""
-    order = params.get("sort_order", "").lower()
-    key = DATE_INDEXES.get(params.get("sort_on", ""))
-    if key is None:
-        return items[::-1] if order in ("ascending", "asc") else items
-    return sorted(items, key=lambda a: (key(a), a.slug), reverse=order not in ("ascending", "asc"))
+    ascending = params.get("sort_order", "").lower() in ("ascending", "asc")
+    if params.get("sort_on") != "modified":  # effective, created or none: the site's own order
+        return items[::-1] if ascending else items
+    return sorted(items, key=lambda a: (a.modified_at, a.slug), reverse=not ascending)
 
 
 def columns(a: Article, params: Mapping[str, str]) -> dict[str, Any]:

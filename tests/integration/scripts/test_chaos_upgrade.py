@@ -1,6 +1,6 @@
 """The chaos upgrade's migration and evidence against a real PostgreSQL: the migration rewrites
-``news`` (a new relfilenode) and keeps every text as it was, under the views that read ``news``; the outbox tells events of the new
-version from the others (scripts/faultsuite/chaos_upgrade.py)."""
+``news`` (a new relfilenode) and keeps every text as it was, under the views that read ``news``;
+the outbox tells events of the new version from the others (scripts/faultsuite/chaos_upgrade.py)."""
 
 from __future__ import annotations
 

@@ -24,9 +24,8 @@ _BYLINE = re.compile(
     r"Publicado em\s+\d\d/\d\d/\d{4} \d\dh\d\d(?:\s+Atualizado em\s+\d\d/\d\d/\d{4} \d\dh\d\d)?"
 )
 _CREDIT = re.compile(r"^\W*fotos?\b", re.I)  # a photo credit: the scraper drops it as a caption
-_NUMBERED = re.compile(
-    r"^(\s*)\d{1,3}[.)]\s+", re.M
-)  # the site renders every <ol> from 1: bullets keep the words
+# the site renders every <ol> from 1 (the journal hashes the source's numbers): bullets keep the words
+_NUMBERED = re.compile(r"^(\s*)\d{1,3}\\?[.)]\s+", re.M)
 _TAIL = re.compile(r"^(?:Tags:|Categoria\s*$|Conteúdo relacionado|Compartilhar:|Compartilhe:)", re.M)
 _AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
 

@@ -376,19 +376,14 @@ class LoadDriver:
         self.base = loopback_base(base_url)
         if speed <= 0:
             raise ValueError("speed must be positive")
-        self.plan, self.speed, self.retries, self.backoff, self.timeout = (
-            plan,
-            speed,
-            retries,
-            backoff,
-            timeout,
-        )
+        self.plan, self.speed, self.timeout = plan, speed, timeout
+        self.retries, self.backoff = retries, backoff
         # no proxy, whatever the environment says: the site is on this machine
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._done: list[Done] = []
-        self._live: dict[int, tuple[str, str]] = {}  # article -> (agency, slug) while on the site
+        self._live: dict[int, tuple[str, str, str]] = {}  # article -> (agency, slug, url) while on the site
         self._gone: set[int] = set()
         self._journal_next = 0
         self._journal: dict[tuple, dict] = {}  # (event, agency, slug, hash) -> {"url", "slug"}
@@ -434,8 +429,8 @@ class LoadDriver:
         out["late_over_1s"] = sum(1 for r in records if r.lateness_s > 1.0)
         return out
 
-    def live_articles(self) -> dict[int, tuple[str, str]]:
-        """Article number -> (agency, slug) of the run's articles the site should now serve."""
+    def live_articles(self) -> dict[int, tuple[str, str, str]]:
+        """Article number -> (agency, slug, url) of the run's articles the site should now serve."""
         with self._lock:
             return dict(self._live)
 
@@ -467,6 +462,7 @@ class LoadDriver:
                 rec.status = "skipped"
                 rec.error = "gone" if action.article in self._gone else "never published"
                 return
+            rec.slug, rec.url = where[1], where[2]
             payload = {"agency": where[0], "slug": where[1], **action.body}
             slug = action.body["new_slug"] if action.kind == "move" else where[1]
             key = (action.kind, where[0], slug, action.hash)
@@ -480,7 +476,7 @@ class LoadDriver:
                 self._live.pop(action.article, None)
                 self._gone.add(action.article)
             else:
-                self._live[action.article] = (action.agency, rec.slug)
+                self._live[action.article] = (action.agency, rec.slug, rec.url or "")
 
     def _call(self, kind: str, payload: dict, key: tuple, rec: Done) -> dict | None:
         """The site's JSON answer, or None (``rec`` says why)."""
@@ -533,19 +529,30 @@ class LoadDriver:
 
     def _in_journal(self, key: tuple) -> dict | None:
         """``{"url", "slug"}`` when the site's journal holds the change ``key`` (event, agency, slug,
-        hash; a removal's hash is None), read on from where the last look stopped."""
-        try:
-            req = urllib.request.Request(f"{self.base}/_control/journal?since={self._journal_next}")
-            with self._opener.open(req, timeout=self.timeout) as resp:
-                data = _json(resp.read())
-        except (OSError, http.client.HTTPException):
+        hash; a removal's hash is None), read on from where the last look stopped (from the start
+        again when the journal got shorter: a restarted site)."""
+        data = self._journal_since(self._journal_next)
+        if data is None:
             return None
+        if not data.get("entries") and self._journal_next:
+            whole = self._journal_since(0)
+            if whole is not None and int(whole.get("next", 0)) < self._journal_next:
+                self._journal.clear()
+                data = whole
         for e in data.get("entries", ()):
             url = e.get("url")
             found = {"url": self.base + url if url else None, "slug": e.get("slug")}
             self._journal[(e.get("event"), e.get("agency"), e.get("slug"), e.get("hash"))] = found
         self._journal_next = int(data.get("next", self._journal_next))
         return self._journal.get(key)
+
+    def _journal_since(self, since: int) -> dict | None:
+        try:
+            req = urllib.request.Request(f"{self.base}/_control/journal?since={since}")
+            with self._opener.open(req, timeout=self.timeout) as resp:
+                return _json(resp.read())
+        except (OSError, http.client.HTTPException):
+            return None
 
 
 def _json(raw: bytes) -> dict:

@@ -8,8 +8,12 @@ Listing pages are walked newest first.
   does not end the run before the new ones below it). With nothing new, a run costs one listing
   request per agency (plus robots.txt, cached per task). Plone 6 API listings carry whole
   articles, so their known items are still compared for edits at no request cost. A regular run
-  reads at most ``max_pages`` (3) listing pages: an agency never scraped before gets its latest
-  pages, not its whole history.
+  reads ``max_pages`` (3) listing pages: an agency never scraped before gets its latest pages,
+  not its whole history. An agency with stored articles whose 3 pages held no fence (it
+  published more than 3 pages since its last run: a burst) is read on until the fence, at most
+  ``catchup_max_pages`` (30): stopping at 3 pages left the older new articles unseen for good,
+  since no later regular run reads that deep. A run that reaches that cap too says so
+  (``RunReport.gap``, a warning): older new articles may remain for a backfill.
 * A **backfill** (``start_date`` given) walks back until articles are older than ``start_date``
   (up to ``backfill_max_pages``) and re-reads known articles in the window so their edits are
   stored (``allow_update: false`` leaves them as they are).
@@ -59,6 +63,7 @@ class ScrapeParams:
     allow_update: bool = True
     fence: int = 3
     max_pages: int = 3  # regular runs; a backfill may walk up to backfill_max_pages
+    catchup_max_pages: int = 30  # a regular run of a known agency with no fence in max_pages
     backfill_max_pages: int = 200
 
     @property
@@ -106,6 +111,7 @@ class RunReport:
     problems: dict[str, int] = field(default_factory=dict)  # article errors by kind (errors.KINDS...)
     off_site_dropped: int = 0  # listing items / next links on another site, not followed
     not_modified: bool = False  # the first listing page answered 304: nothing new, nothing read
+    gap: bool = False  # catchup_max_pages read without meeting a known article: some may be unseen
     seconds: float = 0.0
 
     def as_dict(self) -> dict:
@@ -123,10 +129,13 @@ class RunReport:
         log.warning("agency %s: article skipped (%s): %s", agency_key, exc.kind, exc)
 
     def figures(self) -> str:
-        """The per-kind problem counts and off-site drops, as stored with the run ("" if none)."""
+        """The per-kind problem counts, off-site drops and a listing gap, as stored with the run
+        ("" if none)."""
         parts = [f"{k}={v}" for k, v in sorted(self.problems.items())]
         if self.off_site_dropped:
             parts.append(f"off_site_dropped={self.off_site_dropped}")
+        if self.gap:
+            parts.append(f"listing_gap_after_pages={self.pages}")
         return "; ".join(parts)
 
 
@@ -224,6 +233,7 @@ def scrape_agency(
     url: str | None = listing_url(agency)
     consecutive_known = 0
     max_pages = params.backfill_max_pages if params.backfill else params.max_pages
+    had_articles: bool | None = None  # asked once, when a regular run's pages run out
     sites = own_sites(agency)
     first: conditional.Fetched | None = None
     asked = time.time()
@@ -284,6 +294,24 @@ def scrape_agency(
             if stop:
                 break
             url = page.next_url
+            if url and report.pages >= max_pages and not params.backfill:
+                if had_articles is None:
+                    had_articles = store.had_articles(conn, agency.key, report.new)
+                if had_articles and max_pages < params.catchup_max_pages:
+                    max_pages = params.catchup_max_pages  # a burst: read on to the known ones
+                    log.info(
+                        "agency %s: %d pages all new; reading on to the known articles",
+                        agency.key,
+                        report.pages,
+                    )
+                elif had_articles:
+                    report.gap = True
+                    log.warning(
+                        "agency %s: %d listing pages read without meeting a known article:"
+                        " older new articles may remain unseen (a backfill reads them)",
+                        agency.key,
+                        report.pages,
+                    )
     except ScrapeError as exc:
         report.status = "failed" if not (report.new or report.updated) else "partial"
         report.error_category, report.error_message = exc.category, str(exc)

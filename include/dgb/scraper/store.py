@@ -226,6 +226,16 @@ def _free_unique_id(cur, art: Article) -> str:
     return f"{uid}{hashlib.md5(art.url.encode()).hexdigest()[:6]}"
 
 
+def had_articles(conn, agency_key: str, new_ids: list[str]) -> bool:
+    """Whether the agency has stored articles other than ``new_ids`` (this run's own)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT EXISTS (SELECT 1 FROM news WHERE agency_key = %s AND NOT (unique_id = ANY(%s)))",
+            (agency_key, list(new_ids)),
+        )
+        return bool(cur.fetchone()[0])
+
+
 def known_urls(conn, agency_key: str, urls: list[str]) -> set[str]:
     if not urls:
         return set()

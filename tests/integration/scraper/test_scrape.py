@@ -253,6 +253,61 @@ def test_regular_run_passes_a_known_item_above_a_new_one(pg, site_url):
     assert len(report.new) == 1 and report.known_skipped == 3
 
 
+def test_a_burst_longer_than_three_pages_is_read_until_the_known_articles(pg, site_url):
+    """An agency that published more than three listing pages (30 each) since its last run: the
+    regular run goes on past its 3 pages until it meets what it knows. Stopping at 3 pages left
+    the older new articles unseen for good (no later regular run reads that deep; the chaos run
+    found 9 of 47 lost on one agency)."""
+    site, server, base = site_url
+    with Fetcher(FAST) as f:
+        scrape_agency(pg, mirrored_agency(base, "mec"), f)
+    for i in range(100):  # 3 pages and 10 more, newer than everything known
+        site.publish(
+            article_dict(
+                "mec",
+                f"rajada-{i:03d}",
+                f"MEC anuncia medida {i}",
+                f"2026-12-01T{8 + i // 60:02d}:{i % 60:02d}:00-03:00",
+            )
+        )
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
+    assert len(report.new) == 100 and report.pages == 4 and not report.gap
+    assert _count(pg, "SELECT count(*) FROM news WHERE agency_key = 'mec'") == 105
+    # bounded: beyond catchup_max_pages the run stops and says a gap may remain
+    for i in range(70):
+        site.publish(
+            article_dict(
+                "mec",
+                f"outra-{i:03d}",
+                f"MEC divulga dado {i}",
+                f"2026-12-02T{8 + i // 60:02d}:{i % 60:02d}:00-03:00",
+            )
+        )
+    with Fetcher(FAST) as f:
+        capped = scrape_agency(
+            pg, mirrored_agency(base, "mec"), f, params=ScrapeParams(max_pages=1, catchup_max_pages=2)
+        )
+    assert capped.pages == 2 and len(capped.new) == 60 and capped.gap
+
+
+def test_a_first_run_reads_only_the_latest_pages(pg, site_url):
+    """An agency never scraped: its latest 3 pages, not its whole history (a backfill's job)."""
+    site, server, base = site_url
+    for i in range(100):
+        site.publish(
+            article_dict(
+                "mec",
+                f"antiga-{i:03d}",
+                f"MEC informa {i}",
+                f"2026-12-01T{8 + i // 60:02d}:{i % 60:02d}:00-03:00",
+            )
+        )
+    with Fetcher(FAST) as f:
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
+    assert report.pages == 3 and len(report.new) == 90 and not report.gap
+
+
 # ------------------------------------------------------------------ outbox relay
 
 

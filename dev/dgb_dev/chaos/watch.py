@@ -1,13 +1,20 @@
 """What readers see during a chaos run, watched from outside the pipeline (scripts/bench_chaos.py).
 
-* :class:`FirstSeen`: a reader polling the index every few seconds for the URLs it can find (the
-  alias the portal reads, a cheap export of ``url`` only). The first time each URL shows up is
-  that article's publication -> searchable, with the site's journal giving the publication time.
-  It reads no pipeline table and no marker the pipeline wrote for itself.
-* :class:`Recoveries`: each fault's recovery, by the oracle: from the fault's end until every
-  article whose last change on the site came before that end reads right (present once, at its
-  latest text, with a theme and a vector; removed ones gone). Articles the site changed after the
-  end are left out: they are the next minutes' ordinary work, not the fault's.
+* :class:`FirstSeen`: a reader polling the index every few seconds (the alias the portal reads).
+  The first time each URL's document is complete, with a theme and a vector of the model's size,
+  is that article's publication -> searchable, with the site's journal giving the publication
+  time. A document can show up before its vector (the index stage writes the enriched article,
+  then adds its vector once embedded), so both times are kept. A cheap export of the run's
+  documents (``id``, ``url`` and the theme) finds them; only a document that has a theme and no
+  complete sighting yet is read whole, for its vector. It reads no pipeline table and no marker
+  the pipeline wrote for itself.
+* :class:`Recoveries`: each fault's recovery, judged on the index the way the oracle judges it:
+  from the fault's end until every article the site published before that end, and has not taken
+  down, is there for readers once, complete (a theme, a vector of the model's size) and at a text
+  the site has had for it. Edits and removals are left out of recovery: they reach readers through
+  integrity's checks on their own schedule (an edit of a young article within its age band's
+  target, a removal after a second check a quarter of an hour later), whatever the faults. The run's
+  final verdict judges them, with everything else, at the latest text.
 
 Both poll; a poll that fails (Typesense is down: that is what the faults do) is counted and
 retried at the next turn, never raised.
@@ -15,6 +22,7 @@ retried at the next turn, never raised.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,8 +30,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from dgb.search.documents import CONTENT_CAP
 from dgb_dev.chaos import oracle
-from dgb_dev.mirror.journal import url_key
+from dgb_dev.mirror.journal import reader_text, text_hash, url_key
+
+
+def _text_of(doc: Mapping[str, Any]) -> str:
+    """The journal's hash of a document's title and text; a text the index stage cut
+    (``CONTENT_CAP``) is known by its title alone, as the oracle judges it."""
+    if len(doc.get("content") or "") >= CONTENT_CAP:
+        return "title:" + reader_text(doc.get("title"))
+    return text_hash(doc.get("title"), doc.get("content"))
 
 
 def _epoch(iso: str) -> float:
@@ -32,54 +49,67 @@ def _epoch(iso: str) -> float:
 
 class FirstSeen(threading.Thread):
     """Polls ``alias`` every ``every_s`` seconds for documents published since ``since_epoch``
-    (``published_at``, a day of margin for the site's time zone) and keeps the first time each
-    URL (:func:`url_key`) was seen."""
+    (``published_at``, a day of margin for the site's time zone) and keeps, per URL
+    (:func:`url_key`), the first time it was seen at all (``shown``) and the first time complete,
+    with a theme and a vector of ``dim`` values (``first``)."""
 
-    def __init__(self, ts, alias: str, since_epoch: float, every_s: float = 3.0):
+    def __init__(self, ts, alias: str, since_epoch: float, dim: int, every_s: float = 3.0):
         super().__init__(name="chaos-first-seen", daemon=True)
-        self.ts, self.alias, self.every_s = ts, alias, every_s
+        self.ts, self.alias, self.dim, self.every_s = ts, alias, dim, every_s
         self.since = int(since_epoch - 86_400)
         self.first: dict[str, float] = {}
+        self.shown: dict[str, float] = {}
         self.polls = 0
         self.failed_polls = 0
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def poll(self) -> int:
-        """One look at the index; returns the URLs seen for the first time."""
-        raw = self.ts.collections[self.alias].documents.export(
-            {"include_fields": "url", "filter_by": f"published_at:>={self.since}"}
+        """One look at the index; returns the URLs seen complete for the first time."""
+        docs = self.ts.collections[self.alias].documents
+        raw = docs.export(
+            {
+                "include_fields": "id,url,theme_1_level_1_code,most_specific_theme_code",
+                "filter_by": f"published_at:>={self.since}",
+            }
         )
         now = time.time()
         text = raw.decode() if isinstance(raw, bytes) else raw
         new = 0
         for line in text.splitlines():
-            start = line.find('"url":"')
-            if start < 0:
+            if not line.strip():
                 continue
-            end = line.find('"', start + 7)
-            key = url_key(line[start + 7 : end])
-            if key not in self.first:
+            doc = json.loads(line)
+            key = url_key(doc.get("url") or "")
+            if key in self.first:
+                continue
+            self.shown.setdefault(key, now)
+            if not (doc.get("theme_1_level_1_code") or doc.get("most_specific_theme_code")):
+                continue
+            vector = docs[doc["id"]].retrieve().get("content_embedding") or []
+            if len(vector) == self.dim:
                 self.first[key] = now
                 new += 1
         return new
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             try:
                 self.poll()
                 self.polls += 1
             except Exception:  # Typesense down or restarting: the next turn looks again
                 self.failed_polls += 1
-            self._stop.wait(self.every_s)
+            self._halt.wait(self.every_s)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join(timeout=30)
 
     def freshness(self, entries: list[Mapping[str, Any]], since_epoch: float) -> dict[str, Any]:
-        """Publication -> first seen of every article the journal says was published at or after
-        ``since_epoch``; ``unseen``: published and never seen (judged by the oracle, not here)."""
+        """Publication -> first seen complete of every article the journal says was published at or
+        after ``since_epoch`` (``lags``; ``shown_lags``: -> first seen in any form); ``unseen``:
+        published and never seen complete (judged by the oracle, not here)."""
         lags: list[float] = []
+        shown: list[float] = []
         unseen = 0
         for e in entries:
             if e["event"] != "publish":
@@ -87,12 +117,15 @@ class FirstSeen(threading.Thread):
             at = _epoch(e["at"])
             if at < since_epoch:
                 continue
-            seen = self.first.get(url_key(e["url"]))
+            key = url_key(e["url"])
+            if key in self.shown:
+                shown.append(max(0.0, self.shown[key] - at))
+            seen = self.first.get(key)
             if seen is None:
                 unseen += 1
             else:
                 lags.append(max(0.0, seen - at))
-        return {"lags": lags, "unseen": unseen, "resolution_s": self.every_s}
+        return {"lags": lags, "shown_lags": shown, "unseen": unseen, "resolution_s": self.every_s}
 
 
 @dataclass
@@ -124,16 +157,45 @@ class Recoveries:
         return p
 
     def problems(self, entries: list[dict], documents: list[dict]) -> dict[str, tuple[int, str]]:
-        """URL -> (the seq of its last journal entry, what a reader gets wrong), every category."""
+        """URL -> (the seq of its publication, what a reader misses), for every live article the
+        site published (see the module doc)."""
         if self.agencies is not None:
             entries = [e for e in entries if e["event"] == "reset" or e["agency"] in self.agencies]
-        truth = oracle.truth(entries)
-        verdict = oracle.judge(truth, documents, self.dim)
+        latest = oracle.truth(entries)
+        published: dict[str, int] = {}
+        texts: dict[str, set[str]] = {}
+        for e in sorted(entries, key=lambda e: e["seq"]):
+            if e["event"] == "reset":
+                published.clear()
+                texts.clear()
+                continue
+            key = url_key(e["url"])
+            if e["event"] in ("base", "publish"):
+                published.setdefault(key, e["seq"])
+            if e.get("hash"):
+                texts.setdefault(key, set()).update((e["hash"], "title:" + reader_text(e.get("title"))))
+        by_url: dict[str, list[dict]] = {}
+        for doc in documents:
+            by_url.setdefault(url_key(doc.get("url") or ""), []).append(doc)
         out: dict[str, tuple[int, str]] = {}
-        for category in oracle.CATEGORIES:
-            for url, why in getattr(verdict, category).items():
-                if url in truth:
-                    out[url] = (truth[url].seq, f"{category}: {why}")
+        for key, seq in published.items():
+            want = latest.get(key)
+            if want is None or not want.live:
+                continue  # taken down or moved away: integrity's schedule, not recovery
+            docs = by_url.get(key, [])
+            if not docs:
+                why = "no document"
+            elif len(docs) > 1:
+                why = f"{len(docs)} documents"
+            elif _text_of(docs[0]) not in texts.get(key, ()):
+                why = "a text the site never had"
+            elif not (docs[0].get("most_specific_theme_code") or docs[0].get("theme_1_level_1_code")):
+                why = "no theme"
+            elif len(docs[0].get("content_embedding") or []) != self.dim:
+                why = "no vector of the model's size"
+            else:
+                continue
+            out[key] = (seq, why)
         return out
 
     def check(self, now: float | None = None) -> list[Pending]:

@@ -59,6 +59,7 @@ import argparse
 import json
 import os
 import random
+import re
 import sys
 import threading
 import time
@@ -66,7 +67,6 @@ import uuid
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 for sub in ("include", "plugins", "dev", "scripts"):
@@ -76,7 +76,6 @@ import bench_realtime as realtime  # noqa: E402
 from bench_soak import drain  # noqa: E402
 from faultsuite.chaos import Chaos  # noqa: E402
 from faultsuite.context import Context  # noqa: E402
-from faultsuite.plumbing import Db  # noqa: E402
 
 SCRATCH = {
     "DGB_PG_DB": "dgb_chaos",
@@ -105,20 +104,9 @@ def bring_up():
     from dgb_dev import stack
     from dgb_dev.chaos.event_counter import EventCounter
     from dgb_dev.stack.airflow_start import unpause_pipeline, up_airflow
-    from dgb_dev.stack.typesense import drop_index
-    from dgb_dev.stack.watchdog import start_watchdog, stop_watchdog
+    from dgb_dev.stack.watchdog import start_watchdog
 
-    s = stack.ensure_secrets(Settings.from_env())
-    log("stopping this checkout's Airflow, watchdog and local site (dev settings)")
-    stop_watchdog(s)
-    for name in [f"airflow-{p}" for p in reversed(stack.AIRFLOW_PARTS)] + ["mirror"]:
-        stack.component(s, name).down()
-    s = stack.ensure(["postgres", "pubsub", "typesense"], s)
-    pg = stack.Postgres(s)
-    pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
-    stack.ensure_database(pg, s.pg_db)
-    drop_index(s)
-    stack.bootstrap(s)
+    s, pg = realtime.scratch_stack(Settings.from_env())
     counter = EventCounter(s.gcp_project).open()  # before anything is published: it sees it all
     s = stack.ensure(["mirror", "model"], s)
     up_airflow(s)
@@ -145,6 +133,20 @@ def wait_truth(check, minutes: float, what: str) -> tuple[bool, float, object]:
             return False, time.monotonic() - t0, verdict
         log(f"{what}: not yet ({left}), {time.monotonic() - t0:.0f}s")
         time.sleep(POLL_S)
+
+
+def journal_agencies(site: str, keys: list[str]) -> list[str]:
+    """The site's agency keys of the scraped agencies (``keys``: the stack's). The two may be spelt
+    apart (EBC's portals: ``agencia_brasil`` / ``agenciabrasil``, ``memoria-ebc`` / ``memoria_ebc``):
+    matched on letters and digits only, so no scraped agency's articles go unjudged."""
+    from dgb_dev.chaos import oracle
+
+    def norm(key: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", key.lower())
+
+    wanted = {norm(k) for k in keys}
+    site_keys = {e["agency"] for e in oracle.read_journal(site) if e.get("agency")}
+    return sorted({k for k in site_keys if norm(k) in wanted} | set(keys))
 
 
 # --------------------------------------------------------------------------- the run
@@ -180,7 +182,9 @@ class ChaosRun:
 
         self.args, self.seed, self.s, self.counter, self.site = args, seed, s, counter, site
         self.scrape_dags = scrape_dags
-        self.agencies = sorted(d.removeprefix("scrape_") for d in scrape_dags)
+        from dgb.scraper.dags import selected_agencies
+
+        self.agencies = journal_agencies(site, [a.key for a in selected_agencies(s)])
         self.ts = schema.client(s, timeout=60.0)
         self.alias, self.dim = s.typesense_collection, s.embedding_dim
         self.budget_rps = hostbudget.BudgetConfig(**http_config.host_budget()).default_rps
@@ -212,13 +216,7 @@ class ChaosRun:
         from dgb_dev.chaos.watch import FirstSeen
 
         args, s = self.args, self.s
-        ctx = Context(
-            args=SimpleNamespace(quick=False, only=None, outage_s=None, keep=args.keep),
-            run_id=uuid.uuid4().hex[:6],
-            s=s,
-            db=Db(s.pg_dsn()),
-            af=Db(s.pg_dsn(s.pg_airflow_db)),
-        )
+        ctx = Context.for_chaos(s, keep=args.keep)
         self.af = ctx.af
         chaos = Chaos(ctx, self.seed, self.site, scale=args.outage_scale)
         self.run_start = datetime.now(UTC)
@@ -274,6 +272,9 @@ class ChaosRun:
         """The oracle's recovery pass and the event counter's drain."""
         for p in self.recoveries.check():
             log(f"{p.name}: readers see the truth again {p.recovery_s:.0f}s after its end")
+        for p in self.recoveries.open:
+            url, why = next(iter(p.last_problems.items()), ("-", "-"))
+            log(f"{p.name}: not recovered yet: {len(p.last_problems)} articles, e.g. {url[-70:]}: {why}")
         try:
             self.counter.drain()
         except Exception as exc:  # the emulator is down: the next turn drains

@@ -249,6 +249,29 @@ class Realtime:
     start: datetime  # the corpus's five years end here: what is published after is new
 
 
+def scratch_stack(settings):
+    """This checkout's Airflow, watchdog and site (dev settings) stopped; PostgreSQL, the emulator
+    and Typesense up; the run's scratch database and index (``settings``' names) made empty and
+    bootstrapped. Returns (settings with secrets, the PostgreSQL component). Shared with
+    scripts/bench_chaos.py."""
+    from dgb_dev import stack
+    from dgb_dev.stack.typesense import drop_index
+    from dgb_dev.stack.watchdog import stop_watchdog
+
+    s = stack.ensure_secrets(settings)
+    log("stopping this checkout's Airflow, watchdog and local site (dev settings)")
+    stop_watchdog(s)
+    for name in [f"airflow-{p}" for p in reversed(stack.AIRFLOW_PARTS)] + ["mirror"]:
+        stack.component(s, name).down()
+    s = stack.ensure(["postgres", "pubsub", "typesense"], s)
+    pg = stack.Postgres(s)
+    pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
+    stack.ensure_database(pg, s.pg_db)
+    drop_index(s)  # the run's index holds exactly what its preload and pipeline put there
+    stack.bootstrap(s)
+    return s, pg
+
+
 def bring_up(articles: int, workers: int) -> Realtime:
     """Steps 1-3 of the module doc up to the start of the measured run (shared with
     scripts/bench_soak.py): this checkout's Airflow, watchdog and site stopped, the stack up on the
@@ -262,20 +285,10 @@ def bring_up(articles: int, workers: int) -> Realtime:
     from dgb.config import Settings
     from dgb_dev import stack
     from dgb_dev.stack.airflow_start import unpause_pipeline, up_airflow
-    from dgb_dev.stack.typesense import drop_index, wait_index_caught_up
-    from dgb_dev.stack.watchdog import start_watchdog, stop_watchdog
+    from dgb_dev.stack.typesense import wait_index_caught_up
+    from dgb_dev.stack.watchdog import start_watchdog
 
-    s = stack.ensure_secrets(Settings.from_env())
-    log("stopping this checkout's Airflow, watchdog and local site (dev settings)")
-    stop_watchdog(s)
-    for name in [f"airflow-{p}" for p in reversed(stack.AIRFLOW_PARTS)] + ["mirror"]:
-        stack.component(s, name).down()
-    s = stack.ensure(["postgres", "pubsub", "typesense"], s)
-    pg = stack.Postgres(s)
-    pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
-    stack.ensure_database(pg, s.pg_db)
-    drop_index(s)  # the run's index holds exactly what its preload and pipeline put there
-    stack.bootstrap(s)
+    s, pg = scratch_stack(Settings.from_env())
     corpus = _corpus(articles, start, 2.0)
     log(f"synthetic corpus: {corpus.summary()}")
     base = s.mirror_url.rstrip("/")

@@ -47,10 +47,8 @@ import json
 import random
 import sys
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 for sub in ("include", "plugins", "dev", "scripts"):
@@ -271,13 +269,7 @@ def main(argv=None) -> int:
     run = realtime.bring_up(args.articles, args.workers)
     s = run.s
     budget_rps = hostbudget.BudgetConfig(**http_config.host_budget()).default_rps
-    ctx = Context(
-        args=SimpleNamespace(quick=False, only=None, outage_s=None, keep=args.keep),
-        run_id=uuid.uuid4().hex[:6],
-        s=s,
-        db=Db(s.pg_dsn()),
-        af=Db(s.pg_dsn(s.pg_airflow_db)),
-    )
+    ctx = Context.for_chaos(s, keep=args.keep)
     chaos = Chaos(ctx, seed, run.base, scale=args.outage_scale, faults=SOAK_FAULTS)
     run_start = datetime.now(UTC)
     epoch0 = time.time()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from dgb.config import Settings
@@ -30,6 +31,18 @@ class Context:
         os.environ["PUBSUB_EMULATOR_HOST"] = settings.pubsub_emulator_host
         return cls(
             args=args,
+            run_id=uuid.uuid4().hex[:6],
+            s=settings,
+            db=Db(settings.pg_dsn()),
+            af=Db(settings.pg_dsn(settings.pg_airflow_db)),
+        )
+
+    @classmethod
+    def for_chaos(cls, settings: Settings, keep: bool = False) -> Context:
+        """The context of a chaos run (bench_soak.py, bench_chaos.py) on a stack already up with
+        ``settings``: the fault suite's options it reads, none of its batches."""
+        return cls(
+            args=SimpleNamespace(quick=False, only=None, outage_s=None, keep=keep),
             run_id=uuid.uuid4().hex[:6],
             s=settings,
             db=Db(settings.pg_dsn()),

@@ -59,6 +59,10 @@ __all__ = [
 ]
 
 KINDS = ("publish", "edit", "remove", "move")
+# A removed article answers 410 Gone: an explicit withdrawal, which the pipeline hides after a
+# second 410 a quarter of an hour later. A 404 is hidden only after 6 h of them (one 404 is not
+# evidence: dgb.integrity.evidence), longer than any run's drain; the integration tests cover it.
+REMOVED_STATUS = 410
 MIN_GAP_S = 30.0  # an edit, removal or move at least this long after the article's previous action
 
 
@@ -288,7 +292,8 @@ def _life(
         )
     at = _delay(rng, last, end) if final else None
     if at is not None and final == "remove":
-        out.append(Action(round(at, 3), "remove", pub.article, pub.agency, pub.slug, {}, None))
+        body = {"status": REMOVED_STATUS}
+        out.append(Action(round(at, 3), "remove", pub.article, pub.agency, pub.slug, body, None))
     elif at is not None and final == "move":
         body = {"new_slug": f"{pub.slug}-nova", "redirect": rng.random() < 0.8}
         out.append(

@@ -117,11 +117,14 @@ def bring_up():
     return s, pg, scrape_dags, counter, s.mirror_url.rstrip("/")
 
 
-def wait_truth(check, minutes: float, what: str) -> tuple[bool, float, object]:
-    """Run the oracle every POLL_S until it finds nothing wrong or ``minutes`` pass."""
+def wait_truth(check, minutes: float, what: str, also=None) -> tuple[bool, float, object]:
+    """Run the oracle every POLL_S until it finds nothing wrong or ``minutes`` pass; ``also`` is
+    called on each turn (the drain goes on measuring the faults' recoveries)."""
     t0 = time.monotonic()
     verdict = None
     while True:
+        if also is not None:
+            also()
         try:
             verdict = check()
             if verdict.ok:
@@ -289,7 +292,7 @@ class ChaosRun:
         self.counter.open()
         drained_s = drain(self.s, self.af, self.scrape_dags, self.args.drain_min)
         left_min = max(1.0, self.args.drain_min - drained_s / 60)
-        settled, settled_s, _ = wait_truth(self.verdict, left_min, "drain")
+        settled, settled_s, _ = wait_truth(self.verdict, left_min, "drain", also=self.watch)
         self.history["drain"] = {"settled": settled, "seconds": round(drained_s + settled_s)}
         self.recoveries.check()
         self.final = self.verdict(events=self.counter)

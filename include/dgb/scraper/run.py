@@ -14,6 +14,9 @@ Listing pages are walked newest first.
   ``catchup_max_pages`` (30): stopping at 3 pages left the older new articles unseen for good,
   since no later regular run reads that deep. A run that reaches that cap too says so
   (``RunReport.gap``, a warning): older new articles may remain for a backfill.
+* Listings page by offset, so articles published while a run pages push the items it already
+  took onto the next page. Those are passed without counting towards the fence: counted, they
+  ended the run before the older new articles below them, which no later run reads.
 * A **backfill** (``start_date`` given) walks back until articles are older than ``start_date``
   (up to ``backfill_max_pages``) and re-reads known articles in the window so their edits are
   stored (``allow_update: false`` leaves them as they are).
@@ -234,6 +237,9 @@ def scrape_agency(
     consecutive_known = 0
     max_pages = params.backfill_max_pages if params.backfill else params.max_pages
     had_articles: bool | None = None  # asked once, when a regular run's pages run out
+    # listings page by offset: what is published while the run pages pushes items it already
+    # took onto the next page; those are passed, never counted towards the fence
+    taken: set[str] = set()
     sites = own_sites(agency)
     first: conditional.Fetched | None = None
     asked = time.time()
@@ -259,6 +265,9 @@ def scrape_agency(
             batch: list[Article] = []
             stop = False
             for item in page.items:
+                if item.url in taken:
+                    continue
+                taken.add(item.url)
                 day = item.published_at.date() if item.published_at else None
                 if params.end_date and day and day > params.end_date:
                     continue

@@ -291,6 +291,38 @@ def test_a_burst_longer_than_three_pages_is_read_until_the_known_articles(pg, si
     assert capped.pages == 2 and len(capped.new) == 60 and capped.gap
 
 
+def test_articles_published_while_a_run_pages_do_not_end_it_early(pg, site_url):
+    """Listings page by offset: what is published between two page requests pushes the first
+    page's items onto the next one. Those are this run's own, just stored: they must not count
+    towards the fence of known articles, or the run stops before the older new ones below them,
+    which no later run reads again (the chaos run lost articles this way)."""
+    site, server, base = site_url
+    with Fetcher(FAST) as f:
+        scrape_agency(pg, mirrored_agency(base, "mec"), f)
+    for i in range(40):  # more than a page: the run needs page 2
+        site.publish(
+            article_dict("mec", f"lote-{i:03d}", f"MEC anuncia {i}", f"2026-12-01T09:{i:02d}:00-03:00")
+        )
+    with Fetcher(FAST) as f:
+        get = f.get
+
+        def get_publishing_first(url, *args, **kwargs):
+            if "b_start" in url:  # page 2 asked for: five more appear on top meanwhile
+                for i in range(5):
+                    site.publish(
+                        article_dict(
+                            "mec", f"tarde-{i}", f"MEC informa {i}", f"2026-12-01T10:{i:02d}:00-03:00"
+                        )
+                    )
+            return get(url, *args, **kwargs)
+
+        f.get = get_publishing_first
+        report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
+    stored = _count(pg, "SELECT count(*) FROM news WHERE agency_key = 'mec' AND url LIKE '%%/lote-%%'")
+    assert stored == 40, report  # the 5 late ones are the next run's
+    assert not report.gap
+
+
 def test_a_first_run_reads_only_the_latest_pages(pg, site_url):
     """An agency never scraped: its latest 3 pages, not its whole history (a backfill's job)."""
     site, server, base = site_url

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dgb.scraper.article import FOOTER_MAX_CHARS, footer_starts, is_share_text
+
 REPO = Path(__file__).resolve().parents[3]
 SHARED_DATA = REPO.parent / "shared" / "data" / "classifier-dev"
 FALLBACK_CORPUS = REPO / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
@@ -56,7 +58,14 @@ def clean_markdown(text: str) -> str:
     text = _AUTOLINK.sub(r"\1", _LINK.sub(r"\1", _IMAGE.sub("", text))).replace("**", "")
     text = _NUMBERED.sub(r"\1- ", text)
     paras = [p.strip() if is_block(p) else " ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
-    return "\n\n".join(p for p in paras if p and not _CREDIT.match(p))
+    paras = [p for p in paras if p and not _CREDIT.match(p) and not is_share_text(p)]
+    # a press-office contact footer: page chrome the scraper leaves out, not the article's text
+    for start in range(len(paras) - 1, -1, -1):
+        if footer_starts(paras[start]):
+            if sum(len(p) for p in paras[start:]) <= FOOTER_MAX_CHARS:
+                paras = paras[:start]
+            break
+    return "\n\n".join(paras)
 
 
 def is_block(para: str) -> bool:

@@ -82,7 +82,20 @@ _FOOTER_START = re.compile(
     r"coordena[cç][aã]o(-geral)? de comunica[cç][aã]o|"
     r"n[uú]cleo de comunica[cç][aã]o|informa[cç][oõ]es (para|[aà]) imprensa|atendimento [aà] imprensa)"
 )
-_FOOTER_MAX_CHARS = 600
+FOOTER_MAX_CHARS = 600
+
+
+def is_share_text(text: str) -> bool:
+    """A share widget's words ("Compartilhe ...", short): left out of an article's text."""
+    return bool(_SHARE.match(text)) and len(text) < 200
+
+
+def footer_starts(text: str) -> bool:
+    """The first block of a press-office contact footer; it and what follows (at most
+    ``FOOTER_MAX_CHARS`` characters in all) are left out of an article's text."""
+    return bool(_FOOTER_START.match(text))
+
+
 # raw (uncollapsed) text above which a block cannot be a share/byline block (those are < 200
 # characters once whitespace is collapsed; markup indentation may add a lot of raw whitespace)
 _SHORT_BLOCK_RAW_CHARS = 4000
@@ -189,13 +202,13 @@ def clean_body(body: LexborNode) -> None:
         if node.mem_id == body.mem_id or lengths.get(node.mem_id, 0) > _SHORT_BLOCK_RAW_CHARS:
             continue
         text = text_of(node, " ")
-        if (_SHARE.match(text) and len(text) < 200) or (_BYLINE_TEXT.match(text) and len(text) < 120):
+        if is_share_text(text) or (_BYLINE_TEXT.match(text) and len(text) < 120):
             boilerplate.append(node)
     drop_nodes(boilerplate)
     blocks = list(_container(body).iter())
     for start in range(len(blocks) - 1, -1, -1):
-        if _FOOTER_START.match(text_of(blocks[start], " ")):
-            if sum(len(text_of(b, " ")) for b in blocks[start:]) <= _FOOTER_MAX_CHARS:
+        if footer_starts(text_of(blocks[start], " ")):
+            if sum(len(text_of(b, " ")) for b in blocks[start:]) <= FOOTER_MAX_CHARS:
                 for trailing in blocks[start:]:
                     trailing.decompose()
             break

@@ -292,7 +292,12 @@ class ChaosRun:
         self.counter.open()
         drained_s = drain(self.s, self.af, self.scrape_dags, self.args.drain_min)
         left_min = max(1.0, self.args.drain_min - drained_s / 60)
-        settled, settled_s, _ = wait_truth(self.verdict, left_min, "drain", also=self.watch)
+        t0 = time.monotonic()
+        try:
+            settled, settled_s, _ = wait_truth(self.verdict, left_min, "drain", also=self.watch)
+        except KeyboardInterrupt:  # Ctrl-C in the drain: judge what readers see now, report it
+            settled, settled_s = False, time.monotonic() - t0
+            log("drain cut short (Ctrl-C): judging what readers see now")
         self.history["drain"] = {"settled": settled, "seconds": round(drained_s + settled_s)}
         self.recoveries.check()
         self.final = self.verdict(events=self.counter)

@@ -139,9 +139,10 @@ def wait_truth(check, minutes: float, what: str, also=None) -> tuple[bool, float
 
 
 def journal_agencies(site: str, keys: list[str]) -> list[str]:
-    """The site's agency keys of the scraped agencies (``keys``: the stack's). The two may be spelt
-    apart (EBC's portals: ``agencia_brasil`` / ``agenciabrasil``, ``memoria-ebc`` / ``memoria_ebc``):
-    matched on letters and digits only, so no scraped agency's articles go unjudged."""
+    """The site's agency keys of the scraped agencies (``keys``: the stack's own list, not the
+    scrape DAGs' ids: one DAG, ``scrape_ebc_sources``, scrapes every EBC portal, and taking the
+    ids left those portals' articles unjudged). Matched on letters and digits only, so a key the
+    site spells another way (``memoria-ebc``, ``memoria_ebc``) is not missed either."""
     from dgb_dev.chaos import oracle
 
     def norm(key: str) -> str:

@@ -253,6 +253,13 @@ def test_regular_run_passes_a_known_item_above_a_new_one(pg, site_url):
     assert len(report.new) == 1 and report.known_skipped == 3
 
 
+def _publish_minutes(site, slug: str, title: str, n: int, day: str, first_hour: int = 8) -> None:
+    """``n`` mec articles ``<slug>-000``..., a minute apart from ``first_hour`` on ``day``, newest last."""
+    for i in range(n):
+        when = f"{day}T{first_hour + i // 60:02d}:{i % 60:02d}:00-03:00"
+        site.publish(article_dict("mec", f"{slug}-{i:03d}", f"{title} {i}", when))
+
+
 def test_a_burst_longer_than_three_pages_is_read_until_the_known_articles(pg, site_url):
     """An agency that published more than three listing pages (30 each) since its last run: the
     regular run goes on past its 3 pages until it meets what it knows. Stopping at 3 pages left
@@ -261,29 +268,13 @@ def test_a_burst_longer_than_three_pages_is_read_until_the_known_articles(pg, si
     site, server, base = site_url
     with Fetcher(FAST) as f:
         scrape_agency(pg, mirrored_agency(base, "mec"), f)
-    for i in range(100):  # 3 pages and 10 more, newer than everything known
-        site.publish(
-            article_dict(
-                "mec",
-                f"rajada-{i:03d}",
-                f"MEC anuncia medida {i}",
-                f"2026-12-01T{8 + i // 60:02d}:{i % 60:02d}:00-03:00",
-            )
-        )
+    _publish_minutes(site, "rajada", "MEC anuncia medida", 100, "2026-12-01")  # 3 pages and 10 more
     with Fetcher(FAST) as f:
         report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
     assert len(report.new) == 100 and report.pages == 4 and not report.gap
     assert _count(pg, "SELECT count(*) FROM news WHERE agency_key = 'mec'") == 105
     # bounded: beyond catchup_max_pages the run stops and says a gap may remain
-    for i in range(70):
-        site.publish(
-            article_dict(
-                "mec",
-                f"outra-{i:03d}",
-                f"MEC divulga dado {i}",
-                f"2026-12-02T{8 + i // 60:02d}:{i % 60:02d}:00-03:00",
-            )
-        )
+    _publish_minutes(site, "outra", "MEC divulga dado", 70, "2026-12-02")
     with Fetcher(FAST) as f:
         capped = scrape_agency(
             pg, mirrored_agency(base, "mec"), f, params=ScrapeParams(max_pages=1, catchup_max_pages=2)
@@ -299,21 +290,13 @@ def test_articles_published_while_a_run_pages_do_not_end_it_early(pg, site_url):
     site, server, base = site_url
     with Fetcher(FAST) as f:
         scrape_agency(pg, mirrored_agency(base, "mec"), f)
-    for i in range(40):  # more than a page: the run needs page 2
-        site.publish(
-            article_dict("mec", f"lote-{i:03d}", f"MEC anuncia {i}", f"2026-12-01T09:{i:02d}:00-03:00")
-        )
+    _publish_minutes(site, "lote", "MEC anuncia", 40, "2026-12-01", first_hour=9)  # page 2 needed
     with Fetcher(FAST) as f:
         get = f.get
 
         def get_publishing_first(url, *args, **kwargs):
             if "b_start" in url:  # page 2 asked for: five more appear on top meanwhile
-                for i in range(5):
-                    site.publish(
-                        article_dict(
-                            "mec", f"tarde-{i}", f"MEC informa {i}", f"2026-12-01T10:{i:02d}:00-03:00"
-                        )
-                    )
+                _publish_minutes(site, "tarde", "MEC informa", 5, "2026-12-01", first_hour=10)
             return get(url, *args, **kwargs)
 
         f.get = get_publishing_first
@@ -326,15 +309,7 @@ def test_articles_published_while_a_run_pages_do_not_end_it_early(pg, site_url):
 def test_a_first_run_reads_only_the_latest_pages(pg, site_url):
     """An agency never scraped: its latest 3 pages, not its whole history (a backfill's job)."""
     site, server, base = site_url
-    for i in range(100):
-        site.publish(
-            article_dict(
-                "mec",
-                f"antiga-{i:03d}",
-                f"MEC informa {i}",
-                f"2026-12-01T{8 + i // 60:02d}:{i % 60:02d}:00-03:00",
-            )
-        )
+    _publish_minutes(site, "antiga", "MEC informa", 100, "2026-12-01")
     with Fetcher(FAST) as f:
         report = scrape_agency(pg, mirrored_agency(base, "mec"), f)
     assert report.pages == 3 and len(report.new) == 90 and not report.gap

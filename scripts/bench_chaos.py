@@ -5,8 +5,11 @@ overlapping faults, checked by an oracle that reads only what readers see.
    collection ``chaos_news``): the local site serves its corpus of real articles and journals
    every one of them (``DGB_MIRROR_JOURNAL_BASE``), Airflow starts on an empty database, and the
    pipeline scrapes, enriches, embeds and indexes the whole base itself. Nothing is preloaded or
-   marked done. The run starts once the oracle finds the base as the site has it (at most
-   ``--base-min`` minutes).
+   marked done. Each agency's base is moved in time so its newest article is an hour old
+   (``DGB_MIRROR_BASE_NEWEST_AGE``): the corpus's real articles are weeks old, and an agency whose
+   newest article is a week old is polled every ~20 minutes by the learnt cadence, so the load's
+   first 20 minutes would wait unread instead of meeting the faults in flight. The run starts
+   once the oracle finds the base as the site has it (at most ``--base-min`` minutes).
 2. **Load**: for ``--minutes``, :mod:`dgb_dev.chaos.load` publishes ``--rate`` new articles an
    hour (default 5,000: ten times production's day in one hour) of real gov.br text, in bursts,
    with edits, removals and moves of the run's articles, through the site's control API.
@@ -83,6 +86,8 @@ SCRATCH = {
     "DGB_TYPESENSE_COLLECTION": "chaos_news",
     "DGB_SOURCE_MODE": "mirror",
     "DGB_MIRROR_JOURNAL_BASE": "1",
+    # each agency's newest base article an hour old, as under production's load (module doc, step 1)
+    "DGB_MIRROR_BASE_NEWEST_AGE": "3600",
 }
 POLL_S = 20.0  # the oracle's recovery pass and the event counter's drain, this often
 FRESH_MIN_ARTICLES = 1000  # a p95 over fewer new articles is printed with a warning

@@ -82,6 +82,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="journal every corpus article once at start, besides the changes (the chaos oracle's truth:"
         " GET /_control/journal)",
     )
+    serve.add_argument(
+        "--base-newest-age",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="move each agency's corpus in time so its newest article is this old at start"
+        " (default: the corpus's own dates)",
+    )
     serve.set_defaults(func=_serve)
 
     agencies = sub.add_parser("agencies", help="print the agency keys the mirror serves")
@@ -126,6 +134,7 @@ def _serve(args: argparse.Namespace) -> int:
         seed=args.seed,
         synthetic=synthetic,
         journal_base=args.journal_base,
+        base_newest_age_s=args.base_newest_age,
     )
     try:
         server = MirrorServer((args.host, port), site, faults)

@@ -97,6 +97,27 @@ class Route:
     path: str = ""
 
 
+def recent_base(articles: list[Article], now: datetime, newest_age_s: float) -> list[Article]:
+    """Each agency's articles moved in time together, so that its newest is ``newest_age_s`` old at
+    ``now`` (the gaps between them, and each one's publication -> modification span, kept).
+
+    A corpus of real articles carries the dates they had months ago; served as they are, every
+    agency looks dormant to a cadence that learns from publication times, which the agencies under
+    production's load are not (``scripts/bench_chaos.py``: ``DGB_MIRROR_BASE_NEWEST_AGE``)."""
+    if newest_age_s < 0:
+        raise ValueError(f"the base's newest article cannot be {newest_age_s} s in the future")
+    newest: dict[str, datetime] = {}
+    for a in articles:
+        if a.agency not in newest or a.published_at > newest[a.agency]:
+            newest[a.agency] = a.published_at
+    target = now - timedelta(seconds=newest_age_s)
+    out = []
+    for a in articles:
+        shift = target - newest[a.agency]
+        out.append(replace(a, published_at=a.published_at + shift, modified_at=a.modified_at + shift))
+    return out
+
+
 # -- the site ----------------------------------------------------------------------------------
 
 _UNSET: Any = object()
@@ -121,6 +142,7 @@ class Site:
         clock: Any = None,
         synthetic: Any = None,
         journal_base: bool = False,
+        base_newest_age_s: float | None = None,
     ) -> None:
         self.corpus_path = Path(corpus_path) if corpus_path else None
         self._extra_dir_arg = extra_dir
@@ -131,6 +153,8 @@ class Site:
         # a dgb_dev.mirror.synthetic.SyntheticCorpus: its articles served as they stand at the clock
         self.synthetic = synthetic
         self.journal_base = journal_base  # the ground truth of dgb_dev.mirror.journal: corpus too?
+        # each agency's corpus moved in time so its newest article is this old at (re)start (None: as written)
+        self.base_newest_age_s = base_newest_age_s
         self._journal = Journal(self.clock, lambda a: self.article_url("", a))
         self._lock = threading.RLock()
         self._registry = self._load_registry(registry)
@@ -176,6 +200,8 @@ class Site:
             )
             if self.corpus_path and not self.corpus_path.exists():
                 log.warning("mirror: corpus %s not found; starting empty", self.corpus_path)
+            if self.base_newest_age_s is not None:
+                corpus = recent_base(corpus, self.clock(), self.base_newest_age_s)
             corpus.sort(key=lambda a: (a.published_at, a.slug))
             n_held = round(len(corpus) * self.hold_back) if self.hold_back > 0 else 0
             self._held = [replace(a, source="held") for a in corpus[len(corpus) - n_held :]] if n_held else []

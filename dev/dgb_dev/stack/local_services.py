@@ -39,6 +39,9 @@ class Mirror(ManagedProcess):
             argv += ["--tick", tick]
         if dev_settings.mirror_journal_base():
             argv.append("--journal-base")
+        newest_age = dev_settings.mirror_base_newest_age()
+        if newest_age:
+            argv += ["--base-newest-age", newest_age]
         # production scale (scripts/bench_realtime.py): N synthetic articles, see dgb_dev.mirror.synthetic
         synthetic = dev_settings.mirror_synthetic()
         if synthetic and synthetic != "0":

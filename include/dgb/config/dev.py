@@ -51,6 +51,13 @@ def mirror_journal_base() -> bool:
     return env_flag("DGB_MIRROR_JOURNAL_BASE", False)
 
 
+def mirror_base_newest_age() -> str:
+    """``DGB_MIRROR_BASE_NEWEST_AGE`` (default empty: the corpus's own dates): seconds; each agency's
+    corpus is moved in time so its newest article is this old when the local site starts
+    (``--base-newest-age``; ``scripts/bench_chaos.py`` sets it)."""
+    return env_str("DGB_MIRROR_BASE_NEWEST_AGE", "").strip()
+
+
 def mirror_synthetic() -> str:
     """``DGB_MIRROR_SYNTHETIC`` (default empty or ``0``: off): N synthetic articles the local site
     also serves (``--synthetic``)."""

@@ -6,6 +6,7 @@ matches it)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -157,3 +158,47 @@ def test_the_journal_hash_is_the_hash_of_the_scrapers_reading_of_every_corpus_pa
             assert text_hash(art.title, art.content) == by_url[url_key(item.url)]["hash"], item.url
             plone += 1
     assert plone >= 100
+
+
+def test_the_base_can_be_moved_so_each_agencys_newest_article_is_recent(corpus, tmp_path):
+    """``base_newest_age_s`` (``DGB_MIRROR_BASE_NEWEST_AGE``, set by bench_chaos): each agency's
+    articles shift together so its newest is that old, gaps kept; the pages the scraper reads and
+    the journal carry the new dates; by default the corpus's own dates stand."""
+    rows = ROWS + [
+        {
+            "agency": "saude",
+            "url_slug": "boletim",
+            "title": "Boletim da saúde",
+            "content": "Texto do boletim.",
+            "published_at": "2026-09-01T08:30:00-03:00",
+        }
+    ]
+    path = tmp_path / "two.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    now = datetime(2026, 12, 4, 19, 0, tzinfo=UTC)
+
+    def published(site):
+        return {(a.agency, a.slug): a.published_at for k in ("mec", "saude") for a in site.articles(k)}
+
+    as_written = published(Site(path, extra_dir=None, registry={}, clock=lambda: now))
+    assert as_written[("saude", "boletim")] == datetime(2026, 9, 1, 11, 30, tzinfo=UTC)
+
+    site = Site(
+        path, extra_dir=None, registry={}, journal_base=True, clock=lambda: now, base_newest_age_s=3600
+    )
+    moved = published(site)
+    hour_ago = now - timedelta(hours=1)
+    assert moved[("mec", "noticia-2")] == hour_ago and moved[("saude", "boletim")] == hour_ago
+    assert moved[("mec", "noticia-2")] - moved[("mec", "noticia-0")] == timedelta(days=2)  # gaps kept
+    a = site.get("mec", "noticia-0")
+    assert a.modified_at - a.published_at == (
+        Site(path, extra_dir=None, registry={}).get("mec", "noticia-0").modified_at
+        - as_written[("mec", "noticia-0")]
+    )
+    entry = next(e for e in site.journal() if e["slug"] == "noticia-0")
+    page = parse_any_article(
+        site.render(site.route(entry["url"]), BASE).body.decode(), BASE + entry["url"], "mec"
+    )
+    assert page.published_at == moved[("mec", "noticia-0")]
+    with pytest.raises(ValueError, match="future"):
+        Site(path, extra_dir=None, registry={}, base_newest_age_s=-5)

@@ -100,7 +100,7 @@ def test_status_shows_each_agencys_scrape_cadence_reason_and_lag(pg, capsys):
     share = pipeline_status(pg)["integrity_share"]
     assert share["source"] == "host" and share["host_rps"] == 2.0
     assert share["listings_planned_rps"] == pytest.approx(1 / 60 + 1 / 3600, abs=1e-3)
-    taken = max(share["listings_planned_rps"], share["scrape_measured_rps"])
+    taken = max(share["listings_planned_rps"] + share["articles_planned_rps"], share["scrape_measured_rps"])
     assert share["rps"] == pytest.approx(2.0 - taken, abs=2e-3)
     assert main(["status"]) == 0
     out = capsys.readouterr().out

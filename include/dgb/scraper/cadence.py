@@ -68,7 +68,7 @@ import bisect
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dgb.config import scrape as config_scrape
 
@@ -98,6 +98,8 @@ class CadencePolicy:
     listing_share: float = 0.18  # of the host's requests over the week, for the dispatcher's polls
     peak_share: float = 0.75  # of the host's requests/s, at most, in any hour and any tick
     target_s: float = 180.0  # publication -> scraped the allocation aims at (the p95 goal)
+    quantile: float = 0.95  # of the articles the target is for
+    forecast_miss: float = 0.025  # late articles the plan may forecast: half of what the quantile allows
     overhead_s: float = 30.0  # poll -> article stored: listing, DAG start, article page
     mean_weight: float = 0.5  # of the mean wait within the target, against the chance of missing it
     min_gain: float = 0.001  # articles under the target a poll must be expected to bring
@@ -346,18 +348,65 @@ def _fill(rates: Sequence[float], budget: float, policy: CadencePolicy, steps: _
     return levels
 
 
-def hour_budgets(
-    unit_rates: Iterable[Sequence[float]], policy: CadencePolicy, host_rps: float
-) -> list[float]:
+@dataclass(frozen=True)
+class WeekPlan:
+    """Polls for each hour of the week, and the target they can buy (see :func:`plan_week`)."""
+
+    budgets: list[float]
+    target_s: float  # the p95 target this budget buys on the forecast (at least the policy's)
+    miss: float  # forecast share of articles scraped later than it
+
+
+TARGET_STEPS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0)
+
+
+def _week_levels(cells: list[float], week: float, policy: CadencePolicy) -> tuple[list[int], _Steps, float]:
+    steps = _Steps.of(policy)
+    levels = _levels(cells, _threshold(cells, week, steps, policy), steps)
+    reach = policy.target_s - policy.overhead_s
+    total = sum(cells)
+    late = sum(r * max(0.0, 1.0 - reach / steps.intervals[k]) for r, k in zip(cells, levels, strict=True))
+    return levels, steps, (late / total if total > 0 else 0.0)
+
+
+def plan_week(
+    unit_rates: Iterable[Sequence[float]],
+    policy: CadencePolicy,
+    host_rps: float,
+    target_s: float | None = None,
+) -> WeekPlan:
     """Polls for each hour of the week: the week's budget spent on the (unit, hour) pairs by the same
     rule as :func:`allocate`, at least one poll per unit per ceiling, at most ``peak_share`` of the
-    host's rate in an hour (the excess spread over the other hours by their plan)."""
+    host's rate in an hour (the excess spread over the other hours by their plan).
+
+    The target is the least of ``target_s x`` :data:`TARGET_STEPS` for which the forecast has at
+    most ``forecast_miss`` (2.5%) of the articles scraped later than it: half of what the p95
+    allows, the other half left for what a forecast cannot see (drift, an agency waking, a
+    holiday). When the budget cannot buy the policy's target, polls aim at the p95 it can buy rather
+    than leave more of the articles at the ceiling. ``target_s`` given: that target, no search."""
     per_unit = [list(r) for r in unit_rates]
-    steps = _Steps.of(policy)
     base = len(per_unit) * HOUR / policy.ceiling_s
     week = max(policy.week_budget(host_rps), base * SLOTS)
     cells = [r[h] for r in per_unit for h in range(SLOTS)]
-    levels = _levels(cells, _threshold(cells, week, steps, policy), steps) if cells else []
+    if target_s is not None:
+        chosen = replace(policy, target_s=target_s)
+        levels, steps, miss = _week_levels(cells, week, chosen)
+    else:
+        candidates = [policy.target_s * f for f in TARGET_STEPS if policy.target_s * f <= policy.ceiling_s]
+        lo, hi = 0, len(candidates) - 1
+        found = None
+        while lo <= hi:  # the least candidate that keeps the forecast miss within the quantile
+            mid = (lo + hi) // 2
+            trial = replace(policy, target_s=candidates[mid])
+            got = _week_levels(cells, week, trial)
+            if got[2] <= min(policy.forecast_miss, 1.0 - policy.quantile):
+                found, hi = (trial, got), mid - 1
+            else:
+                lo = mid + 1
+        if found is None:
+            trial = replace(policy, target_s=candidates[-1])
+            found = (trial, _week_levels(cells, week, trial))
+        chosen, (levels, steps, miss) = found
     budgets = [base] * SLOTS
     for i, k in enumerate(levels):
         budgets[i % SLOTS] += HOUR / steps.intervals[k] - HOUR / steps.intervals[0]
@@ -378,7 +427,14 @@ def hour_budgets(
         budgets = [min(b, cap) for b in budgets]
         for h in under:
             budgets[h] += over * budgets[h] / room
-    return budgets
+    return WeekPlan(budgets, chosen.target_s, miss)
+
+
+def hour_budgets(
+    unit_rates: Iterable[Sequence[float]], policy: CadencePolicy, host_rps: float
+) -> list[float]:
+    """:func:`plan_week`'s polls for each hour of the week."""
+    return plan_week(unit_rates, policy, host_rps).budgets
 
 
 def allocate(
@@ -410,12 +466,16 @@ def allocate(
 
 @dataclass(frozen=True)
 class Schedule:
-    """One tick's cadences (per unit), this hour's budget and the prior they came from."""
+    """One tick's cadences (per unit), this hour's budget, the week's plan and the prior."""
 
     cadences: dict[str, Cadence]
     budget_per_hour: float
     prior: Prior
-    budgets: list[float]
+    week: WeekPlan
+
+    @property
+    def budgets(self) -> list[float]:
+        return self.week.budgets
 
 
 def schedule(
@@ -434,13 +494,14 @@ def schedule(
     per_unit = {
         u: [sum(slot_rates[a][s] for a in agencies) for s in range(SLOTS)] for u, agencies in units.items()
     }
-    budgets = hour_budgets(per_unit.values(), policy, host_rps)
+    week = plan_week(per_unit.values(), policy, host_rps)
     now_rates = {}
     for u, agencies in units.items():
         newest = [histories[a].last_new for a in agencies if histories[a].last_new is not None]
         now_rates[u] = rate_now(per_unit[u], max(newest) if newest else None, now, policy)
-    budget = budgets[hour_of_week(now)]
-    return Schedule(allocate(now_rates, budget, policy), budget, prior, budgets)
+    budget = week.budgets[hour_of_week(now)]
+    aimed = replace(policy, target_s=week.target_s)
+    return Schedule(allocate(now_rates, budget, aimed), budget, prior, week)
 
 
 @dataclass(frozen=True)

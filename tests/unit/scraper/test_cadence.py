@@ -19,6 +19,7 @@ from dgb.scraper.cadence import (
     hour_of_week,
     is_due,
     plan,
+    plan_week,
     rate_now,
     schedule,
     tick_allowance,
@@ -184,6 +185,19 @@ def test_the_busiest_agencies_get_the_target_first_when_the_budget_is_short():
     assert order == sorted(order, reverse=True)  # the busier, the shorter
 
 
+def test_a_budget_too_small_for_the_target_aims_at_the_p95_it_can_buy():
+    rates = [office_history(2 + 78 * i / 159).counts for i in range(160)]
+    rates = [[c / 4 for c in r] for r in rates]  # articles an hour in each hour of the week
+    ample = plan_week(rates, POLICY, 2.0)
+    assert ample.target_s == POLICY.target_s and ample.miss <= POLICY.forecast_miss
+    lean = plan_week(rates, CadencePolicy(listing_share=0.05), 2.0)
+    assert lean.target_s > POLICY.target_s and lean.miss <= POLICY.forecast_miss
+    # the lean budget aimed at the policy's target would leave more articles late than it allows
+    pinned = plan_week(rates, CadencePolicy(listing_share=0.05), 2.0, target_s=POLICY.target_s)
+    assert pinned.miss > POLICY.forecast_miss
+    assert sum(lean.budgets) == pytest.approx(sum(pinned.budgets))  # the same budget, spent otherwise
+
+
 def test_a_budget_beyond_the_demand_is_not_spent_on_agencies_forecast_to_publish_nothing():
     rates = {"busy": (3.0, False), "nothing": (0.0, False)}
     c = allocate(rates, 10_000, POLICY)
@@ -201,7 +215,7 @@ def test_a_burst_after_silence_is_polled_fast_then_slows_as_it_ages():
     quiet.last_new = MONDAY_11H - 120  # its poll just found an article published 2 min ago
     s = schedule(hs, MONDAY_11H, lean, 2.0)
     assert s.cadences["quiet"].reason == "recent"
-    assert s.cadences["quiet"].interval_s <= lean.target_s - lean.overhead_s
+    assert s.cadences["quiet"].interval_s <= s.week.target_s - lean.overhead_s
     later = schedule(hs, MONDAY_11H + 3 * HOUR, lean, 2.0)  # the burst is over
     assert later.cadences["quiet"].interval_s > 5 * s.cadences["quiet"].interval_s
 

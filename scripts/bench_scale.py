@@ -543,7 +543,8 @@ def scraping(corpus, info, args, t0: float) -> dict:
                 f" period ({int(office.sum())} in office hours), lag p50 {pct(r.lags, 50):.0f} s p95"
                 f" {pct(r.lags, 95):.0f} s max {r.lags.max() if len(r.lags) else 0:.0f} s, office hours"
                 f" p95 {pct(r.lags[office], 95):.0f} s; {r.listing_per_day:.0f} listing requests/day"
-                f" ({r.retries} retries), {len(r.requests) / args.days:.0f} scrape requests/day,"
+                f" ({r.retries / args.days:.0f} retried 429/503 a day), {len(r.requests) / args.days:.0f}"
+                " scrape requests/day,"
                 f" {r.dag_runs_per_hour:.0f} DAG runs/h"
                 + (f"; polls by reason {reasons}" if reasons else "")
                 + (f"; target {np.median(r.targets):.0f} s (median of the plans)" if r.targets else "")

@@ -94,6 +94,10 @@ def _read(data_dir: Path) -> list[tuple[str, float]]:
     return sorted(seen.values(), key=lambda r: r[1])
 
 
+def _days(stamps) -> int:
+    return len({b.date() for b in stamps})
+
+
 def _close_pairs(by_agency: dict[str, list[float]]) -> int:
     return sum(int(np.sum(np.diff(np.sort(t)) <= CLOSE_S)) for t in by_agency.values())
 
@@ -106,6 +110,7 @@ def estimate(data_dir: Path, pseudo: float = 0.5, night_floor: float = 0.002, se
     # a time of exactly 00:00:00 is a date without a time: counted for the day, not for the hour
     timed = [b for _, b, _ in brt if (b.hour, b.minute, b.second) != (0, 0, 0)]
     weekday = [b for b in timed if b.weekday() < 5]
+    all_days = [b for _, b, _ in brt]
     weekend = sum(1 for _, b, _ in brt if b.weekday() >= 5)
     weekdays_all = len(brt) - weekend
     hours = np.bincount([b.hour for b in weekday], minlength=24).astype(float)
@@ -133,6 +138,7 @@ def estimate(data_dir: Path, pseudo: float = 0.5, night_floor: float = 0.002, se
             hour_of[a].append(b.hour + b.minute / 60)
     all_hours = np.array([h for v in hour_of.values() for h in v])
     means = [(np.mean(v), len(v)) for v in hour_of.values() if len(v) >= 5]
+    shifted = {a for a, v in hour_of.items() if len(v) >= 5}
     excess = np.var([m for m, _ in means], ddof=1) - np.mean([all_hours.var() / n for _, n in means])
     shift_sd = float(math.sqrt(max(0.0, excess)))
     # drift: the split of each agency's articles between the two halves of the sample
@@ -143,6 +149,7 @@ def estimate(data_dir: Path, pseudo: float = 0.5, night_floor: float = 0.002, se
     for a, t in rows:
         by_agency[a].append(t)
     split = [(sum(1 for t in v if t < mid), len(v)) for v in by_agency.values() if len(v) >= 5]
+    drifted = {a for a, v in by_agency.items() if len(v) >= 5}
     x2 = sum((x - n * f) ** 2 / (n * f * (1 - f)) for x, n in split) / len(split)
     mean_n = sum(n for _, n in split) / len(split)
     var_share = max(0.0, (x2 - 1) * f * (1 - f) / mean_n)  # of each agency's share in the first half
@@ -176,17 +183,20 @@ def estimate(data_dir: Path, pseudo: float = 0.5, night_floor: float = 0.002, se
         "drift_sd": round(drift_sd, 4),
         "burst_extra": round(burst_extra, 4),
         "basis": {
-            "agency_counts": f"{len(rows)} articles, {len(per_day)} days with articles ({days_span} days)",
-            "hour_share": f"{len(weekday)} weekday articles",
-            "weekend_factor": f"{weekend} weekend and {weekdays_all} weekday articles",
+            "agency_counts": f"{len(rows)} articles on {len(per_day)} days ({first} to {last})",
+            "hour_share": f"{len(weekday)} weekday articles on {_days(weekday)} days",
+            "weekend_factor": f"{weekend} weekend articles on {_days(x for x in all_days if x.weekday() > 4)}"
+            f" days, {weekdays_all} weekday articles on {_days(x for x in all_days if x.weekday() < 5)} days",
             "holiday_factor": f"{off_n} articles on {len(off)} holidays ({', '.join(map(str, sorted(off)))})"
             f" against {sum(per_day.get(d, 0) for d in work)} on {len(work)} working days",
             "shift_sd": f"{len(means)} agencies with 5+ weekday articles"
-            f" ({sum(n for _, n in means)} articles)",
-            "drift_sd": f"{len(split)} agencies with 5+ articles ({sum(n for _, n in split)} articles),"
-            f" halves split at {_local(mid).date()}",
+            f" ({sum(n for _, n in means)} articles on"
+            f" {_days(b for a, b, _ in brt if a in shifted and b.weekday() < 5)} days)",
+            "drift_sd": f"{len(split)} agencies with 5+ articles ({sum(n for _, n in split)} articles on"
+            f" {_days(b for a, b, _ in brt if a in drifted)} days), halves split at {_local(mid).date()}",
             "burst_extra": f"{observed} same-agency pairs within {CLOSE_S:.0f} s against {expected:.1f} at"
-            f" shuffled times, {len(rows)} articles; the sample taken as {100 * sampled:.2f}% of"
+            f" shuffled times, {len(rows)} articles on {len(per_day)} days; the sample taken as"
+            f" {100 * sampled:.2f}% of"
             f" {ASSUMED_PER_DAY:.0f} a day (assumed)",
         },
     }

@@ -16,34 +16,46 @@ cadence), by two policies at the same budget:
   with its image (as the tier runs do).
 
 The host budget (``--budget-rps``, default 2) includes the scrape traffic, simulated first
-(:mod:`scrapesim`, issue 27): publications from the model estimated from real articles
-(:mod:`dgb_dev.mirror.publication`: per-agency rates, office hours, weekends) for the first
-``--agencies-listing`` agencies at the corpus's final daily volume, polled by the learnt cadence
-(the production :mod:`dgb.scraper.cadence` functions and the dispatcher's polls) and, for
-comparison, every 10 minutes. The learnt cadence's requests (polls, listing pages, new articles)
-take their turns first, as the shared host budget gives scrapes priority; the integrity checks
-get the rest of each slot. Requests within a slot go out evenly paced at that rate (as the
-shared host budget paces them), so ``max_rps`` (the largest count in any 10 s window ÷ 10) checks
-the accounting, not a network. An article is read when scraped (0-10 min after publication);
-articles older than that start "last checked" uniformly within the previous ``--warm-days``.
-Each content check (a conditional GET) finds every edit made since the last check (an image
-edit changes the page's image URL): its delay is check time - edit time; edits still undetected
-at the end count with their delay so far (a lower bound). 304s make later checks cheaper.
+(:mod:`scrapesim`, issues 27 and 36): publications from the model estimated from real articles
+(:mod:`dgb_dev.mirror.publication`: per-agency office hours, bursts, holidays, drift, dormant
+agencies waking; it prints what each parameter rests on) for the first ``--agencies-listing``
+agencies at the corpus's final daily volume, polled by the learnt cadence (the production
+:mod:`dgb.scraper.cadence` functions and the dispatcher's polls) and, for comparison, every 10
+minutes. Each of ``--seeds`` (5) draws covers the fit period (the cadence's ``history_days``
+before the start, its starting history) and the ``--days`` measured after it, which the cadence
+never saw. Integrity runs once, on the draw whose p95 is the median: the listed agencies'
+articles of both periods are that draw's, so their edits follow publication, and its scrape
+requests (polls, listing pages, new articles, retries) take their turns first, as the shared host
+budget gives scrapes priority; the integrity checks get the rest of each slot, at most
+:func:`dgb.hostbudget.window_cap` (19) in any 10 s. Requests within a slot go out evenly paced, so
+``max_rps`` (the largest count in any 10 s window ÷ 10) checks the accounting, not a network. An
+article is read when scraped (0-10 min after publication); articles older than that start "last
+checked" uniformly within the previous ``--warm-days``. Each content check (a conditional GET)
+finds every edit made since the last check (an image edit changes the page's image URL): its
+delay is check time - edit time; edits still undetected at the end count with their delay so far
+(a lower bound). 304s make later checks cheaper.
 
-Prints per-band tables for both policies and, as its last line::
+Prints per-band tables for both policies and, as its last line but one::
 
     scale: max_rps=<x> p95_delay_3h_min=<x> p95_delay_2d_min=<x> p95_delay_30d_h=<x> \
-max_unchecked_days=<x> mean_delay_vs_fixed=<ratio>
+max_unchecked_days=<x> mean_delay_vs_fixed=<ratio> office_p95_delay_3h_min=<x> \
+office_p95_delay_2d_min=<x> office_p95_delay_30d_h=<x>
 
 (3h = edits to articles under 3 h old, 2d = under 2 days, 30d = 3-30 days; ours; the ratio is our
-mean delay over all edits ÷ the fixed tiers' at the same budget), then one more, the last::
+mean delay over all edits ÷ the fixed tiers' at the same budget; ``office_`` the same p95 for the
+edits made on weekdays 9h-18h in Brasília, holidays excepted), then the last::
 
-    freshness: p50_s=<n> p95_s=<n> listing_requests_per_day=<n> fixed_cadence_listing_requests_per_day=<n>
+    freshness: p50_s=<n> p95_s=<n> listing_requests_per_day=<n> \
+fixed_cadence_listing_requests_per_day=<n> seeds=<n> p50_s_range=<lo>-<hi> p95_s_range=<lo>-<hi> \
+listing_requests_per_day_range=<lo>-<hi> office_p50_s=<n> office_p95_s=<n> \
+office_p95_s_range=<lo>-<hi> fixed_p95_s=<n>
 
-(publication -> scraped lag of the learnt cadence, its listing requests a day, and those of the
-fixed 10 minutes). ``--chart DIR`` also writes the charts ``scale-freshness`` (both cadences'
-publication -> scraped distributions) and ``scale-edit-detection`` (edit -> detection per age
-band of the ``scale:`` line, per policy) into DIR as SVG + JSON (:mod:`dgb_dev.benchcharts`).
+(publication -> stored lag of the learnt cadence on the measured periods, its listing requests a
+day and those of the fixed 10 minutes: medians over the seeds, their min-max, the same for the
+articles published in office hours). ``--chart DIR`` also writes the charts ``scale-freshness``
+(both cadences' publication -> scraped distributions, median seed) and ``scale-edit-detection``
+(edit -> detection per age band of the ``scale:`` line, per policy) into DIR as SVG + JSON
+(:mod:`dgb_dev.benchcharts`).
 
     .venv/bin/python scripts/bench_scale.py --articles 300000 --budget-rps 2 --days 30
 """

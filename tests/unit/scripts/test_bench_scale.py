@@ -35,7 +35,18 @@ def load_script():
 
 def test_small_run_prints_the_contract_line(capsys):
     bench = load_script()
-    args = "--articles 40000 --days 2 --budget-rps 0.5 --agencies-listing 20 --seeds 2".split()
+    args = [
+        "--articles",
+        "40000",
+        "--days",
+        "2",
+        "--budget-rps",
+        "0.5",
+        "--agencies-listing",
+        "20",
+        "--seeds",
+        "2",
+    ]
     assert bench.main(args) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     m = LINE.match(lines[-2])

@@ -24,11 +24,13 @@ if learnt_cadence():
         tags=["dgb", "scrape"],
         doc_md="""
 ### scrape_dispatcher
-Every minute: computes each agency's scrape cadence from its publication history in `news`
-(articles by hour of the week over the last 28 days, time since its newest article), between
-`DGB_SCRAPE_FLOOR` (60 s) and `DGB_SCRAPE_CEILING` (3600 s), and polls the agencies that are
-due, at most the listing share of www.gov.br's budget per minute (`DGB_SCRAPE_LISTING_SHARE`,
-0.75 of 2 req/s: 90), for up to 45 s: one listing request each (Plone 6: 10 summaries), items
+Every minute: forecasts each agency's articles per hour from its publication history in `news`
+(articles by hour of the week over the last 28 days, an empirical Bayes prior fitted over all
+agencies, time since its newest article), plans the listing budget (`DGB_SCRAPE_LISTING_SHARE`,
+0.18 of www.gov.br's 2 req/s over the week) hour by hour where the news is forecast, allocates this
+hour's polls to the agencies where a poll brings the most articles under `DGB_SCRAPE_TARGET`
+(intervals between `DGB_SCRAPE_FLOOR`, 60 s, and `DGB_SCRAPE_CEILING`, 3600 s), and polls this
+minute's share of the hour's budget, for up to 45 s: one listing request each (Plone 6: 10 summaries), items
 compared with the stored URLs up to the known-URL fence. An agency whose listing shows an
 unknown item (or fails) gets its scrape DAG started: an event of its due asset. Every agency's
 cadence, reason and measured lag go to `scrape_cadence` (`dgb status`, the pipeline view).

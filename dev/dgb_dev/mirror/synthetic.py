@@ -2,8 +2,10 @@
 
 ``SyntheticCorpus(n=300_000, years=5)`` spreads ``n`` articles over the ``years`` before ``end``
 for every agency of the catalogue (~160 gov.br agencies), and keeps publishing at the final rate
-for ``extra_days`` after it (a simulation runs into that period). The site serves them
-(``Site(synthetic=...)``, ``dgb mirror serve --synthetic N``) at
+for ``extra_days`` after it (a simulation runs into that period). ``recent=(since, times, agency)``
+replaces the articles of those agencies published from ``since`` on by the caller's (the
+benchmark's publication model: office hours, bursts), so edits follow those publications. The site
+serves them (``Site(synthetic=...)``, ``dgb mirror serve --synthetic N``) at
 ``B/www.gov.br/<agency>/<listing>/sintetica-<i>``, each page as it stands at the site's clock:
 its version (title, text, image) reflects the edits made up to then, its ``dateModified`` the
 last of them. ``scripts/bench_scale.py`` reads the same arrays to know when every edit happened.
@@ -84,6 +86,7 @@ class SyntheticCorpus:
         seed: int = 14,
         model: EditModel | None = None,
         agencies: list[str] | None = None,
+        recent: tuple[float, np.ndarray, np.ndarray] | None = None,
     ) -> None:
         self.model = m = model or EditModel()
         self.end = (end or datetime.now(UTC)).astimezone(UTC)
@@ -103,9 +106,16 @@ class SyntheticCorpus:
         published = np.concatenate([end_s - span + t, end_s + extra])
         order = np.argsort(published, kind="stable")
         self.published = published[order]
-        total = len(self.published)
         weights = 1.0 / (np.arange(len(keys)) + 5.0)
-        self.agency = rng.choice(len(keys), size=total, p=weights / weights.sum())
+        self.agency = rng.choice(len(keys), size=len(self.published), p=weights / weights.sum())
+        if recent is not None:  # the caller's publications of its agencies from `since` on
+            since, times, who = recent
+            drop = (self.published >= since) & np.isin(self.agency, np.unique(who))
+            published = np.concatenate([self.published[~drop], times])
+            agency = np.concatenate([self.agency[~drop], who])
+            order = np.argsort(published, kind="stable")
+            self.published, self.agency = published[order], agency[order]
+        total = len(self.published)
         self.has_image = rng.random(total) < m.image_share
         lo, hi = math.log(m.edited_share_min), math.log(m.edited_share_max)
         self.edited_share = np.exp(rng.uniform(lo, hi, len(keys)))

@@ -25,14 +25,17 @@ def scrape_cadence_mode() -> str:
 
 
 def cadence_policy() -> dict:
-    """``DGB_SCRAPE_FLOOR`` (s), ``DGB_SCRAPE_CEILING`` (s), ``DGB_SCRAPE_BUSY_PER_HOUR``,
-    ``DGB_SCRAPE_LISTING_SHARE`` (of the host's requests/s), ``DGB_SCRAPE_HISTORY_DAYS``: the ones
-    set, as :class:`dgb.scraper.cadence.CadencePolicy` keyword arguments."""
+    """``DGB_SCRAPE_FLOOR`` (s), ``DGB_SCRAPE_CEILING`` (s), ``DGB_SCRAPE_LISTING_SHARE`` (of the
+    host's requests over the week, for listing polls), ``DGB_SCRAPE_PEAK_SHARE`` (of the host's
+    requests/s, at most, in any hour), ``DGB_SCRAPE_TARGET`` (s, the p95 publication -> scraped the
+    allocation aims at), ``DGB_SCRAPE_HISTORY_DAYS``: the ones set, as
+    :class:`dgb.scraper.cadence.CadencePolicy` keyword arguments."""
     return only_set(
         floor_s=env_number("DGB_SCRAPE_FLOOR", None, minimum=10),
         ceiling_s=env_number("DGB_SCRAPE_CEILING", None, minimum=60),
-        busy_per_hour=env_number("DGB_SCRAPE_BUSY_PER_HOUR", None, above=0),
         listing_share=env_number("DGB_SCRAPE_LISTING_SHARE", None, above=0, maximum=1),
+        peak_share=env_number("DGB_SCRAPE_PEAK_SHARE", None, above=0, maximum=1),
+        target_s=env_number("DGB_SCRAPE_TARGET", None, minimum=60),
         history_days=env_number("DGB_SCRAPE_HISTORY_DAYS", None, minimum=1),
     )
 

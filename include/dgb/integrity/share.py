@@ -3,16 +3,17 @@
 
 Scrapes come first on the shared host budget (:mod:`dgb.hostbudget`: priority ``scrape`` before
 ``integrity``), so integrity gets what they leave. With the learnt cadence (:mod:`dgb.scraper.cadence`)
-that is not a constant: in office hours most agencies are polled every 1-3 minutes, at night
-hourly. A run therefore plans with
+that is not a constant: the listing budget follows the forecast of where the news is, most of it in
+office hours, little at night. A run therefore plans with the same forecast:
 
-    host rps - max(listings the cadence plans now, scrape requests measured over the last 10 min)
+    host rps - max(listings planned + articles forecast, scrape requests measured over the last 10 min)
 
-(the plan: each agency's current interval in ``scrape_cadence``, capped by the dispatcher's listing
-share; the measure: the scrape tokens the host budget granted), never below
-``DGB_INTEGRITY_MIN_RPS``. A run that planned for more than it gets still checks the most urgent
-articles first and stops at the end of its slot; planning for what is left makes it end with its
-plan done instead of cut.
+(the plan: each agency's current interval in ``scrape_cadence``, which spends this hour's listing
+budget, capped by the dispatcher's peak share; the forecast: the agencies' expected articles an
+hour, ``scrape_cadence.rate_per_hour``, one article page each; the measure: the scrape tokens the
+host budget granted), never below ``DGB_INTEGRITY_MIN_RPS``. A run that planned for more than it
+gets still checks the most urgent articles first and stops at the end of its slot; planning for
+what is left makes it end with its plan done instead of cut.
 
 ``DGB_INTEGRITY_BUDGET_RPS`` pins the rate instead (the behaviour before the learnt cadence). With
 the shared budget off (``DGB_HOST_BUDGET=0``) there is nothing to measure: the default 1.7
@@ -46,6 +47,7 @@ class Share:
     source: str
     host_rps: float = 0.0
     listings_planned_rps: float = 0.0
+    articles_planned_rps: float = 0.0
     scrape_measured_rps: float = 0.0
     min_rps: float = 0.0
 
@@ -55,16 +57,22 @@ class Share:
 
 def listings_planned_rps(conn, host_rate: float, policy: CadencePolicy | None = None) -> float:
     """Listing requests/s the learnt cadence plans now: the sum of 1/interval over the agencies'
-    current cadences, at most the dispatcher's listing share of the host's rate."""
+    current cadences, at most the dispatcher's peak share of the host's rate."""
+    return _planned(conn, host_rate, policy)[0]
+
+
+def _planned(conn, host_rate: float, policy: CadencePolicy | None = None) -> tuple[float, float]:
+    """(listing polls/s, forecast articles/s) of the current ``scrape_cadence`` rows."""
     policy = policy or CadencePolicy.from_env()
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT coalesce(sum(1.0 / greatest(interval_s, 1)), 0)::float8 FROM scrape_cadence"
+            "SELECT coalesce(sum(1.0 / greatest(interval_s, 1)), 0)::float8,"
+            " coalesce(sum(rate_per_hour), 0)::float8 / 3600 FROM scrape_cadence"
             " WHERE updated_at > now() - make_interval(secs => %s)",
             (CADENCE_FRESH_S,),
         )
-        planned = float(cur.fetchone()[0])
-    return min(planned, policy.listing_share * host_rate)
+        polls, articles = cur.fetchone()
+    return min(float(polls), policy.peak_share * host_rate), float(articles)
 
 
 def scrape_measured_rps(conn, window_s: float = GRANTS_KEPT_S) -> float:
@@ -90,9 +98,10 @@ def integrity_share(conn, fixed_rps: float | None = None) -> Share:
         return Share(rps=DEFAULT_BUDGET_RPS, source="default")
     floor = config_integrity.min_rps()
     rate = host_rps()
-    planned = listings_planned_rps(conn, rate)
+    planned, articles = _planned(conn, rate)
     measured = scrape_measured_rps(conn)
     conn.commit()
-    share = Share(max(floor, rate - max(planned, measured)), "host", rate, planned, measured, floor)
+    taken = max(planned + articles, measured)
+    share = Share(max(floor, rate - taken), "host", rate, planned, articles, measured, floor)
     log.info("integrity share of the host budget: %s", share.as_dict())
     return share

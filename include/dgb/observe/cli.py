@@ -40,7 +40,8 @@ def share_line(share: dict) -> str:
         return f"integrity share: {share['rps']:g} req/s ({why})"
     return (
         f"integrity share: {share['rps']:.2f} req/s of www.gov.br's {share['host_rps']:g}"
-        f" (listings planned {share['listings_planned_rps']:.2f}/s, scrapes measured"
+        f" (listings planned {share['listings_planned_rps']:.2f}/s,"
+        f" articles forecast {share.get('articles_planned_rps', 0.0):.2f}/s, scrapes measured"
         f" {share['scrape_measured_rps']:.2f}/s over 10 min, floor {share['min_rps']:g})"
     )
 

@@ -1,59 +1,95 @@
-"""When each agency's listing is read next: a cadence learnt from its publication history (issue 27).
+"""When each agency's listing is read next: an explicit listing budget, allocated where a poll buys
+the most freshness (issues 27 and 36).
 
 Standard library only, pure: the ``scrape_dispatcher`` DAG (:mod:`dgb.scraper.dispatch`) calls it
-every minute with histories read from ``news``, and ``scripts/bench_scale.py`` calls the same
+every minute with histories read from ``news``, and ``scripts/scrapesim.py`` calls the same
 functions on its simulated clock.
 
-**Expected rate.** An agency's history is its article count in each of the 168 hours of the week
-(Brasília time, UTC-3 all year) over the last ``history_days`` (28), and the time of its newest
-article. The rate it is expected to publish at in hour-of-week ``h`` (articles per hour) blends its
-own count in that hour with its overall volume spread as every agency together publishes over the
-week (``profile``: office hours, few at night and at weekends), weighted as ``prior_weeks`` (2)
-weeks of data, so a sparse history is smoothed and a rich one speaks for itself::
+**The budget.** The operator gives listing polls a share of the host's requests
+(``DGB_SCRAPE_LISTING_SHARE``, 0.18 of www.gov.br's 2 req/s: 1,296 polls an hour on average,
+31,104 a day). The week's polls (share x rate x 168 h) are planned over the 168 hours of the week
+(Brasília time) by the same rule as the polls inside an hour (below), from every agency's forecast
+for every hour: so the hours where the news is forecast get the polls (:func:`plan_week`). Each
+agency is polled at least once per ``ceiling_s`` whatever the share (the week's budget is at least
+that); no hour gets more than ``peak_share`` (0.75) of the host's rate, the excess going to the
+other hours. Integrity (:mod:`dgb.integrity.share`) plans with what this plan and the forecast
+articles leave.
 
-    rate(h) = (count[h] + prior_weeks * volume_per_week * profile[h]) / (weeks + prior_weeks)
+**The target the budget buys.** The week's plan aims at the least of ``target_s`` (180 s) x 1,
+1.25, 1.5, 2, 2.5, 3, 4, 5, 7, 10 for which the forecast leaves at most ``forecast_miss`` (2.5%) of
+the articles later than it: half of what a p95 allows, the other half left for what no forecast
+sees (an agency's rate drifting, a dormant one waking, a holiday). A budget that cannot buy 180 s
+for 97.5% of the forecast articles aims at the p95 it can buy instead of leaving the rest at the
+ceiling. The 2.5% was chosen on development draws of ``scripts/bench_scale.py`` (seeds 527 and
+1527), not on the draws its results are reported on.
 
-The cadence looks one hour ahead (``max(rate(h), rate(h + 1))``), so polls quicken before a peak.
-**Time since the last new article** adds a recent rate, ``recent_weight * 3600 / seconds since``
-(0.25: an article 5 min ago means 3/h), so a quiet agency that suddenly publishes (an emergency)
-is polled at its floor from the poll that finds its first new article, and slows again as the
-burst ages.
+**The forecast: an empirical Bayes prior** (:func:`fit_prior`). An agency's history is its article
+count in each of the 168 hours of the week over the last ``history_days`` (28). Its rate in hour
+``h`` is the posterior mean of a gamma-Poisson model whose prior is fitted over all agencies:
 
-**Interval.** ``floor * sqrt(busy_per_hour / rate)``, between ``floor_s`` (60 s) and ``ceiling_s``
-(3600 s). The square root spends listing requests where they cut most lag: for a fixed number of
-polls, the mean publication -> poll delay is least when each agency's interval goes as
-``1 / sqrt(rate)``. An agency expected to publish ``busy_per_hour`` (0.7) articles an hour or more
-is polled at the floor; one with no article in its history and none recently, at the ceiling.
-The defaults are the cheapest of the settings tried that met the freshness targets in
-``scripts/bench_scale.py`` (p95 publication -> scraped <= 3 min on the publication model estimated
-from real articles).
+* its volume (articles a week) has a gamma prior, shape ``a`` and rate ``b`` by the method of
+  moments over the agencies' weekly counts (their spread minus the Poisson part), so its estimate
+  is ``(a + n) / (b + weeks)``: a new or quiet agency (small ``n``) is pulled towards the group's
+  mean, a busy one keeps its own;
+* its share of the week in hour ``h`` has a Dirichlet prior around the group's week profile with a
+  concentration ``k`` fitted from how much more the agencies' hour-of-day counts vary than the
+  multinomial would (Pearson's statistic), so its profile is ``(count[h] + k * profile[h]) /
+  (n + k)``: an agency with a few articles publishes as the group does, one with hundreds as itself.
 
-**Budget.** :func:`plan` picks, each tick, the agencies whose interval has passed, most overdue
-first (never polled first of all), at most ``listing_share * host_rps * tick_s`` of them (0.75 of
-www.gov.br's 2 req/s: 90 a minute); the rest wait for the next tick (reason ``budget``). The cap
-bounds the polls of the busiest minute to 1.5 req/s (the scrape runs of the polls that found news
-come on top: a few a minute); over a day the scrapes average 0.88 req/s in ``bench_scale.py``,
-less at night and at weekends, and the host budget (:mod:`dgb.hostbudget`) still serves scrapes
-before integrity request by request and never lets the host exceed its 2 req/s.
+Its rate now blends this hour and the next (by the minutes gone, so polls quicken before a peak),
+raised by **the time since its newest article**, ``recent_weight * 3600 / seconds since`` (0.25: an
+article 5 min ago means 3/h), so a quiet agency that suddenly publishes is polled fast from the poll
+that finds its first new article, and slows again as the burst ages.
 
-Reasons (``Cadence.reason``): ``busy`` (at the floor from history), ``recent`` (the time since the
-last new article drives the rate), ``history`` (between floor and ceiling from the hour's rate),
-``dormant`` (at the ceiling); :func:`plan` adds ``budget`` for a due agency left for the next tick.
+**The allocation** (:func:`allocate`, the same rule as :func:`plan_week`). Intervals come from a
+ladder of whole ticks between ``floor_s`` (60 s) and ``ceiling_s`` (3600 s). With Poisson arrivals
+at rate ``r`` and a poll every ``I`` seconds, the share of an agency's articles scraped later than
+the target (above) is ``max(0, 1 - (target - overhead_s) / I)`` (``overhead_s``,
+30 s: from the poll to the stored article). The p95, not the mean, is what counts: a poll is worth
+the articles it brings under the target, ``r`` times that share's fall; once an agency's interval
+is within reach of the target, a poll is worth ``mean_weight`` (0.5) times the mean wait it saves
+(in units of ``target - overhead_s``), which spends what is left, towards the floor, once the
+forecast articles are within the target (a step there is worth about a tenth of one that brings
+articles under it). Agencies step down the ladder in order of that worth per extra poll until the
+hour's budget is spent; a step worth less than
+``min_gain`` (0.001 articles per poll) is not bought, so an agency forecast to publish nothing stays
+at the ceiling however large the budget. The busiest agencies therefore get intervals just under
+the target, the rest the ceiling or the polls left.
+
+**The tick** (:func:`plan`). Each tick may start ``budget_per_hour * tick_s / 3600`` polls (the
+hour's budget cut into ticks so an hour spends it whole), never more than ``peak_share * host_rps *
+tick_s``: first the agencies past their ceiling (the bound holds even over the hour's share, within
+the peak), then the due ones most overdue first (a due agency left over waits: reason ``budget``),
+then, while the tick's share lasts, the agencies with the most articles expected to be waiting
+(rate x time since their last poll, at least ``min_gain``), so the share is spent where there is
+demand. Polls of one scrape DAG count as one (the EBC DAG reads its two portals on EBC's host).
+
+One decision (160 agencies: the prior, the week's plan with its target search, the hour's
+allocation) takes about 0.1 s of CPU.
+
+Reasons (``Cadence.reason``): ``busy`` (at the floor), ``recent`` (the time since its newest article
+drives its rate), ``target`` (its interval brings its articles within the target), ``rationed``
+(the budget bought it some polls, not the target), ``dormant`` (at the ceiling); :func:`plan` adds
+``budget`` for a due agency left for the next tick.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from dgb.config import scrape as config_scrape
 
 SLOTS = 168  # hours in a week
 HOUR = 3600.0
 DAY = 86400.0
+WEEK = 7 * DAY
 BRT_OFFSET_S = -3 * HOUR  # Brasília time: UTC-3 all year (no daylight saving since 2019)
-REASONS = ("busy", "recent", "history", "dormant", "budget")
+REASONS = ("busy", "recent", "target", "rationed", "dormant", "budget")
+LADDER_TICKS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 60, 90, 120)
 
 
 def hour_of_week(ts: float) -> int:
@@ -70,24 +106,41 @@ class CadencePolicy:
 
     floor_s: float = 60.0
     ceiling_s: float = 3600.0
-    busy_per_hour: float = 0.7
-    prior_weeks: float = 2.0
+    listing_share: float = 0.18  # of the host's requests over the week, for the dispatcher's polls
+    peak_share: float = 0.75  # of the host's requests/s, at most, in any hour and any tick
+    target_s: float = 180.0  # publication -> scraped the allocation aims at (the p95 goal)
+    quantile: float = 0.95  # of the articles the target is for
+    forecast_miss: float = 0.025  # late articles the plan may forecast: half of what the quantile allows
+    overhead_s: float = 30.0  # poll -> article stored: listing, DAG start, article page
+    mean_weight: float = 0.5  # of the mean wait within the target, against the chance of missing it
+    min_gain: float = 0.001  # articles under the target a poll must be expected to bring
     recent_weight: float = 0.25
     history_days: float = 28.0
-    listing_share: float = 0.75  # of the host's requests/s, at most, for the listings started per tick
     tick_s: float = 60.0  # the dispatcher's period
 
     def __post_init__(self):
         if not 0 < self.floor_s <= self.ceiling_s:
             raise ValueError(f"cadence floor {self.floor_s} s must be > 0 and <= ceiling {self.ceiling_s} s")
+        if self.target_s <= self.overhead_s:
+            raise ValueError(f"cadence target {self.target_s} s must exceed its overhead {self.overhead_s} s")
 
     @classmethod
     def from_env(cls) -> CadencePolicy:
         return cls(**config_scrape.cadence_policy())
 
     def per_tick(self, host_rps: float) -> int:
-        """Most listings started in one tick inside the host budget's listing share (at least one)."""
-        return max(1, int(self.listing_share * host_rps * self.tick_s + 1e-9))
+        """Most listings started in one tick: ``peak_share`` of the host's rate (at least one)."""
+        return max(1, int(self.peak_share * host_rps * self.tick_s + 1e-9))
+
+    def week_budget(self, host_rps: float) -> float:
+        """Polls the share buys in a week."""
+        return self.listing_share * host_rps * WEEK
+
+    def ladder(self) -> list[float]:
+        """The intervals an agency may get, longest first: whole ticks from the ceiling to the floor."""
+        steps = {self.floor_s, self.ceiling_s}
+        steps |= {k * self.tick_s for k in LADDER_TICKS if self.floor_s < k * self.tick_s < self.ceiling_s}
+        return sorted(steps, reverse=True)
 
 
 @dataclass
@@ -113,6 +166,10 @@ class History:
     @property
     def total(self) -> float:
         return float(sum(self.counts))
+
+    @property
+    def weeks(self) -> float:
+        return max(self.days / 7.0, 1e-9)
 
 
 @dataclass(frozen=True)
@@ -145,41 +202,322 @@ def week_profile(histories: Iterable[History]) -> list[float]:
     return [c / s for c in smoothed]
 
 
-def slot_rate(history: History, slot: int, profile: Sequence[float], policy: CadencePolicy) -> float:
-    """Expected articles per hour in hour-of-week ``slot`` (see the module docstring)."""
-    weeks = max(history.days / 7.0, 1e-9)
-    per_week = history.total / weeks
-    k = policy.prior_weeks
-    return (history.counts[slot % SLOTS] + k * per_week * profile[slot % SLOTS]) / (weeks + k)
+@dataclass(frozen=True)
+class Prior:
+    """The empirical Bayes prior fitted over the agencies (see the module docstring): gamma
+    ``shape``/``rate`` of the articles a week, Dirichlet ``concentration`` around ``profile``."""
+
+    shape: float
+    rate: float  # in weeks: the prior weighs as this many weeks of an agency's own data
+    concentration: float  # in articles: the profile prior weighs as this many of its own articles
+    profile: tuple[float, ...]
+    agencies: int = 0
+
+    @property
+    def mean_per_week(self) -> float:
+        return self.shape / self.rate
+
+    def per_week(self, history: History) -> float:
+        """Posterior mean of the agency's articles a week."""
+        return (self.shape + history.total) / (self.rate + history.weeks)
+
+    def rates(self, history: History) -> list[float]:
+        """Posterior mean articles per hour in each hour of the week."""
+        n, k = history.total, self.concentration
+        volume = self.per_week(history)
+        return [volume * (c + k * p) / (n + k) for c, p in zip(history.counts, self.profile, strict=True)]
 
 
-def cadence(
-    history: History, now: float, policy: CadencePolicy, profile: Sequence[float] | None = None
-) -> Cadence:
-    """The agency's polling interval now, and why."""
-    profile = profile or [1.0 / SLOTS] * SLOTS
+def _hour_of_day(counts: Sequence[float]) -> list[float]:
+    out = [0.0] * 24
+    for slot, c in enumerate(counts):
+        out[slot % 24] += c
+    return out
+
+
+def fit_prior(histories: Iterable[History]) -> Prior:
+    """The prior from every agency's history: moments of the weekly counts for the gamma, the
+    overdispersion of the hour-of-day counts around the group's for the Dirichlet (the
+    concentration does not change when hours are pooled, so it is fitted on the 24 hours of the day,
+    where counts are less sparse, and used on the 168 of the week)."""
+    hs = list(histories)
+    profile = tuple(week_profile(hs))
+    if not hs:
+        return Prior(1.0, 1.0, 1.0, profile, 0)
+    per_week = [h.total / h.weeks for h in hs]
+    mean = sum(per_week) / len(hs)
+    if mean <= 0:
+        return Prior(1e-3, 1.0, 1.0, profile, len(hs))
+    spread = sum((x - mean) ** 2 for x in per_week) / max(1, len(hs) - 1)
+    noise = sum(mean / h.weeks for h in hs) / len(hs)  # what Poisson counts alone would spread
+    between = max(spread - noise, mean * mean * 1e-6)
+    shape, rate = mean * mean / between, mean / between
+    if rate > 1e6:  # no spread beyond Poisson: the group's mean for everyone
+        shape, rate = mean * 1e6, 1e6
+    day = _hour_of_day(profile)
+    excess, pairs = 0.0, 0.0
+    for h in hs:
+        n = h.total
+        if n < 2:
+            continue
+        x2 = sum(
+            (c - n * p) ** 2 / (n * p) for c, p in zip(_hour_of_day(h.counts), day, strict=True) if p > 0
+        )
+        excess += x2 / 23.0 - 1.0
+        pairs += n - 1
+    inv = excess / pairs if pairs else 1.0  # ~ 1 / (concentration + 1)
+    inv = min(max(inv, 1e-4), 1.0)
+    concentration = max(0.5, 1.0 / inv - 1.0)
+    return Prior(shape, rate, concentration, profile, len(hs))
+
+
+def rate_now(slot_rates: Sequence[float], last_new: float | None, now: float, policy: CadencePolicy):
+    """(expected articles/hour now, whether the recent article drives it): this hour's and the next
+    hour's forecast blended by the minutes gone, or the recent rate when higher."""
     slot = hour_of_week(now)
-    learnt = max(slot_rate(history, slot, profile, policy), slot_rate(history, slot + 1, profile, policy))
+    gone = ((now + BRT_OFFSET_S) % HOUR) / HOUR
+    learnt = (1 - gone) * slot_rates[slot] + gone * slot_rates[(slot + 1) % SLOTS]
     recent = 0.0
-    if history.last_new is not None:
-        since = max(now - history.last_new, policy.floor_s)
-        recent = policy.recent_weight * HOUR / since
-    rate = max(learnt, recent)
-    if rate <= 0:
-        return Cadence(policy.ceiling_s, "dormant", 0.0)
-    raw = policy.floor_s * math.sqrt(policy.busy_per_hour / rate)
-    if raw >= policy.ceiling_s:
-        return Cadence(policy.ceiling_s, "dormant", rate)
-    if recent > learnt:
-        return Cadence(max(raw, policy.floor_s), "recent", rate)
-    if raw <= policy.floor_s:
-        return Cadence(policy.floor_s, "busy", rate)
-    return Cadence(raw, "history", rate)
+    if last_new is not None:
+        recent = policy.recent_weight * HOUR / max(now - last_new, policy.floor_s)
+    return (recent, True) if recent > learnt else (learnt, False)
+
+
+def _loss(interval: float, policy: CadencePolicy) -> float:
+    """Per article: the chance of missing the target at this interval, plus the weighted mean wait
+    of the articles within it (in units of the reach)."""
+    reach = policy.target_s - policy.overhead_s
+    return max(0.0, 1.0 - reach / interval) + policy.mean_weight * min(interval, reach) / (2.0 * reach)
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """The ladder's steps: polls an hour each adds (``cost``) and the rate an agency needs for the
+    step to be worth ``tau`` articles a poll (``need = cost / gain``, nondecreasing down the ladder)."""
+
+    intervals: list[float]
+    cost: list[float]
+    need: list[float]
+
+    @classmethod
+    def of(cls, policy: CadencePolicy) -> _Steps:
+        ladder = policy.ladder()
+        cost, need, worst = [], [], 0.0
+        for a, b in itertools.pairwise(ladder):
+            c = HOUR / b - HOUR / a
+            g = _loss(a, policy) - _loss(b, policy)
+            worst = max(worst, c / g if g > 0 else math.inf)  # a step is taken only after the ones above
+            cost.append(c)
+            need.append(worst)
+        return cls(ladder, cost, need)
+
+
+def _threshold(rates: Sequence[float], budget: float, steps: _Steps, policy: CadencePolicy) -> float:
+    """The least worth per poll (articles) the budget affords: every step worth at least it fits."""
+    ordered = sorted(rates)
+    n = len(ordered)
+
+    def spent(tau: float) -> float:
+        total = n * HOUR / steps.intervals[0]
+        for c, need in zip(steps.cost, steps.need, strict=True):
+            total += c * (n - bisect.bisect_left(ordered, tau * need))
+        return total
+
+    lo, hi = policy.min_gain, 1e6
+    if spent(lo) <= budget:
+        return lo
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        if spent(mid) <= budget:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _levels(rates: Sequence[float], tau: float, steps: _Steps) -> list[int]:
+    """How many steps down the ladder each rate takes at worth ``tau``."""
+    return [bisect.bisect_right(steps.need, r / tau) if tau > 0 else len(steps.need) for r in rates]
+
+
+def _fill(rates: Sequence[float], budget: float, policy: CadencePolicy, steps: _Steps) -> list[int]:
+    """Ladder levels that spend ``budget`` polls an hour on ``rates`` (the steps worth the most per
+    poll first, then single steps in order of worth while they fit)."""
+    tau = _threshold(rates, budget, steps, policy)
+    levels = _levels(rates, tau, steps)
+    left = budget - sum(HOUR / steps.intervals[k] for k in levels)
+    nxt = sorted(
+        ((rates[i] / steps.need[k], i) for i, k in enumerate(levels) if k < len(steps.need)), reverse=True
+    )
+    for worth, i in nxt:
+        k = levels[i]
+        if worth < policy.min_gain:
+            break
+        if steps.cost[k] <= left:
+            levels[i] += 1
+            left -= steps.cost[k]
+    return levels
+
+
+@dataclass(frozen=True)
+class WeekPlan:
+    """Polls for each hour of the week, and the target they can buy (see :func:`plan_week`)."""
+
+    budgets: list[float]
+    target_s: float  # the p95 target this budget buys on the forecast (at least the policy's)
+    miss: float  # forecast share of articles scraped later than it
+
+
+TARGET_STEPS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0)
+
+
+def _week_levels(cells: list[float], week: float, policy: CadencePolicy) -> tuple[list[int], _Steps, float]:
+    steps = _Steps.of(policy)
+    levels = _levels(cells, _threshold(cells, week, steps, policy), steps)
+    reach = policy.target_s - policy.overhead_s
+    total = sum(cells)
+    late = sum(r * max(0.0, 1.0 - reach / steps.intervals[k]) for r, k in zip(cells, levels, strict=True))
+    return levels, steps, (late / total if total > 0 else 0.0)
+
+
+def plan_week(
+    unit_rates: Iterable[Sequence[float]],
+    policy: CadencePolicy,
+    host_rps: float,
+    target_s: float | None = None,
+) -> WeekPlan:
+    """Polls for each hour of the week: the week's budget spent on the (unit, hour) pairs by the same
+    rule as :func:`allocate`, at least one poll per unit per ceiling, at most ``peak_share`` of the
+    host's rate in an hour (the excess spread over the other hours by their plan).
+
+    The target is the least of ``target_s x`` :data:`TARGET_STEPS` for which the forecast has at
+    most ``forecast_miss`` (2.5%) of the articles scraped later than it: half of what the p95
+    allows, the other half left for what a forecast cannot see (drift, an agency waking, a
+    holiday). When the budget cannot buy the policy's target, polls aim at the p95 it can buy rather
+    than leave more of the articles at the ceiling. ``target_s`` given: that target, no search."""
+    per_unit = [list(r) for r in unit_rates]
+    base = len(per_unit) * HOUR / policy.ceiling_s
+    week = max(policy.week_budget(host_rps), base * SLOTS)
+    cells = [r[h] for r in per_unit for h in range(SLOTS)]
+    if target_s is not None:
+        chosen = replace(policy, target_s=target_s)
+        levels, steps, miss = _week_levels(cells, week, chosen)
+    else:
+        candidates = [policy.target_s * f for f in TARGET_STEPS if policy.target_s * f <= policy.ceiling_s]
+        lo, hi = 0, len(candidates) - 1
+        found = None
+        while lo <= hi:  # the least candidate that keeps the forecast miss within the quantile
+            mid = (lo + hi) // 2
+            trial = replace(policy, target_s=candidates[mid])
+            got = _week_levels(cells, week, trial)
+            if got[2] <= min(policy.forecast_miss, 1.0 - policy.quantile):
+                found, hi = (trial, got), mid - 1
+            else:
+                lo = mid + 1
+        if found is None:
+            trial = replace(policy, target_s=candidates[-1])
+            found = (trial, _week_levels(cells, week, trial))
+        chosen, (levels, steps, miss) = found
+    budgets = [base] * SLOTS
+    for i, k in enumerate(levels):
+        budgets[i % SLOTS] += HOUR / steps.intervals[k] - HOUR / steps.intervals[0]
+    if cells:  # what the threshold left (less than one step per cell): over the hours by their plan
+        left = week - sum(budgets)
+        extra = sum(b - base for b in budgets)
+        for h in range(SLOTS):
+            budgets[h] += left * ((budgets[h] - base) / extra if extra > 0 else 1.0 / SLOTS)
+    cap = max(policy.peak_share * host_rps * HOUR, base)
+    for _ in range(SLOTS):  # move what is over the cap to the hours under it, by their share
+        over = sum(max(0.0, b - cap) for b in budgets)
+        if over <= 1e-9:
+            break
+        under = [h for h in range(SLOTS) if budgets[h] < cap]
+        if not under:
+            break
+        room = sum(budgets[h] for h in under)
+        budgets = [min(b, cap) for b in budgets]
+        for h in under:
+            budgets[h] += over * budgets[h] / room
+    return WeekPlan(budgets, chosen.target_s, miss)
+
+
+def hour_budgets(
+    unit_rates: Iterable[Sequence[float]], policy: CadencePolicy, host_rps: float
+) -> list[float]:
+    """:func:`plan_week`'s polls for each hour of the week."""
+    return plan_week(unit_rates, policy, host_rps).budgets
+
+
+def allocate(
+    rates: Mapping[str, tuple[float, bool]], budget_per_hour: float, policy: CadencePolicy
+) -> dict[str, Cadence]:
+    """Each unit's interval and reason this hour: ``rates`` maps a unit (a scrape DAG) to its
+    expected articles/hour and whether its recent article drives it (:func:`rate_now`)."""
+    steps = _Steps.of(policy)
+    keys = list(rates)
+    values = [max(0.0, rates[k][0]) for k in keys]
+    levels = _fill(values, budget_per_hour, policy, steps) if keys else []
+    reach = policy.target_s - policy.overhead_s
+    out = {}
+    for key, rate, k in zip(keys, values, levels, strict=True):
+        interval = steps.intervals[k]
+        if rates[key][1] and k > 0:
+            reason = "recent"
+        elif interval <= policy.floor_s:
+            reason = "busy"
+        elif interval <= reach:
+            reason = "target"
+        elif k > 0:
+            reason = "rationed"
+        else:
+            reason = "dormant"
+        out[key] = Cadence(interval, reason, rate)
+    return out
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One tick's cadences (per unit), this hour's budget, the week's plan and the prior."""
+
+    cadences: dict[str, Cadence]
+    budget_per_hour: float
+    prior: Prior
+    week: WeekPlan
+
+    @property
+    def budgets(self) -> list[float]:
+        return self.week.budgets
+
+
+def schedule(
+    histories: Mapping[str, History],
+    now: float,
+    policy: CadencePolicy,
+    host_rps: float,
+    units: Mapping[str, Sequence[str]] | None = None,
+) -> Schedule:
+    """Everything the dispatcher decides from the histories: the prior, the week's hour budgets and
+    each unit's cadence now. ``units`` maps a scrape DAG to its agencies (default: one per agency);
+    a unit's rate is the sum of its agencies'."""
+    units = units or {k: [k] for k in histories}
+    prior = fit_prior(histories.values())
+    slot_rates = {k: prior.rates(h) for k, h in histories.items()}
+    per_unit = {
+        u: [sum(slot_rates[a][s] for a in agencies) for s in range(SLOTS)] for u, agencies in units.items()
+    }
+    week = plan_week(per_unit.values(), policy, host_rps)
+    now_rates = {}
+    for u, agencies in units.items():
+        newest = [histories[a].last_new for a in agencies if histories[a].last_new is not None]
+        now_rates[u] = rate_now(per_unit[u], max(newest) if newest else None, now, policy)
+    budget = week.budgets[hour_of_week(now)]
+    aimed = replace(policy, target_s=week.target_s)
+    return Schedule(allocate(now_rates, budget, aimed), budget, prior, week)
 
 
 @dataclass(frozen=True)
 class Plan:
-    due: list[str]  # keys to poll now, most overdue first
+    due: list[str]  # keys to poll now: past the ceiling, then most overdue, then most waiting
     deferred: list[str]  # due but over this tick's share of the budget
     capacity: int
 
@@ -190,19 +528,46 @@ def is_due(last_poll: float | None, interval_s: float, now: float, policy: Caden
     return last_poll is None or now - last_poll >= interval_s - policy.tick_s / 2
 
 
+def tick_allowance(budget_per_hour: float, now: float, policy: CadencePolicy) -> int:
+    """This tick's polls out of the hour's budget: the hour's ticks take ``floor(budget * (i + 1) /
+    ticks) - floor(budget * i / ticks)`` each, so a whole hour takes ``floor(budget)``."""
+    ticks = max(1, round(HOUR / policy.tick_s))
+    i = min(ticks - 1, int((now % HOUR) // policy.tick_s))
+    return math.floor(budget_per_hour * (i + 1) / ticks + 1e-9) - math.floor(
+        budget_per_hour * i / ticks + 1e-9
+    )
+
+
 def plan(
     agencies: Iterable[tuple[str, Cadence, float | None]],
     now: float,
     policy: CadencePolicy,
     host_rps: float,
+    budget_per_hour: float | None = None,
 ) -> Plan:
-    """Which of ``(key, cadence, last poll)`` to poll this tick, inside the listing share of the budget."""
-    due = [
-        (math.inf if last is None else (now - last) / c.interval_s, key)
-        for key, c, last in agencies
-        if is_due(last, c.interval_s, now, policy)
-    ]
-    due.sort(key=lambda x: (-x[0], x[1]))
-    capacity = policy.per_tick(host_rps)
-    keys = [k for _, k in due]
-    return Plan(keys[:capacity], keys[capacity:], capacity)
+    """Which of ``(key, cadence, last poll)`` to poll this tick (see the module docstring). Without
+    ``budget_per_hour`` the tick may take its peak share, and only due agencies are polled."""
+    peak = policy.per_tick(host_rps)
+    allowance = peak if budget_per_hour is None else min(peak, tick_allowance(budget_per_hour, now, policy))
+    bound = policy.ceiling_s - policy.tick_s / 2
+    forced, due, rest = [], [], []
+    for key, c, last in agencies:
+        since = math.inf if last is None else now - last
+        if since >= bound:
+            forced.append((-since, key))
+        elif is_due(last, c.interval_s, now, policy):
+            due.append((-since / c.interval_s, key))
+        elif budget_per_hour is not None and since >= policy.tick_s / 2:
+            waiting = c.rate_per_hour * since / HOUR
+            if waiting >= policy.min_gain:
+                rest.append((-waiting, key))
+    forced.sort()
+    due.sort()
+    rest.sort()
+    take = [k for _, k in forced[:peak]]
+    room = max(0, allowance - len(take))
+    take += [k for _, k in due[:room]]
+    deferred = [k for _, k in forced[peak:]] + [k for _, k in due[room:]]
+    room = max(0, allowance - len(take))
+    take += [k for _, k in rest[:room]]
+    return Plan(take, deferred, allowance)

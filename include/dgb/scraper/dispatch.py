@@ -14,9 +14,11 @@ it reads, from PostgreSQL:
   articles stored in the last 24 hours (those published over 2 days before they were stored, a
   backfill, left out),
 
-then :func:`dgb.scraper.cadence.cadence` and :func:`dgb.scraper.cadence.plan` (the listing share of
-www.gov.br's budget) decide, and every agency's cadence, reason and lag is written to
-``scrape_cadence`` for ``dgb status`` and the pipeline view.
+then :func:`dgb.scraper.cadence.schedule` (the empirical Bayes forecast, the week's listing budget
+hour by hour and this hour's allocation) and :func:`dgb.scraper.cadence.plan` (this tick's share of
+the hour's budget) decide, and every agency's cadence, reason and lag is written to
+``scrape_cadence`` for ``dgb status`` and the pipeline view. The agencies of one scrape DAG (the
+EBC sources) are one unit: their rates summed, one interval.
 
 **The poll is the dispatcher's.** :func:`run_tick` reads the newest listing page of each due agency
 itself (:func:`probe`: one request through the shared host budget at ``scrape`` priority; for Plone
@@ -48,7 +50,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from dgb.hostbudget import GOV_BR, BudgetConfig
 from dgb.scrape_errors import as_scrape_error
 from dgb.scraper import conditional, store
-from dgb.scraper.cadence import DAY, Cadence, CadencePolicy, History, Plan, cadence, plan, week_profile
+from dgb.scraper.cadence import DAY, Cadence, CadencePolicy, History, Plan, plan, schedule
 from dgb.scraper.run import _parse_listing, listing_url, own_sites
 
 LAG_WINDOW_S = DAY
@@ -279,21 +281,21 @@ def decide(
     histories = read_histories(conn, keys, now, policy.history_days)
     polls = read_last_polls(conn, keys)
     lags = read_lags(conn, keys, now)
-    profile = week_profile(histories.values())
+    # several agencies in one DAG (the EBC sources) are polled together: one unit, their rates summed
+    units = {spec.dag_id: list(spec.agency_keys) for spec in specs}
+    decided_cadences = schedule(histories, now, policy, rps, units)
     agencies: list[AgencyCadence] = []
     per_dag: list[tuple[str, Cadence, float | None]] = []
     for spec in specs:
+        c = decided_cadences.cadences[spec.dag_id]
         mine = []
         for key in spec.agency_keys:
             lag, n = lags.get(key, (None, 0))
-            c = cadence(histories[key], now, policy, profile)
             mine.append(AgencyCadence(key, spec.dag_id, c, polls[key], lag, n, c.reason))
         agencies += mine
-        # several agencies in one DAG (the EBC sources) are polled together: the shortest interval
         lasts = [a.last_poll for a in mine if a.last_poll is not None]
-        fastest = min((a.cadence for a in mine), key=lambda c: c.interval_s)
-        per_dag.append((spec.dag_id, fastest, max(lasts) if lasts else None))
-    decided = plan(per_dag, now, policy, rps)
+        per_dag.append((spec.dag_id, c, max(lasts) if lasts else None))
+    decided = plan(per_dag, now, policy, rps, decided_cadences.budget_per_hour)
     due, deferred = set(decided.due), set(decided.deferred)
     for a in agencies:
         a.dispatched = a.dag_id in due

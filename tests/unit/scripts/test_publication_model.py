@@ -29,7 +29,9 @@ def test_generated_publications_follow_office_hours_weekdays_and_agency_shares()
     keys = ["mdr", "cidades", "orgao-que-nunca-apareceu"]
     start = datetime(2026, 12, 7, 3, 0, tzinfo=UTC).timestamp()  # Monday 00:00 in Brasília
     times, who = model.generate(keys, start, 28, 300.0, np.random.default_rng(1))
-    assert 28 * 300 * 0.9 < len(times) < 28 * 300 * 1.1
+    expected = model.hourly_rate(start, 28 * 24, 300.0).sum()  # the 28 days hold Christmas
+    assert expected < 28 * 300 * 0.95
+    assert expected * 0.85 < len(times) < expected * 1.15  # bursts make the count vary more
     local = (times - start) % 86400 / 3600  # Brasília hour of day
     day = ((times - start) // 86400) % 7
     office = ((local >= 9) & (local < 19)).mean()
@@ -37,3 +39,32 @@ def test_generated_publications_follow_office_hours_weekdays_and_agency_shares()
     assert (day >= 5).mean() < 0.1  # few at weekends
     counts = np.bincount(who, minlength=3)
     assert counts[0] > counts[1] > counts[2] > 0  # the sample's shares; an unseen agency still publishes
+
+
+def test_bursts_holidays_drift_and_dormant_agencies_waking():
+    model = PublicationModel.load()
+    assert model.burst_extra > 0 and model.holiday_factor < 0.2 and model.shift_sd > 0 and model.drift_sd > 0
+    assert all(k in model.basis for k in ("hour_share", "holiday_factor", "burst_extra", "drift_sd"))
+    keys = [f"orgao{i:02d}" for i in range(40)]
+    start = datetime(2026, 11, 30, 3, 0, tzinfo=UTC).timestamp()  # Monday 30 November, 00:00 Brasília
+    measured = start + 14 * DAY
+    rng = np.random.default_rng(7)
+    times, who = model.generate(keys, start, 35, 400.0, rng, measured_from=measured)
+    local_day = ((times - 3 * 3600 - datetime(2026, 11, 30, tzinfo=UTC).timestamp()) // DAY).astype(int)
+    per_day = np.bincount(local_day, minlength=35)
+    christmas = 25  # 25 December, a Friday
+    weekdays = [d for d in range(35) if d % 7 < 5 and d != christmas]
+    assert per_day[christmas] < 0.2 * np.mean(per_day[weekdays])
+    # bursts: far more same-agency pairs within 5 minutes than a Poisson stream of the same volume
+    close = sum(int(np.sum(np.diff(times[who == a]) <= 300)) for a in range(40))
+    assert close > 0.2 * len(times)
+    # dormant agencies: silent before the measured period, some publish in it
+    before = set(who[times < measured].tolist())
+    woke = set(who[times >= measured].tolist()) - before
+    assert woke and len(before) < 40
+    # the listing shows each article a few seconds after its publication
+    lag = model.listing_lag(10_000, rng)
+    assert lag.min() > 0 and 5 < np.median(lag) < 20 and np.percentile(lag, 95) < 60
+
+
+DAY = 86400.0

@@ -4,8 +4,8 @@
 :func:`run` takes article rows through what the enrich, embed and index stages run for them in a
 task, through the production code, with only the servers stood in for:
 
-* **the model**: :class:`StandInEmbedder`, a deterministic bag of hashed words named as the
-  configured model (so the shipped classifier and sentiment heads load and run), reached through
+* **the model**: :class:`StandInEmbedder`, a deterministic bag of hashed words of the shipped
+  classifier and sentiment heads' dimension (both given to the classifier, so they run), reached through
   the real :class:`~dgb.embed.client.ServiceEmbedder` over an in-process ``httpx`` transport that
   answers as the model service does (base64 vectors). Its own CPU is counted apart
   (:attr:`StandInEmbedder.cpu_s`): it is not the pipeline's;
@@ -257,9 +257,10 @@ def run(rows: list[dict], clock: Callable[[str], object] | None = None, *, chunk
     (the keys written, canonical ids resolved), ``mentions``, ``units`` (the classifier's model
     inputs), ``embed_text``, ``document`` (the import line); and under ``"_model"`` the stand-in
     model's CPU seconds in each part (``cpu_s``) and the statements sent (``statements``)."""
-    from dgb.config import settings
     from dgb.enrich.features import article_layout
+    from dgb.enrich.head import load_default_head
     from dgb.enrich.local import LocalClassifier
+    from dgb.enrich.sentiment import load_default as load_default_sentiment
     from dgb.features import compute
     from dgb.features.compute import FeatureComputer
     from dgb.pipeline import chunks
@@ -271,14 +272,15 @@ def run(rows: list[dict], clock: Callable[[str], object] | None = None, *, chunk
     from dgb.taxonomy import load_taxonomy
 
     clock = clock or _nothing
-    s = settings()
-    model = StandInEmbedder(s.embedding_model, s.embedding_dim)
+    head, sentiment_head = load_default_head(), load_default_sentiment()
+    # a name of its own: the prototype vectors it makes never stand in for the real model's
+    model = StandInEmbedder("stand-in", head.dim)
     taxonomy = load_taxonomy()
     themes = {t.code: (t.code, t.label) for level in (1, 2, 3) for t in taxonomy.level(level)}
     cursor = DumpingCursor({code: i for i, code in enumerate(sorted(themes), start=1)})
     conn = DumpingConnection(cursor)
     embedder = service_embedder(model)
-    classifier = LocalClassifier(embedder, taxonomy).warm()
+    classifier = LocalClassifier(embedder, taxonomy, head=head, sentiment_head=sentiment_head).warm()
     model.cpu_s = 0.0  # the prototypes' encoding is the task's start-up, not per-article work
     out: dict = {r["unique_id"]: {} for r in rows}
     model_by_part: dict[str, float] = {}
@@ -299,7 +301,7 @@ def run(rows: list[dict], clock: Callable[[str], object] | None = None, *, chunk
         return merged
 
     enrich = EnrichStage(classifier, features=FeatureComputer())
-    embed = EmbedStage(embedder, s.embedding_model)
+    embed = EmbedStage(embedder, model.name)
     vectors: dict[str, np.ndarray] = {}
     compute.write_many = keep
     try:

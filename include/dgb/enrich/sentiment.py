@@ -33,7 +33,7 @@ import numpy as np
 from dgb.enrich import polarity
 from dgb.enrich.contract import ArticleText
 from dgb.enrich.lemmas import lemma
-from dgb.enrich.text import paragraphs
+from dgb.enrich.text import joined_paragraphs
 
 HEAD_FILE = Path(__file__).resolve().parent.parent / "data" / "classifier" / "sentiment.npz"
 METHOD = "local-head-1"
@@ -45,9 +45,8 @@ _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 
 def reader_text(item: ArticleText, limit: int = BODY_CHARS) -> str:
     """Subtitle, lead and content as a reader reads them, up to ``limit`` characters."""
-    parts = [item.subtitle or "", item.editorial_lead or "", item.content or ""]
-    text = " ".join(p for _, p in paragraphs("\n\n".join(x for x in parts if x)))
-    return text[:limit]
+    parts = joined_paragraphs(item.subtitle, item.editorial_lead, item.content)
+    return " ".join(p for _, p in parts)[:limit]
 
 
 def lemmas(text: str) -> list[str]:

@@ -85,6 +85,15 @@ def _entry(word: str, lem: str) -> tuple[str, float] | None:
     return single.get(lem) or single.get(fold(word))
 
 
+@lru_cache(maxsize=200_000)
+def _word(word: str) -> tuple[str, tuple[str, float] | None]:
+    """(lemma, lexicon entry or None) of one word: looked up once per distinct word (fixed for
+    the process, as :func:`lexicon` is: ``scripts/train_sentiment.py`` rebuilds the lemma table
+    before any tally)."""
+    lem = lemma(word)
+    return lem, _entry(word, lem)
+
+
 def tally(text: str) -> Tally:
     """The polarity weight of ``text`` (see the module's docstring)."""
     tokens = _TOKEN.findall(text or "")
@@ -114,7 +123,8 @@ def tally(text: str) -> Tally:
         clause.clear()
         sign, boost = 1.0, 1.0
 
-    lemmas = [lemma(t) if t[0].isalpha() else t for t in tokens]
+    looked = [_word(t) if t[0].isalpha() else (t, None) for t in tokens]
+    lemmas = [lem for lem, _ in looked]
     i = 0
     while i < len(tokens):
         tok, lem = tokens[i], lemmas[i]
@@ -127,7 +137,7 @@ def tally(text: str) -> Tally:
         pair = tuple(lemmas[i : i + 2])
         entry = multi.get(pair) if len(pair) == 2 else None
         step = 2 if entry else 1
-        entry = entry or _entry(tok, lem)
+        entry = entry or looked[i][1]
         i += step
         if entry is None:
             continue

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
@@ -72,18 +73,20 @@ class Tfidf:
     idf: np.ndarray
 
     def transform(self, docs: list[list[str]]) -> np.ndarray:
-        out = np.zeros((len(docs), len(self.vocab)), dtype=np.float64)
+        """Each doc's sublinear TF-IDF row, L2-normalised (a row's terms weighted together: the
+        same values as one term at a time)."""
+        vocab = self.vocab
+        out = np.zeros((len(docs), len(vocab)), dtype=np.float64)
         for i, terms in enumerate(docs):
-            counts: dict[int, int] = {}
-            for term in terms:
-                j = self.vocab.get(term)
-                if j is not None:
-                    counts[j] = counts.get(j, 0) + 1
-            for j, n in counts.items():
-                out[i, j] = (1.0 + np.log(n)) * self.idf[j]
+            counts = Counter(j for j in map(vocab.get, terms) if j is not None)
+            if not counts:
+                continue
+            cols = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+            n = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+            out[i, cols] = (1.0 + np.log(n)) * self.idf[cols]
             norm = np.linalg.norm(out[i])
             if norm:
-                out[i] /= norm
+                out[i, cols] /= norm
         return out
 
     @classmethod
@@ -141,16 +144,19 @@ class SentimentHead:
         )
 
     def probabilities(self, x: Inputs) -> np.ndarray:
-        z = self.design(x) @ self.label_coef.T + self.label_intercept
+        return self._probabilities(self.design(x))
+
+    def _probabilities(self, d: np.ndarray) -> np.ndarray:
+        z = d @ self.label_coef.T + self.label_intercept
         z -= z.max(axis=1, keepdims=True)
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True)
 
     def predict(self, x: Inputs) -> list[dict]:
         """``{"label", "score", "method"}`` per article (score on the LLM's scale, in its label's
-        band, 3 decimals)."""
+        band, 3 decimals); the design matrix built once for both models."""
         d = self.design(x)
-        probs = self.probabilities(x)
+        probs = self._probabilities(d)
         raw = d @ self.score_coef + self.score_intercept
         out = []
         for p, s in zip(probs, raw):

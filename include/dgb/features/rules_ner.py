@@ -196,6 +196,21 @@ def catalogue() -> dict[str, Entry]:
     return out
 
 
+def _reach(keys) -> dict[str, int]:
+    """First word -> the most words of a key of ``keys`` that starts with it."""
+    out: dict[str, int] = {}
+    for key in keys:
+        words = key.split(" ")
+        if len(words) > out.get(words[0], 0):
+            out[words[0]] = len(words)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _catalogue_reach() -> dict[str, int]:
+    return _reach(catalogue())
+
+
 def clean(text: str) -> str:
     """Markdown images dropped, links reduced to their text, emphasis marks removed."""
     text = _IMAGE.sub(" ", text or "")
@@ -351,12 +366,14 @@ def _titles(text: str) -> list[tuple[int, int]]:
 def extract(title: str, content: str) -> list[dict]:
     """The entity mentions of an article (production's shape, without ``canonical_id`` unless
     the catalogue or gazetteer gives one), in order of first occurrence."""
-    text = f"{clean(title)}\n\n{clean(content)}"
-    title_end = len(clean(title))
+    title = clean(title)
+    text = f"{title}\n\n{clean(content)}"
+    title_end = len(title)
     tokens = list(_TOKEN.finditer(text))
     known = catalogue()
     local = _local_entries(text, tokens, known)
     titles = _titles(text)
+    reach_known, reach_local = _catalogue_reach(), _reach(local)
     found: dict[Entry, _Found] = {}
     i = 0
     while i < len(tokens):
@@ -373,7 +390,10 @@ def extract(title: str, content: str) -> list[dict]:
                 continue
         hit = None
         words: list[str] = []
-        for j in range(i, min(len(tokens), i + MAX_NGRAM)):
+        # a key of n words matches only n words that start with its first: scan no further
+        first = word.strip(".")
+        longest = max(reach_known.get(first, 0), reach_local.get(first, 0))
+        for j in range(i, min(len(tokens), i + min(MAX_NGRAM, longest))):
             if j > i and "\n" in text[tokens[j - 1].end() : tokens[j].start()]:
                 break
             words.append(tokens[j].group().strip("."))

@@ -27,7 +27,7 @@ import json
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -166,7 +166,10 @@ class DumpingConnection:
 def load_rows(paths: list[Path] | None = None, n: int | None = None, *, label: str = "x") -> list[dict]:
     """Article rows as the enrich stage loads them: the JSON lines of ``paths`` (default: the
     shipped corpus, what ``scripts/bench_backlog.py`` queues), repeated up to ``n`` rows, each
-    title suffixed as the backlog's are (`` (lote <label>-<i>)``)."""
+    title suffixed as the backlog's are (`` (lote <label>-<i>)``). A repeated row's content ends
+    with a paragraph of its own (``Lote <label>-<i>.``), so that no text is found again in a cache
+    as it would be in the backlog (whose contents repeat every 106 articles) and not in
+    production."""
     sources = []
     for path in paths or [CORPUS]:
         for line in Path(path).read_text(encoding="utf-8").split("\n"):  # not splitlines: U+2028
@@ -188,7 +191,7 @@ def load_rows(paths: list[Path] | None = None, n: int | None = None, *, label: s
                 "title": f"{a.get('title') or ''} (lote {label}-{i})",
                 "subtitle": a.get("subtitle"),
                 "editorial_lead": a.get("editorial_lead"),
-                "content": a.get("content") or "",
+                "content": (a.get("content") or "") + (f"\n\nLote {label}-{i}." if i >= len(sources) else ""),
                 "agency_key": a.get("agency"),
                 "published_at": published - timedelta(minutes=i),
                 "enriched_at": None,
@@ -300,11 +303,20 @@ def run(rows: list[dict], clock: Callable[[str], object] | None = None, *, chunk
         written.update(merged)
         return merged
 
+    try:  # the stage task's BLAS threads (dgb.pipeline.threads), where the code under test has them
+        from dgb.config.pipeline import stage_blas_threads
+        from dgb.pipeline.threads import blas_threads
+
+        limit = blas_threads(stage_blas_threads())
+    except ImportError:
+        limit = nullcontext()
     enrich = EnrichStage(classifier, features=FeatureComputer())
     embed = EmbedStage(embedder, model.name)
     vectors: dict[str, np.ndarray] = {}
-    compute.write_many = keep
-    try:
+    with ExitStack() as stack:  # the task's BLAS threads; write_many put back whatever happens
+        stack.enter_context(limit)
+        stack.callback(setattr, compute, "write_many", real_write)
+        compute.write_many = keep
         for start in range(0, len(rows), chunk_size):
             chunk = [
                 Work(r["unique_id"], None, enrich.subscriptions[0], row=r)
@@ -340,8 +352,6 @@ def run(rows: list[dict], clock: Callable[[str], object] | None = None, *, chunk
             for w in chunk:
                 vectors[w.unique_id] = results[w.unique_id]
                 out[w.unique_id]["embed_text"] = embed._texts([w.row])[0]
-    finally:
-        compute.write_many = real_write
     index_rows = [
         index_row(r, themes, written.get(r["unique_id"], {}), vectors.get(r["unique_id"])) for r in rows
     ]

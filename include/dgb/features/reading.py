@@ -51,6 +51,7 @@ _MAY_GLUE = re.compile(r"[/@_]|\.[^\W\d_]")  # what a glued letter run (_glued) 
 _NON_CONTRACTION_APOSTROPHE = re.compile(r"'(?!(?:[tsd]|ve|ll|re))")
 _PUNCTUATION_KEEP_APOSTROPHE = re.compile(r"[^\w\s']")
 _SENTENCE = re.compile(r"\b[^.!?]+[.!?]*")
+_WORD_CHAR = re.compile(r"\w")
 
 
 class _Hyphenator:
@@ -106,8 +107,21 @@ def _sentence_count(text: str) -> int:
     if not text:
         return 0
     sentences = _SENTENCE.findall(text)
-    short = sum(1 for s in sentences if len(_words(s)) <= 2)
+    short = sum(1 for s in sentences if _at_most_two_words(s))
     return max(1, len(sentences) - short)
+
+
+def _at_most_two_words(sentence: str) -> bool:
+    """``len(_words(sentence)) <= 2``, counted without building them: removing characters never
+    splits or joins a whitespace-separated token, and a token keeps a character (so stays a word)
+    exactly when it holds a word character (a kept apostrophe is followed by one)."""
+    n = 0
+    for token in sentence.split():
+        if _WORD_CHAR.search(token):
+            n += 1
+            if n > 2:
+                return False
+    return True
 
 
 @lru_cache(maxsize=1)

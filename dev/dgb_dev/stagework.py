@@ -260,6 +260,7 @@ def run(rows: list[dict], clock: Callable[[str], object] | None = None, *, chunk
     (the keys written, canonical ids resolved), ``mentions``, ``units`` (the classifier's model
     inputs), ``embed_text``, ``document`` (the import line); and under ``"_model"`` the stand-in
     model's CPU seconds in each part (``cpu_s``) and the statements sent (``statements``)."""
+    from dgb.embed.model import prepare_text
     from dgb.enrich.features import article_layout
     from dgb.enrich.head import load_default_head
     from dgb.enrich.local import LocalClassifier
@@ -351,7 +352,9 @@ def run(rows: list[dict], clock: Callable[[str], object] | None = None, *, chunk
                 chunks.commit(conn, embed, triaged, results, 3)
             for w in chunk:
                 vectors[w.unique_id] = results[w.unique_id]
-                out[w.unique_id]["embed_text"] = embed._texts([w.row])[0]
+                row = w.row  # the embed stage's text (as EmbedStage._texts makes it), not timed
+                text = prepare_text(row["title"] or "", row.get("summary"), row["content"])
+                out[w.unique_id]["embed_text"] = text
     index_rows = [
         index_row(r, themes, written.get(r["unique_id"], {}), vectors.get(r["unique_id"])) for r in rows
     ]

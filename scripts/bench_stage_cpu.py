@@ -6,7 +6,9 @@ embed and the index documents, in one process, no server (:mod:`dgb_dev.stagewor
                                                 [--against TREE] [--profile N]
 
 * The articles: the shipped corpus repeated to ``--n`` rows with the backlog's title suffix (what
-  ``scripts/bench_backlog.py`` queues), or ``--data`` JSON lines (``../shared/data``'s real news).
+  ``scripts/bench_backlog.py`` queues; a repeated row's content made distinct, as production's
+  are), or ``--data`` JSON lines (``../shared/data``'s real news). The stages run as a stage task
+  runs them: chunks of 25, numpy's BLAS threads as the task sets them.
 * Each part is the CPU this process spent in it (``time.process_time``), the stand-in model's
   own CPU taken out; a first pass over 50 other rows pays the one-time loads (dictionaries, the
   heads, the catalogue) before anything is counted. Parts of enrich: ``classify.layout`` (the
@@ -15,10 +17,11 @@ embed and the index documents, in one process, no server (:mod:`dgb_dev.stagewor
   inputs and its models), ``features.reading``, ``features.sentiment``, ``features.ner``, ``commit``
   (persist, features and registry, outbox, cleared flags: every parameter dumped as psycopg
   would), ``other`` (the rest: the service client, the views, the prototype scores).
-* ``--against TREE``: the same measurement of another checkout of the repository (e.g. ``git
-  worktree add /tmp/base <ref>``), round by round alternately with this one, each in a fresh
-  process, so both meet the same machine load; the table shows the median of the rounds of each
-  and their ratio. ``--profile N``: the top N functions by own time (cProfile) instead.
+* ``--against TREE``: the same measurement of another checkout's ``include/`` and ``plugins/``
+  (e.g. ``git archive <ref> include plugins | tar -x -C /tmp/base``), round by round alternately
+  with this one, each in a fresh process, so both meet the same machine load; the table shows the
+  median of the rounds of each and their ratio. ``--profile N``: the top N functions by own time
+  (cProfile) instead.
 * The machine's load average is printed with the figures: the harness counts CPU seconds, not
   wall time, but a busy machine still slows each CPU second a little. No figure is asserted.
 """

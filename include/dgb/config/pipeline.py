@@ -21,6 +21,13 @@ def stage_max_failures() -> int:
     return env_number("DGB_STAGE_MAX_FAILURES", 3, integer=True, minimum=1)
 
 
+def stage_blas_threads() -> int:
+    """``DGB_STAGE_BLAS_THREADS`` (default 1, >= 1): the BLAS threads numpy may use in a stage task
+    (the classifier's heads, the prototype scores: small products a second thread only spins for,
+    on the cores the model service needs; :func:`dgb.pipeline.threads.blas_threads`)."""
+    return env_number("DGB_STAGE_BLAS_THREADS", 1, integer=True, minimum=1)
+
+
 def stage_deadline_s() -> float:
     """``DGB_STAGE_DEADLINE_S`` (default 600, > 0): seconds after which a stage run starts no new
     chunk (well inside the stage DAGs' 30 min run timeout)."""

@@ -11,6 +11,7 @@ tokenizer is pure Python). :class:`Features` says what is computed from the vect
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,17 +45,11 @@ def article_layout(item: ArticleText, texts: list[str]) -> Layout:
 
     title = normalize_ws(item.title)
     t_idx = add(title) if title else None
-    sequence: list[tuple[str, str]] = []  # (kind, sentence): subtitle, lead, then the content
-    for kind, part in (("subtitle", item.subtitle), ("lead", item.editorial_lead)):
-        sequence.extend((kind, sentence) for sentence in split_sentences(clean_line(part or "")))
-    for kind, para in paragraphs(item.content):
-        sentences = split_sentences(para) if kind == "prose" else [para]
-        sequence.extend((kind, sentence) for sentence in sentences)
     body: list[int] = []
     head: list[int] = []
     candidates: list[tuple[int, str]] = []
     position = 0
-    for kind, sentence in sequence:
+    for kind, sentence in _sentences(item):
         if position >= BODY_CHARS:
             break
         first = None
@@ -72,6 +67,17 @@ def article_layout(item: ArticleText, texts: list[str]) -> Layout:
             candidates.append((first, without_dateline(sentence)))
         position += len(sentence) + 1
     return Layout(t_idx, body, head, candidates)
+
+
+def _sentences(item: ArticleText) -> Iterator[tuple[str, str]]:
+    """(kind, sentence) of the subtitle, the lead, then the content, in order, split as they are
+    read (the layout stops at :data:`BODY_CHARS`: the rest of a long article is never split)."""
+    for kind, part in (("subtitle", item.subtitle), ("lead", item.editorial_lead)):
+        for sentence in split_sentences(clean_line(part or "")):
+            yield kind, sentence
+    for kind, para in paragraphs(item.content):
+        for sentence in split_sentences(para) if kind == "prose" else [para]:
+            yield kind, sentence
 
 
 def _normalise(v: np.ndarray) -> np.ndarray:

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 from dgb.enrich.lemmas import lemma
+from dgb.enrich.lemmas import table as lemma_table
 from dgb.textfold import strip_marks
 
 LEXICON_PATH = Path(__file__).resolve().parent.parent / "data" / "features" / "sentiment_pt.tsv"
@@ -80,9 +82,28 @@ def lexicon() -> tuple[dict[str, tuple[str, float]], dict[tuple[str, ...], tuple
     return single, multi
 
 
-def _entry(word: str, lem: str) -> tuple[str, float] | None:
-    single = lexicon()[0]
-    return single.get(lem) or single.get(fold(word))
+class _Words:
+    """(lemma, lexicon entry or None) of one word, each distinct word looked up once: the look-ups
+    of the lexicon and lemma table in use (either reloaded: looked up again)."""
+
+    def __init__(self) -> None:
+        self.made_for: tuple = (None, None)
+        self.look: Callable[[str], tuple[str, tuple[str, float] | None]] | None = None
+
+    def __call__(self) -> Callable[[str], tuple[str, tuple[str, float] | None]]:
+        single, table = lexicon()[0], lemma_table()
+        if self.look is None or self.made_for[0] is not single or self.made_for[1] is not table:
+            self.made_for = (single, table)  # held, so their identity means these objects
+            self.look = lru_cache(maxsize=200_000)(partial(_look, single))
+        return self.look
+
+
+def _look(single: dict[str, tuple[str, float]], word: str) -> tuple[str, tuple[str, float] | None]:
+    lem = lemma(word)
+    return lem, single.get(lem) or single.get(fold(word))
+
+
+_words = _Words()
 
 
 def tally(text: str) -> Tally:
@@ -114,7 +135,9 @@ def tally(text: str) -> Tally:
         clause.clear()
         sign, boost = 1.0, 1.0
 
-    lemmas = [lemma(t) if t[0].isalpha() else t for t in tokens]
+    look = _words()
+    looked = [look(t) if t[0].isalpha() else (t, None) for t in tokens]
+    lemmas = [lem for lem, _ in looked]
     i = 0
     while i < len(tokens):
         tok, lem = tokens[i], lemmas[i]
@@ -127,7 +150,7 @@ def tally(text: str) -> Tally:
         pair = tuple(lemmas[i : i + 2])
         entry = multi.get(pair) if len(pair) == 2 else None
         step = 2 if entry else 1
-        entry = entry or _entry(tok, lem)
+        entry = entry or looked[i][1]
         i += step
         if entry is None:
             continue

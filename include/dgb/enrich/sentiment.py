@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
@@ -33,7 +34,7 @@ import numpy as np
 from dgb.enrich import polarity
 from dgb.enrich.contract import ArticleText
 from dgb.enrich.lemmas import lemma
-from dgb.enrich.text import paragraphs
+from dgb.enrich.text import joined_paragraphs
 
 HEAD_FILE = Path(__file__).resolve().parent.parent / "data" / "classifier" / "sentiment.npz"
 METHOD = "local-head-1"
@@ -45,9 +46,8 @@ _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 
 def reader_text(item: ArticleText, limit: int = BODY_CHARS) -> str:
     """Subtitle, lead and content as a reader reads them, up to ``limit`` characters."""
-    parts = [item.subtitle or "", item.editorial_lead or "", item.content or ""]
-    text = " ".join(p for _, p in paragraphs("\n\n".join(x for x in parts if x)))
-    return text[:limit]
+    parts = joined_paragraphs(item.subtitle, item.editorial_lead, item.content)
+    return " ".join(p for _, p in parts)[:limit]
 
 
 def lemmas(text: str) -> list[str]:
@@ -73,18 +73,20 @@ class Tfidf:
     idf: np.ndarray
 
     def transform(self, docs: list[list[str]]) -> np.ndarray:
-        out = np.zeros((len(docs), len(self.vocab)), dtype=np.float64)
+        """Each doc's sublinear TF-IDF row, L2-normalised (a row's terms weighted together: the
+        same values as one term at a time)."""
+        vocab = self.vocab
+        out = np.zeros((len(docs), len(vocab)), dtype=np.float64)
         for i, terms in enumerate(docs):
-            counts: dict[int, int] = {}
-            for term in terms:
-                j = self.vocab.get(term)
-                if j is not None:
-                    counts[j] = counts.get(j, 0) + 1
-            for j, n in counts.items():
-                out[i, j] = (1.0 + np.log(n)) * self.idf[j]
+            counts = Counter(j for j in map(vocab.get, terms) if j is not None)
+            if not counts:
+                continue
+            cols = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+            n = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+            out[i, cols] = (1.0 + np.log(n)) * self.idf[cols]
             norm = np.linalg.norm(out[i])
             if norm:
-                out[i] /= norm
+                out[i, cols] /= norm
         return out
 
     @classmethod
@@ -142,16 +144,19 @@ class SentimentHead:
         )
 
     def probabilities(self, x: Inputs) -> np.ndarray:
-        z = self.design(x) @ self.label_coef.T + self.label_intercept
+        return self._probabilities(self.design(x))
+
+    def _probabilities(self, d: np.ndarray) -> np.ndarray:
+        z = d @ self.label_coef.T + self.label_intercept
         z -= z.max(axis=1, keepdims=True)
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True)
 
     def predict(self, x: Inputs) -> list[dict]:
         """``{"label", "score", "method"}`` per article (score on the LLM's scale, in its label's
-        band, 3 decimals)."""
+        band, 3 decimals); the design matrix built once for both models."""
         d = self.design(x)
-        probs = self.probabilities(x)
+        probs = self._probabilities(d)
         raw = d @ self.score_coef + self.score_intercept
         out = []
         for p, s in zip(probs, raw):

@@ -10,8 +10,8 @@ abbreviations whole.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-_WS = re.compile(r"\s+")
 _BOUNDARY = re.compile(r"[.!?…]+[\"”’)]?\s+(?=[\"“‘(]?[A-ZÀ-ÖØ-Þ0-9])")
 _LAST_WORD = re.compile(r"(\S+)$")
 _ABBREVIATIONS = frozenset(
@@ -62,7 +62,10 @@ _ABBREVIATIONS = frozenset(
 
 
 def normalize_ws(text: str | None) -> str:
-    return _WS.sub(" ", text or "").strip()
+    """Runs of whitespace as one space, none at the ends (``str.split`` and ``re``'s ``\\s`` share
+    one definition of whitespace: the same as ``re.sub(r"\\s+", " ", text).strip()``, checked over
+    every code point, without the regular expression)."""
+    return " ".join(text.split()) if text else ""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -114,6 +117,7 @@ _RULE = re.compile(r"^[\s\-_*=|.>#ㅤ]*$")
 # "Compartilhe:", the share links, "Publicado em" / "Atualizado em" and their dates. As a header it
 # is furniture; the same "Compartilhe" after the body starts the related-content footer.
 _SHARE_HEAD = re.compile(r"^\s*compartilhe:?\s*$", re.I)
+_SHARE_WORD = re.compile(r"compartilhe", re.I)  # anywhere: what a header line needs
 _STAMP = re.compile(r"^\s*(publicado|atualizado) em\s*$", re.I)
 _STAMP_DATE = re.compile(r"^\s*\d{2}/\d{2}/\d{4},? \d{1,2}h\d{2}\s*$")
 _HEADER_SPAN = 25  # lines after "Compartilhe:" within which a "Publicado em" makes it a header
@@ -143,12 +147,18 @@ def strip_page_header(content: str) -> str:
 
 def clean_line(line: str) -> str:
     """One markdown line as plain text: images dropped, links reduced to their text, emphasis
-    markers and invisible characters removed, whitespace normalised."""
-    line = _IMAGE.sub(" ", line)
-    line = _LINK.sub(lambda m: m.group(1), line)
-    line = _URL.sub(" ", line)
-    line = _INVISIBLE.sub("", line.replace("\xa0", " "))
-    line = _EMPHASIS.sub("", line)
+    markers and invisible characters removed, whitespace normalised. Each substitution runs only
+    when the line holds what its pattern cannot match without (``](``, ``://``, a non-ASCII
+    character, ``*`` or ``__``): most lines of news hold none of them."""
+    if "](" in line:
+        line = _IMAGE.sub(" ", line)
+        line = _LINK.sub(lambda m: m.group(1), line)
+    if "://" in line:
+        line = _URL.sub(" ", line)
+    if not line.isascii():
+        line = _INVISIBLE.sub("", line.replace("\xa0", " "))
+    if "*" in line or "__" in line:
+        line = _EMPHASIS.sub("", line)
     return normalize_ws(line.lstrip(">").strip())
 
 
@@ -164,7 +174,29 @@ def paragraphs(content: str) -> list[tuple[str, str]]:
     (:func:`strip_page_header`: the share block and "Publicado em" of older Plone exports) is
     dropped first, furniture lines (credits, rules) and table rows are dropped, and the text stops at
     a "Conteúdo relacionado" / "Leia também" / "Compartilhar" line (what follows it on gov.br pages
-    is a list of other articles)."""
+    is a list of other articles).
+
+    A text is read by several parts of the enrich stage (the classifier's units, the sentiment
+    head, the reading figures): the answers for the last :data:`_KEPT` texts of up to
+    :data:`_KEPT_CHARS` characters are kept, so each is cleaned once."""
+    return list(_read(content or "")[0])
+
+
+_KEPT = 128  # texts whose paragraphs are kept (a stage chunk's and the next one's, prefetched)
+_KEPT_CHARS = 50_000  # longer texts are cleaned each time they are read (memory stays bounded)
+
+
+def _read(content: str) -> tuple[tuple[tuple[str, str], ...], bool]:
+    """(the paragraphs of ``content``, whether a stop line ended them)."""
+    return _read_kept(content) if len(content) <= _KEPT_CHARS else _clean(content)
+
+
+@lru_cache(maxsize=_KEPT)
+def _read_kept(content: str) -> tuple[tuple[tuple[str, str], ...], bool]:
+    return _clean(content)
+
+
+def _clean(content: str) -> tuple[tuple[tuple[str, str], ...], bool]:
     out: list[tuple[str, str]] = []
     for block in re.split(r"\n\s*\n", strip_page_header(content or "")):
         kinds: list[tuple[str, str]] = []
@@ -185,10 +217,29 @@ def paragraphs(content: str) -> list[tuple[str, str]]:
             if _STOP_BLOCK.match(line):
                 if kinds:
                     out.extend(_block(kinds))
-                return out
+                return tuple(out), True
             kinds.append((kind, line))
         if kinds:
             out.extend(_block(kinds))
+    return tuple(out), False
+
+
+def joined_paragraphs(*parts: str | None) -> list[tuple[str, str]]:
+    """``paragraphs("\\n\\n".join(p for p in parts if p))``, read part by part so that each part's
+    paragraphs are those :func:`paragraphs` keeps (the content's, read by the other parts of the
+    stage too). The same answer: a blank line ends a block, so no block spans two parts; a stop
+    line ends the whole text (the parts after it are not read); only a page header can span two
+    parts, so when a part before the last holds "compartilhe" (as :data:`_SHARE_HEAD` reads it,
+    case folded) the parts are read joined, as one text."""
+    texts = [p for p in parts if p]
+    if any(_SHARE_WORD.search(t) for t in texts[:-1]):
+        return paragraphs("\n\n".join(texts))
+    out: list[tuple[str, str]] = []
+    for text in texts:
+        found, stopped = _read(text)
+        out.extend(found)
+        if stopped:
+            break
     return out
 
 

@@ -46,10 +46,12 @@ from dgb.features.syllables import count_word
 MIN_WORDS = 10  # under this, no readability figure (production's rule)
 _TERMINAL = ".!?…"
 _PT_WORD = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*")
+_MAY_GLUE = re.compile(r"[/@_]|\.[^\W\d_]")  # what a glued letter run (_glued) needs beside it
 
 _NON_CONTRACTION_APOSTROPHE = re.compile(r"'(?!(?:[tsd]|ve|ll|re))")
 _PUNCTUATION_KEEP_APOSTROPHE = re.compile(r"[^\w\s']")
 _SENTENCE = re.compile(r"\b[^.!?]+[.!?]*")
+_WORD_CHAR = re.compile(r"\w")
 
 
 class _Hyphenator:
@@ -105,8 +107,21 @@ def _sentence_count(text: str) -> int:
     if not text:
         return 0
     sentences = _SENTENCE.findall(text)
-    short = sum(1 for s in sentences if len(_words(s)) <= 2)
+    short = sum(1 for s in sentences if _at_most_two_words(s))
     return max(1, len(sentences) - short)
+
+
+def _at_most_two_words(sentence: str) -> bool:
+    """``len(_words(sentence)) <= 2``, counted without building them: removing characters never
+    splits or joins a whitespace-separated token, and a token keeps a character (so stays a word)
+    exactly when it holds a word character (a kept apostrophe is followed by one)."""
+    n = 0
+    for token in sentence.split():
+        if _WORD_CHAR.search(token):
+            n += 1
+            if n > 2:
+                return False
+    return True
 
 
 @lru_cache(maxsize=1)
@@ -147,6 +162,8 @@ def reader_sentences(content: str | None) -> list[str]:
 
 
 def _pt_words(sentence: str) -> list[str]:
+    if not _MAY_GLUE.search(sentence):  # no letter run touches "/", "@", "_" or follows a "."
+        return _PT_WORD.findall(sentence)
     return [m.group(0) for m in _PT_WORD.finditer(sentence) if not _glued(sentence, m)]
 
 
@@ -167,7 +184,7 @@ def flesch_reading_ease(text: str) -> float:
     if not words:
         return 0.0
     per_sentence = len(words) / _sentence_count(text)
-    per_word = sum(_syllables_en(w.lower()) for w in words) / len(words)
+    per_word = sum(map(_syllables_en, map(str.lower, words))) / len(words)
     if per_sentence == 0 or per_word == 0:
         return 0.0
     return 206.835 - 1.015 * per_sentence - 84.6 * per_word
@@ -181,7 +198,7 @@ def flesch_pt(sentences: list[str]) -> tuple[float, int, float, float] | None:
     if not words:
         return None
     per_sentence = len(words) / len(counted)
-    per_word = sum(count_word(w) for w in words) / len(words)
+    per_word = sum(map(count_word, words)) / len(words)
     return 248.835 - 1.015 * per_sentence - 84.6 * per_word, len(words), per_sentence, per_word
 
 

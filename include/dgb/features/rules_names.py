@@ -94,6 +94,7 @@ _WORD = rf"[{_UP}][{_LOW}]+(?:-[{_UP}]?[{_LOW}]+)*"
 PLACE_NAME = rf"{_WORD}(?:\s+(?:d[aoe]s?\s+)?{_WORD}){{0,4}}"
 _UF = "|".join(sorted(UFS))
 _BEFORE_UF = re.compile(rf"({PLACE_NAME})\s*(?:\(\s*({_UF})\s*\)|[/–-]\s?({_UF})\b)")
+_UF_MARK = re.compile(rf"\(\s*(?:{_UF})\s*\)|[/–-]\s?(?:{_UF})\b")  # what every _BEFORE_UF match ends with
 # "município de X", "municípios de X, Y e Z", "nos campi X e Y"
 _AFTER_WORD = re.compile(
     rf"\b(?:(?:município|municípios|cidade|cidades|distrito|localidade|localidades|região|comunidade|"
@@ -177,6 +178,9 @@ def people(text: str, tokens: list[re.Match], heads) -> list[str]:
     i = 0
     while i < len(tokens):
         w = tokens[i].group()
+        if not w[:1].isupper() and not w.isupper() and w not in given:
+            i += 1  # not capitalised, not in capitals, no given name: no name starts here
+            continue
         first = _title(w)
         starts = first in given or (
             _namey(w)
@@ -231,7 +235,7 @@ def places(text: str, heads) -> list[tuple[str | None, str | None]]:
     "PR"); "município de Betim" -> ("Betim", None); a name that starts with an institutional head
     ("Prefeitura de Antonina (PR)") is left to the headed names (its state still counts)."""
     out: list[tuple[str | None, str | None]] = []
-    for m in _BEFORE_UF.finditer(text):
+    for m in _BEFORE_UF.finditer(text) if _UF_MARK.search(text) else ():  # most texts name no state
         words = m.group(1).split()
         while words and (words[0] in NOT_NAME_WORDS or words[0] in _NAME_LINKS):
             words = words[1:]  # "Em Antonina": the sentence's first word

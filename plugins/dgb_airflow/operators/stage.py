@@ -116,8 +116,14 @@ class StageOperator(BaseOperator):
     def execute(self, context: Any) -> dict:
         from airflow.providers.postgres.hooks.postgres import PostgresHook
 
-        from dgb.config.pipeline import stage_deadline_s, stage_linger_max_s, stage_linger_s
+        from dgb.config.pipeline import (
+            stage_blas_threads,
+            stage_deadline_s,
+            stage_linger_max_s,
+            stage_linger_s,
+        )
         from dgb.pipeline.runner import RunOptions, keep_sweeping, run_stage, unavailable_at_start
+        from dgb.pipeline.threads import blas_threads
         from dgb_airflow.hooks.outbox import OutboxRelayHook, preload_publisher
 
         messages = triggering_messages(context)
@@ -146,7 +152,6 @@ class StageOperator(BaseOperator):
             # service and PostgreSQL; started after the build, which is CPU work the import would
             # slow down (one GIL, two cores shared with the rest of the stack)
             preload_publisher()
-            stage.start_run()
             relay_hook = OutboxRelayHook(self.gcp_conn_id)  # one publisher for every chunk's relay
             relay = lambda: relay_hook.relay_soon(conn, self.log)  # noqa: E731
             options = RunOptions(
@@ -156,8 +161,12 @@ class StageOperator(BaseOperator):
                 deadline_s=deadline_s,
                 on_chunk=relay,
             )
-            report = run_stage(stage, conn, messages, options, unique_ids=unique_ids)
-            report = keep_sweeping(stage, conn, report, options, idle_s=linger_s, max_s=linger_max_s)
+            # numpy's BLAS at DGB_STAGE_BLAS_THREADS (1): a second thread spins after each of
+            # the classifier's small products, on the cores the model service needs
+            with blas_threads(stage_blas_threads()):
+                stage.start_run()
+                report = run_stage(stage, conn, messages, options, unique_ids=unique_ids)
+                report = keep_sweeping(stage, conn, report, options, idle_s=linger_s, max_s=linger_max_s)
             self.log.info("stage %s: %s", self.stage, report.summary())
             relay()
         finally:

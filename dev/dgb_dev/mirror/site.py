@@ -56,9 +56,11 @@ from dgb_dev.mirror.content import (
     int_param,
     is_image_path,
     md5_int,
+    mirror_agencies,
     mirror_url,
     query_params,
     read_articles,
+    recent_base,
     slugify,
 )
 from dgb_dev.mirror.images import make_jpeg, make_png
@@ -95,27 +97,6 @@ class Route:
     agency: MirrorAgency | None = None
     slug: str = ""
     path: str = ""
-
-
-def recent_base(articles: list[Article], now: datetime, newest_age_s: float) -> list[Article]:
-    """Each agency's articles moved in time together, so that its newest is ``newest_age_s`` old at
-    ``now`` (the gaps between them, and each one's publication -> modification span, kept).
-
-    A corpus of real articles carries the dates they had months ago; served as they are, every
-    agency looks dormant to a cadence that learns from publication times, which the agencies under
-    production's load are not (``scripts/bench_chaos.py``: ``DGB_MIRROR_BASE_NEWEST_AGE``)."""
-    if newest_age_s < 0:
-        raise ValueError(f"the base's newest article cannot be {newest_age_s} s in the future")
-    newest: dict[str, datetime] = {}
-    for a in articles:
-        if a.agency not in newest or a.published_at > newest[a.agency]:
-            newest[a.agency] = a.published_at
-    target = now - timedelta(seconds=newest_age_s)
-    out = []
-    for a in articles:
-        shift = target - newest[a.agency]
-        out.append(replace(a, published_at=a.published_at + shift, modified_at=a.modified_at + shift))
-    return out
 
 
 # -- the site ----------------------------------------------------------------------------------
@@ -157,7 +138,7 @@ class Site:
         self.base_newest_age_s = base_newest_age_s
         self._journal = Journal(self.clock, lambda a: self.article_url("", a))
         self._lock = threading.RLock()
-        self._registry = self._load_registry(registry)
+        self._registry = mirror_agencies(registry)
         self._ebc_key_by_host = {a.host: k for k, a in self._registry.items() if a.is_ebc}
         for host, key in EBC_DEFAULTS.items():
             if host not in self._ebc_key_by_host:
@@ -168,28 +149,6 @@ class Site:
         self.reset()
 
     # -- loading -------------------------------------------------------------------------------
-    @staticmethod
-    def _load_registry(registry: Mapping[str, Any] | None) -> dict[str, MirrorAgency]:
-        if registry is None:
-            try:
-                from dgb.agencies import load_agencies
-
-                registry = load_agencies()
-            except Exception as exc:  # missing module or bad catalogue: run without it
-                log.warning("mirror: agency catalogue unavailable (%s); default listing paths", exc)
-                registry = {}
-        out: dict[str, MirrorAgency] = {}
-        for key, agency in registry.items():
-            parts = urlsplit(getattr(agency, "url", "") or "")
-            name = getattr(agency, "name", None) or key.upper()
-            if parts.netloc.endswith(".ebc.com.br"):
-                out[key] = MirrorAgency(key, parts.netloc, "ultimas", name, True)
-            else:
-                segs = [s for s in parts.path.split("/") if s]
-                path = "/".join(segs[1:]) or DEFAULT_LISTING_PATH
-                out[key] = MirrorAgency(key, GOVBR, path, name, True)
-        return out
-
     def reset(self) -> None:
         """Back to the corpus as loaded: drop publishes, edits, removals; re-hold held-back."""
         with self._lock:

@@ -347,6 +347,8 @@ class ChaosRun:
 
     def report(self, figures: dict) -> Path:
         """The per-fault table and the figures on stdout; the whole history as JSON."""
+        from dgb_dev.chaos import oracle
+
         args, fresh = self.args, self.fresh
         print()
         print(f"run: {args.minutes:.0f} min from {self.run_start:%H:%M:%S}Z, seed {self.seed},")
@@ -367,6 +369,9 @@ class ChaosRun:
             f" never seen {fresh['unseen']}{warn}"
         )
         print(self.final.summary() + f" events={self.final.events}")
+        by_cause = oracle.causes(self.final.as_dict())
+        if by_cause:
+            print("oracle by cause: " + " ".join(f"{k}={n}" for k, n in by_cause.items()))
         h = self.history_rows
         print(
             f"history: {h['history_rows']} rows on {h['articles_with_history']} articles,"

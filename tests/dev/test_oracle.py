@@ -8,7 +8,7 @@ import json
 
 from dgb.search.documents import CONTENT_CAP
 from dgb_dev.chaos.event_counter import EventCounter
-from dgb_dev.chaos.oracle import judge, read_journal, truth
+from dgb_dev.chaos.oracle import Verdict, causes, judge, read_journal, truth
 from dgb_dev.mirror import Site, start_in_thread
 from dgb_dev.mirror.journal import text_hash
 
@@ -146,3 +146,27 @@ def test_the_journal_is_read_in_process_or_from_a_site_in_another_process(tmp_pa
         server.server_close()
     assert over_http == read_journal(site) == site.journal() and over_http[-1]["title"] == "B"
     assert read_journal(over_http) == over_http
+
+
+def test_causes_count_each_finding_by_the_sites_last_change():
+    verdict = Verdict(
+        lost={"/a": "no document (site: move #4)", "/b": "no document (site: publish #1)"},
+        wrong={
+            "/c": "stale content (site: edit #9)",
+            "/d": "stale content (site: edit #12); no vector",
+            "/e": "no theme",
+        },
+        removed_still_visible={
+            "/f": "1 document(s) after the site's remove: x_1",
+            "/g": "1 document(s) after the site's move: y",
+        },
+    ).as_dict()
+    assert causes(verdict) == {
+        "lost/move": 1,
+        "lost/publish": 1,
+        "removed_still_visible/move": 1,
+        "removed_still_visible/remove": 1,
+        "wrong/edit": 2,
+        "wrong/no theme": 1,
+    }
+    assert causes(Verdict().as_dict()) == {}

@@ -33,6 +33,7 @@ does not journal its corpus (``Site(journal_base=False)``) leaves its base out o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,6 +113,22 @@ class Verdict:
         for k in ("live", "removed", "documents", "untracked", "capped", "events"):
             out[k] = getattr(self, k)
         return out
+
+
+_SITE_EVENT = re.compile(r"site(?::|'s) (\w+)")
+
+
+def causes(verdict: Mapping[str, Any]) -> dict[str, int]:
+    """How many findings of each category follow which last change on the site (``lost/move``,
+    ``wrong/edit``, ``removed_still_visible/remove`` ...) or, for a problem that names none, which
+    problem (``wrong/no theme``): a :meth:`Verdict.as_dict` (the run's JSON ``verdict``) in."""
+    out: dict[str, int] = {}
+    for category in CATEGORIES:
+        for why in (verdict.get(category) or {}).values():
+            found = _SITE_EVENT.search(why)
+            key = f"{category}/{found.group(1) if found else why.split(';')[0].split(':')[0].strip()}"
+            out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def _doc_problems(doc: Mapping[str, Any], want: Expected, dim: int) -> tuple[list[str], bool]:

@@ -226,11 +226,15 @@ def assign_tiers(
 # (requests/s for integrity on the host, after listing traffic: dgb.integrity.share) where it detects
 # most edits soonest:
 #
-# 1. fresh: articles under ``fresh_age`` (3 h) not checked for ``fresh_interval`` (10 min), the
-#    longest-unchecked first (recent news every ~10 min);
-# 2. forced: articles whose removal evidence is due (a suspect 404 to confirm) or that went
-#    ``max_unchecked`` (25 days) without a check, so every article is seen at least monthly;
-# 3. the rest by expected value per cost:
+# 1. removal evidence due (a suspect 404/410 to confirm), so a removal leaves the index one delay
+#    after its first gone answer even when young articles are queued;
+# 2. fresh: articles under ``fresh_age`` (3 h) not checked for ``fresh_interval`` (10 min), the
+#    longest-unchecked first (recent news every ~10 min). Their texts come before their images:
+#    under a backlog (a burst, the 10x chaos load) a pass costs one request per article, not two,
+#    and the images follow once the texts fit;
+# 3. forced: articles that went ``max_unchecked`` (25 days) without a check, so every article is
+#    seen at least monthly;
+# 4. the rest by expected value per cost:
 #
 #        hazard = agency_rate * ((age_h + 1)^-a + recency * (since_change_h + 1)^-a)
 #        score  = hazard * since_check_h^2 / cost
@@ -390,8 +394,8 @@ def scores(c: Candidates, now: float, policy: BudgetPolicy, image: Any = None) -
 
 
 def choose(c: Candidates, now: float, capacity: float, policy: BudgetPolicy) -> Plan:
-    """The checks of one run within ``capacity`` requests: fresh first, then forced, then by
-    expected value (see the section comment). Pure: the DAG and the benchmark both call it."""
+    """The checks of one run within ``capacity`` requests: removal evidence due, fresh texts, their
+    images, a month unchecked, then by expected value (see the section comment). Pure: the DAG and the benchmark both call it."""
     import numpy as np
 
     n = len(c)
@@ -400,18 +404,32 @@ def choose(c: Candidates, now: float, capacity: float, policy: BudgetPolicy) -> 
     age = now - c.published
     since = np.where(np.isnan(c.last_checked), np.maximum(age, 0.0), now - c.last_checked)
     slack = min(60.0, policy.fresh_interval_s / 10)
-    fresh = (age < policy.fresh_age_s) & (since >= policy.fresh_interval_s - slack)
-    forced = ~fresh & (c.urgent | (since >= policy.max_unchecked_s))
+    urgent = c.urgent.astype(bool)
+    fresh = ~urgent & (age < policy.fresh_age_s) & (since >= policy.fresh_interval_s - slack)
+    forced = ~fresh & (urgent | (since >= policy.max_unchecked_s))
     rest = ~fresh & ~forced & (since >= policy.min_gap_s)
     img = image_due(c, now, policy)
     cost = 1.0 + img  # requests
+    with_image = img.copy()
     groups = []
     budget = capacity
-    for reason, mask, key in (
-        (0, fresh, -since),
-        (1, forced, -since),
-        (2, rest, None),
-    ):
+    # 1. removal evidence due (a gone answer to confirm: what readers must stop seeing; few)
+    idx = np.flatnonzero(urgent)
+    idx = idx[np.argsort(-since[idx], kind="stable")]
+    idx = idx[np.cumsum(cost[idx]) <= budget]
+    budget -= float(cost[idx].sum())
+    groups.append((idx, 1))
+    # 2. fresh articles' texts (one request each, most overdue first), then their due images while
+    # the budget lasts: under a backlog of young articles (a burst, a drain) a pass over their
+    # texts is not slowed to half speed by images, which are re-checked once it clears
+    idx = np.flatnonzero(fresh)
+    idx = idx[np.argsort(-since[idx], kind="stable")][: max(0, int(budget))]
+    budget -= len(idx)
+    with_image[idx] &= np.cumsum(img[idx]) <= budget
+    budget -= float(np.count_nonzero(with_image[idx]))
+    groups.append((idx, 0))
+    # 3. a month without a check; 4. the rest by expected value per cost
+    for reason, mask, key in ((1, forced & ~urgent, -since), (2, rest, None)):
         if budget < 1:
             break
         if key is None:  # by score: the best `want` (at most this many fit), best first
@@ -433,11 +451,9 @@ def choose(c: Candidates, now: float, capacity: float, policy: BudgetPolicy) -> 
         idx = idx[fits]
         budget -= float(cost[idx].sum())
         groups.append((idx, reason))
-    if not groups:
-        return Plan(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int8), 0.0)
-    index = np.concatenate([g for g, _ in groups])
+    index = np.concatenate([g for g, _ in groups]).astype(np.int64)
     reason = np.concatenate([np.full(len(g), r, dtype=np.int8) for g, r in groups])
-    return Plan(index, img[index], reason, capacity - budget)
+    return Plan(index, with_image[index], reason, capacity - budget)
 
 
 def agency_rate_multipliers(

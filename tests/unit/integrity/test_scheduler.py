@@ -137,3 +137,26 @@ def test_agency_rate_multipliers_shrink_small_samples_and_keep_a_floor():
     assert m["busy"] > 2.0  # 40% against ~8% overall
     assert m["calm"] == 0.2  # the floor: never starved
     assert 1.0 < m["new"] < 2.0  # one edited article of one: shrunk toward the overall rate
+
+
+def test_under_a_backlog_of_young_articles_their_texts_come_before_images():
+    """40 young articles never checked (images due), room for 10 requests: 10 texts, no image.
+    With room for all, each text and its image."""
+    rows = [{"age": (10 + i) * 60.0, "since": None, "img": np.nan} for i in range(40)]
+    c = cands(rows)
+    assert image_due(c, NOW, POLICY).all()
+    tight = choose(c, NOW, capacity=10, policy=POLICY)
+    assert len(tight) == 10 and not tight.image.any() and tight.requests == 10
+    assert set(tight.index.tolist()) == set(range(30, 40))  # the longest waiting first
+    roomy = choose(c, NOW, capacity=80, policy=POLICY)
+    assert len(roomy) == 40 and roomy.image.all() and roomy.requests == 80
+    some = choose(c, NOW, capacity=50, policy=POLICY)  # all texts, then 10 images
+    assert len(some) == 40 and int(some.image.sum()) == 10 and some.requests == 50
+
+
+def test_removal_evidence_due_comes_before_a_backlog_of_young_articles():
+    rows = [{"age": (10 + i) * 60.0, "since": None, "img": np.nan} for i in range(40)]
+    rows.append({"age": 30 * 60.0, "since": 5 * 60.0, "urgent": True})  # its first 410, to confirm
+    plan = choose(cands(rows), NOW, capacity=5, policy=POLICY)
+    assert plan.index[0] == 40 and plan.reason[0] == 1
+    assert plan.requests <= 5

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from dgb.db import transaction
 from dgb.integrity.checks import ContentResult
+from dgb.scraper import store
 
 log = logging.getLogger("dgb.integrity")
 
@@ -32,15 +33,9 @@ def move_url(conn, row: dict, content: ContentResult, now: datetime) -> str | No
             )
             content.moved_to = None
             return None
-        cur.execute(
-            "UPDATE news SET url = %s, updated_at = %s, indexed_version = NULL WHERE id = %s",
-            (new_url, now, row["id"]),
-        )
-        cur.execute(
-            "INSERT INTO news_update_history (news_id, field_changed, old_value, new_value, source,"
-            " detected_at) VALUES (%s, 'url', %s, %s, 'integrity', %s)",
-            (row["id"], old_url, new_url, now),
-        )
+        if not store.relocate(cur, row["id"], old_url, new_url, "integrity", now):
+            content.moved_to = None
+            return None
     log.info(
         "integrity unique_id=%s outcome=moved from=%s to=%s via=%s",
         row["unique_id"],

@@ -45,7 +45,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from dgb.fetch import Fetcher
 from dgb.scrape_errors import EmptyContentError, HtmlChangedError, ScrapeError, as_scrape_error
-from dgb.scraper import conditional, store
+from dgb.scraper import conditional, relocate, store
 from dgb.scraper.article import parse_article_bytes
 from dgb.scraper.ebc import parse_ebc_article, parse_ebc_listing
 from dgb.scraper.listing import parse_listing_page
@@ -113,6 +113,8 @@ class RunReport:
     article_errors: int = 0
     problems: dict[str, int] = field(default_factory=dict)  # article errors by kind (errors.KINDS...)
     off_site_dropped: int = 0  # listing items / next links on another site, not followed
+    moved: int = 0  # listed at a new address, stored at an old one that moved: relocated (relocate)
+    move_undecided: int = 0  # the same, the old address gave no clear answer: left for a later run
     not_modified: bool = False  # the first listing page answered 304: nothing new, nothing read
     gap: bool = False  # catchup_max_pages read without meeting a known article: some may be unseen
     seconds: float = 0.0
@@ -132,13 +134,17 @@ class RunReport:
         log.warning("agency %s: article skipped (%s): %s", agency_key, exc.kind, exc)
 
     def figures(self) -> str:
-        """The per-kind problem counts, off-site drops and a listing gap, as stored with the run
+        """The per-kind problem counts, off-site drops, a listing gap and moves, as stored with the run
         ("" if none)."""
         parts = [f"{k}={v}" for k, v in sorted(self.problems.items())]
         if self.off_site_dropped:
             parts.append(f"off_site_dropped={self.off_site_dropped}")
         if self.gap:
             parts.append(f"listing_gap_after_pages={self.pages}")
+        if self.moved:
+            parts.append(f"moved={self.moved}")
+        if self.move_undecided:
+            parts.append(f"move_undecided={self.move_undecided}")
         return "; ".join(parts)
 
 
@@ -292,6 +298,10 @@ def scrape_agency(
                 except Exception as exc:  # one bad page never stops the run (recorded, categorised)
                     report.article_failed(as_scrape_error(exc, where=f" in {item.url[:300]}"), agency.key)
             report.scraped += len(batch)
+            settled = relocate.settle(conn, agency.key, batch, fetcher)
+            report.moved += len(settled.moved)
+            report.move_undecided += len(settled.undecided)
+            batch = settled.batch
             saved = store.save_articles(
                 conn, agency.key, agency.name, batch, allow_update=params.allow_update
             )

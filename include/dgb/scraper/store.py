@@ -207,6 +207,26 @@ def _save_one(
     return "updated", uid, len(changed)
 
 
+def relocate(cur, news_id: int, old_url: str, new_url: str, source: str, now: datetime) -> bool:
+    """Point a stored article at the address it answers at now (a move), with one
+    ``news_update_history`` row (``field_changed='url'``); the index re-syncs the document
+    (``indexed_version`` cleared). False, and nothing changed, when the row no longer has
+    ``old_url`` or another article of its agency already has ``new_url``."""
+    cur.execute(
+        "UPDATE news SET url = %s, updated_at = %s, indexed_version = NULL WHERE id = %s AND url = %s"
+        " AND NOT EXISTS (SELECT 1 FROM news o WHERE o.agency_key = news.agency_key AND o.url = %s)",
+        (new_url, now, news_id, old_url, new_url),
+    )
+    if cur.rowcount != 1:
+        return False
+    cur.execute(
+        "INSERT INTO news_update_history (news_id, field_changed, old_value, new_value, source,"
+        " detected_at) VALUES (%s, 'url', %s, %s, %s, %s)",
+        (news_id, old_url, new_url, source, now),
+    )
+    return True
+
+
 def _enqueue_scraped(cur, uid, agency_key, published_at, scraped_at, trace_id) -> None:
     event = events.make_event(
         topology.TOPIC_SCRAPED,

@@ -195,6 +195,7 @@ class BudgetRunSummary:
     # the Plone 6 change signal (dgb.integrity.signal): its reads, the marked articles checked first
     # and the unchanged ones skipped; None when off
     signal: dict[str, Any] | None = None
+    rounds: int = 1  # plans made: more than one when a round ended before the slot (run_budget)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -210,6 +211,7 @@ class BudgetRunSummary:
             "outcomes": {o: self.outcomes.get(o, 0) for o in OUTCOMES},
             "bytes_fetched": self.bytes_fetched,
             "seconds": round(self.seconds, 3),
+            "rounds": self.rounds,
             "stopped_load": self.stopped_load,
             "note": self.note,
             "breaker_changes": [c.as_dict() for c in self.breaker_changes],
@@ -218,6 +220,9 @@ class BudgetRunSummary:
 
 
 PLAN_REASONS = ("fresh", "forced", "score")
+
+
+MIN_ROUND_S = 30.0  # a run plans another round only with at least this long left in its slot
 
 
 def run_budget(
@@ -235,6 +240,7 @@ def run_budget(
     clock: Callable[[], datetime] | None = None,
     modified_signal: bool | None = None,
     agencies: list | None = None,
+    min_round_s: float = MIN_ROUND_S,
 ) -> BudgetRunSummary:
     """One run of the budget scheduler: take what the budget allows in the slot
     (``budget_rps * slot``, :func:`dgb.integrity.tiers.choose` over every article; ``budget_rps``
@@ -243,13 +249,18 @@ def run_budget(
     system is loaded (re-asked every ``recheck_every`` checks; the DAG's load sensor waits
     before a run starts). ``clock`` dates the plan and every check.
 
+    The share is an estimate, and the host budget paces every request: when listings leave more
+    than estimated (a quiet hour, a drain after a burst) a round ends before the slot does. With
+    ``max_seconds``, the run then plans another round for the time left (at the same rate, over
+    the articles not checked in the last minutes), and so on until less than ``min_round_s`` is
+    left or a round finds nothing to check: the slot's time is used, never more than the host
+    budget allows.
+
     With the change signal (``modified_signal``, default ``DGB_INTEGRITY_MODIFIED_SIGNAL``, on;
     :mod:`dgb.integrity.signal`) the run first reads each Plone 6 agency's search sorted by
     modification date (one request each, out of the capacity), checks the articles it marked
     first, and leaves out of the plan the unchanged ones it covers. ``agencies``: the catalogue
     the reads come from (default: the configured one, mirror URLs in mirror mode)."""
-    import numpy as np
-
     policy = policy or BudgetPolicy.from_env()
     schedule = schedule or Schedule.from_env()
     removal = removal or RemovalPolicy.from_env()
@@ -258,68 +269,127 @@ def run_budget(
     t0 = time.monotonic()
     now = clock() if clock is not None else datetime.now(UTC)
     summary.placed = assign_tiers(conn, schedule, now)
-    first: list[tuple[int, str]] = []  # marked by the change signal: checked before the plan
     capacity = summary.capacity
     use_signal = config_integrity.modified_signal() if modified_signal is None else modified_signal
+    first: list[tuple[int, str]] = []  # marked by the change signal: checked before the plan
+    skip: set[int] = set()
     if use_signal:
         reads = signal.read_signals(conn, fetcher, _signal_agencies(agencies), now, limit=int(capacity))
         first = signal.marked(conn, int(capacity - reads.requests))
         capacity -= reads.requests + len(first)
         skip = signal.skippable(conn, reads, now)
         summary.requests += reads.requests
-    cands = load_candidates(conn, now, policy)
-    if use_signal:
-        before = len(cands)
-        cands = signal.without(cands, skip, image_due(cands, now.timestamp(), policy))
-        summary.signal = {**reads.as_dict(), "checked_first": len(first), "skipped": before - len(cands)}
-        cands = signal.without(cands, {news_id for news_id, _ in first})
-    summary.candidates = len(cands)
-    plan = choose(cands, now.timestamp(), capacity, policy)
-    summary.planned = len(plan)
-    summary.planned_by_reason = {
-        name: int(np.count_nonzero(plan.reason == i)) for i, name in enumerate(PLAN_REASONS)
-    }
-    ids = [news_id for news_id, _ in first] + [int(cands.news_id[i]) for i in plan.index]
-    images = [False] * len(first) + [bool(x) for x in plan.image]
-    with conn.cursor() as cur:
-        cur.execute("SELECT id, unique_id FROM news WHERE id = ANY(%s)", (ids,))
-        uid = dict(cur.fetchall())
-    conn.commit()
-    for n, (news_id, with_image) in enumerate(zip(ids, images, strict=True)):
-        if max_seconds is not None and time.monotonic() - t0 > max_seconds:
-            summary.note = f"stopped after {max_seconds:.0f} s with {len(ids) - n} planned checks left"
+        summary.signal = {**reads.as_dict(), "checked_first": len(first), "skipped": 0}
+    ctx = _Round(
+        conn,
+        fetcher,
+        policy,
+        schedule,
+        removal,
+        summary,
+        t0,
+        max_seconds,
+        on_result,
+        recheck_every,
+        load_thresholds,
+        clock,
+    )
+    planned = ctx.plan_and_check(now, capacity, first, skip if use_signal else None)
+    while planned and max_seconds is not None and not summary.stopped_load and summary.note is None:
+        left = max_seconds - (time.monotonic() - t0)
+        if left < min_round_s:
             break
-        if n and recheck_every and n % recheck_every == 0:
-            reason = system_load(conn, **(load_thresholds or {}))
-            if reason:
-                summary.stopped_load, summary.note = True, f"stopped_load: {reason} (after {n} checks)"
-                log.info("integrity budget run stopped_load %s after %d checks", reason, n)
-                break
-        unique_id = uid.get(news_id)
-        if unique_id is None:
-            continue
-        try:
-            result = check_article(
-                conn,
-                fetcher,
-                unique_id,
-                schedule=schedule,
-                policy=removal,
-                now=clock() if clock is not None else None,
-                image=bool(with_image),
-            )
-        except ArticleNotFound:
-            continue
-        except Exception as exc:
-            conn.rollback()
-            record_failure(conn, news_id, unique_id, repr(exc), schedule)
-            summary.checked += 1
-            summary.requests += 1
-            summary.outcomes["error"] += 1
-            continue
-        summary.requests += 1 + (result.image is not None)
-        _tally(summary, result, on_result)
+        now = clock() if clock is not None else datetime.now(UTC)
+        extra = policy.capacity(seconds=left, budget_rps=share.rps)
+        summary.capacity += extra
+        summary.rounds += 1
+        planned = ctx.plan_and_check(now, extra, [], skip if use_signal else None)
     purge_after_run(conn)
     summary.seconds = time.monotonic() - t0
     log.info("integrity budget run: %s", summary.as_dict())
     return summary
+
+
+@dataclass
+class _Round:
+    """What the rounds of one :func:`run_budget` share; :meth:`plan_and_check` runs one round."""
+
+    conn: Any
+    fetcher: Fetcher
+    policy: BudgetPolicy
+    schedule: Schedule
+    removal: RemovalPolicy
+    summary: BudgetRunSummary
+    t0: float
+    max_seconds: float | None
+    on_result: Callable[[CheckResult], None] | None
+    recheck_every: int
+    load_thresholds: dict[str, Any] | None
+    clock: Callable[[], datetime] | None
+
+    def plan_and_check(self, now: datetime, capacity: float, first: list, skip: set[int] | None) -> int:
+        """Plan ``capacity`` requests at ``now`` (after ``first``, the signal's marked articles;
+        without the articles ``skip`` holds, None: no signal) and check them; the checks planned."""
+        import numpy as np
+
+        conn, policy, summary = self.conn, self.policy, self.summary
+        cands = load_candidates(conn, now, policy)
+        if skip is not None:
+            before = len(cands)
+            cands = signal.without(cands, skip, image_due(cands, now.timestamp(), policy))
+            summary.signal["skipped"] = max(summary.signal["skipped"], before - len(cands))
+            cands = signal.without(cands, {news_id for news_id, _ in first})
+        summary.candidates = max(summary.candidates, len(cands))
+        plan = choose(cands, now.timestamp(), capacity, policy)
+        summary.planned += len(plan)
+        for i, name in enumerate(PLAN_REASONS):
+            summary.planned_by_reason[name] = summary.planned_by_reason.get(name, 0) + int(
+                np.count_nonzero(plan.reason == i)
+            )
+        ids = [news_id for news_id, _ in first] + [int(cands.news_id[i]) for i in plan.index]
+        images = [False] * len(first) + [bool(x) for x in plan.image]
+        self._check(ids, images)
+        return len(ids)
+
+    def _check(self, ids: list[int], images: list[bool]) -> None:
+        conn, summary = self.conn, self.summary
+        with conn.cursor() as cur:
+            cur.execute("SELECT id, unique_id FROM news WHERE id = ANY(%s)", (ids,))
+            uid = dict(cur.fetchall())
+        conn.commit()
+        for n, (news_id, with_image) in enumerate(zip(ids, images, strict=True)):
+            if self.max_seconds is not None and time.monotonic() - self.t0 > self.max_seconds:
+                summary.note = (
+                    f"stopped after {self.max_seconds:.0f} s with {len(ids) - n} planned checks left"
+                )
+                break
+            if n and self.recheck_every and n % self.recheck_every == 0:
+                reason = system_load(conn, **(self.load_thresholds or {}))
+                if reason:
+                    summary.stopped_load, summary.note = True, f"stopped_load: {reason} (after {n} checks)"
+                    log.info("integrity budget run stopped_load %s after %d checks", reason, n)
+                    break
+            unique_id = uid.get(news_id)
+            if unique_id is None:
+                continue
+            try:
+                result = check_article(
+                    conn,
+                    self.fetcher,
+                    unique_id,
+                    schedule=self.schedule,
+                    policy=self.removal,
+                    now=self.clock() if self.clock is not None else None,
+                    image=bool(with_image),
+                )
+            except ArticleNotFound:
+                continue
+            except Exception as exc:
+                conn.rollback()
+                record_failure(conn, news_id, unique_id, repr(exc), self.schedule)
+                summary.checked += 1
+                summary.requests += 1
+                summary.outcomes["error"] += 1
+                continue
+            summary.requests += 1 + (result.image is not None)
+            _tally(summary, result, self.on_result)

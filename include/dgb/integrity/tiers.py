@@ -395,7 +395,8 @@ def scores(c: Candidates, now: float, policy: BudgetPolicy, image: Any = None) -
 
 def choose(c: Candidates, now: float, capacity: float, policy: BudgetPolicy) -> Plan:
     """The checks of one run within ``capacity`` requests: removal evidence due, fresh texts, their
-    images, a month unchecked, then by expected value (see the section comment). Pure: the DAG and the benchmark both call it."""
+    images, a month unchecked, then by expected value (see the section comment). Pure: the DAG
+    and the benchmark both call it."""
     import numpy as np
 
     n = len(c)

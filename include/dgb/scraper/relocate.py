@@ -83,7 +83,9 @@ def _holders(conn, agency_key: str, batch: list[Article]) -> dict[str, tuple[int
     return {uid: (news_id, url) for uid, news_id, url in rows if url != want[uid]}
 
 
-def settle(conn, agency_key: str, batch: list[Article], fetcher: Fetcher, now: datetime | None = None) -> Settled:
+def settle(
+    conn, agency_key: str, batch: list[Article], fetcher: Fetcher, now: datetime | None = None
+) -> Settled:
     """Decide, for each article of ``batch`` whose ``unique_id`` a live stored article holds at
     another URL, whether it moved (see the module doc); returns the batch to save."""
     holders = _holders(conn, agency_key, batch)

@@ -193,3 +193,36 @@ def test_system_load_sees_backlog_and_database_load(pg, pg_server):
         holder.close()
         for w in waiters:
             w.close()
+
+
+def test_a_round_that_ends_before_its_slot_is_followed_by_another(pg, site):
+    """The share is an estimate; when the checks go faster than planned (listings left more of the
+    host), the run plans again for the time left, never checking an article twice."""
+    site_, server, base = site
+    scrape_site(pg, base)
+    _quiet_pipeline(pg)
+    now = datetime.now(UTC)
+
+    def seen_20_min_ago():
+        with db.transaction(pg) as cur:
+            cur.execute("TRUNCATE integrity_checks")
+            cur.execute(
+                "UPDATE integrity_state SET last_checked_at = %s, image_checked_at = %s",
+                (now - timedelta(minutes=20), now - timedelta(minutes=20)),
+            )
+
+    policy = BudgetPolicy(budget_rps=1.0, slot_seconds=1.0)  # one request planned a round
+    seen_20_min_ago()
+    with checker(base) as f:  # no slot time given: one round
+        single = run_budget(pg, f, policy=policy, clock=lambda: now)
+    assert single.rounds == 1 and single.checked == 1 and single.capacity == 1.0
+    seen_20_min_ago()
+    with checker(base) as f:
+        slot = run_budget(pg, f, policy=policy, clock=lambda: now, max_seconds=30.0, min_round_s=0.0)
+    assert slot.checked == 3 and slot.rounds >= 2 and slot.capacity > 1.0
+    checked = all_rows(pg, "SELECT news_id, count(*) FROM integrity_checks GROUP BY 1")
+    assert len(checked) == 3 and {n for _, n in checked} == {1}
+    seen_20_min_ago()
+    with checker(base) as f:  # less than a round's minimum left: no second round
+        short = run_budget(pg, f, policy=policy, clock=lambda: now, max_seconds=30.0, min_round_s=60.0)
+    assert short.rounds == 1 and short.checked == 1

@@ -11,16 +11,9 @@ from dgb.fetch import Fetcher
 from dgb.scraper.run import scrape_agency
 from tests.support.articles import ARTICLES, article_dict, mirrored_agency
 from tests.support.fetch import FAST
+from tests.support.sql import all_rows as _rows
 
 pytestmark = pytest.mark.stack
-
-
-def _rows(conn, sql, *args):
-    with conn.cursor() as cur:
-        cur.execute(sql, args or None)
-        rows = cur.fetchall()
-    conn.commit()
-    return rows
 
 
 @pytest.mark.parametrize("redirect", [True, False], ids=["301", "404"])
@@ -55,11 +48,13 @@ def test_a_twin_at_another_address_is_stored_beside_the_first(pg, mirror):
     mec = mirrored_agency(base, "mec")
     with Fetcher(FAST) as f:
         scrape_agency(pg, mec, f)
-    twin = article_dict("mec", "enem-tem-recorde-2", "Enem tem recorde de inscritos confirmados", ARTICLES[1][3])
-    site.publish(twin)
+    site.publish(
+        article_dict("mec", "enem-tem-recorde-2", "Enem tem recorde de inscritos confirmados", ARTICLES[1][3])
+    )
     with Fetcher(FAST) as f:
         report = scrape_agency(pg, mec, f)
     assert report.moved == 0 and len(report.new) == 1, report
-    rows = _rows(pg, "SELECT unique_id, url FROM news WHERE title = 'Enem tem recorde de inscritos confirmados'")
+    title = "Enem tem recorde de inscritos confirmados"
+    rows = _rows(pg, "SELECT unique_id, url FROM news WHERE title = %s", title)
     assert len(rows) == 2 and rows[0][0] != rows[1][0]
     assert _rows(pg, "SELECT count(*) FROM news_update_history")[0][0] == 0

@@ -7,7 +7,11 @@ What it does:
    scratch names (database ``dgb_realtime``, project ``dgb-realtime``, collection
    ``realtime_news``; ``DGB_SCRAPE_AGENCIES=all``) with the local site serving ``--articles``
    synthetic articles (:mod:`dgb_dev.mirror.synthetic`) whose five years end at the start of the
-   run, publishing on at the final rate (~500 a day) and editing at the documented times.
+   run, publishing on at the final rate (~500 a day) and editing at the documented times. With
+   ``--profile office`` the site publishes from the start as a busy office day instead: at least
+   ``--new-per-hour`` (200) new articles in any 60 minutes, by the publication model's agency
+   shares and bursts (:meth:`dgb_dev.mirror.publication.PublicationModel.office_hours`, about 1.5
+   times that on average), edits following them as the corpus's edit model makes them.
 2. Preloads every article published before the start as the scraper would have stored it (each
    page rendered by the site and parsed by our parser, so a check finds it unchanged until its
    next edit), enriched, embedded, marked indexed (the last 3 days really in Typesense) and last
@@ -17,13 +21,23 @@ What it does:
    site's request log and the CPU time and memory of every Airflow process.
 4. Prints the request rate the site received (max over any 10 s, mean, by kind), the scrape DAG
    runs, each agency's scrape lag (new articles: scraped_at - published_at), publication ->
-   searchable, edit detection delays by age band, CPU and memory; the last line is a summary
+   searchable, edit detection delays by age band, CPU and memory; then one line each for
+   publication -> scraped and -> searchable (p50, p95, max and the count they are over: no p95
+   under 20 articles), listing requests and integrity checks per hour, the most requests in any
+   10 s and the scheduler's CPU (:func:`realtime_results.run_lines`); the last line is a summary
    (full figures: ``.state/bench/realtime-<time>.json``; with ``--chart DIR`` also the chart
    ``realtime-timeline``, from :func:`realtime_results.timeline`). Then Airflow and the site are
    stopped (``make up`` brings the dev stack back), the scratch database dropped (``--keep``
    leaves it).
 
     .venv/bin/python scripts/bench_realtime.py [--articles 300000] [--minutes 60] [--chart DIR]
+        [--profile uniform|office] [--new-per-hour 200] [--cadence learnt|fixed]
+
+The articles counted are those published from the run's start until ``GRACE_MIN`` (10) minutes
+before its end; with ``--profile office`` the run goes on those 10 minutes after ``--minutes``, so
+the counted ones are all those of its ``--minutes``. ``--cadence`` sets ``DGB_SCRAPE_CADENCE`` for
+the run (default: as set, else learnt): ``fixed`` is every agency every 10 minutes, for the
+side-by-side comparison of the same profile.
 
 Never beside a test suite or another benchmark (2 cores). Loopback only, like everything here.
 """
@@ -49,11 +63,15 @@ for sub in ("include", "plugins", "dev"):
 
 from realtime_results import (  # noqa: E402  (scripts/: what the run measured, read after it)
     dag_cadence,
+    delays,
     edit_delays,
+    kinds_between,
     mirror_requests,
     pct,
+    per_hour,
     request_figures,
     run_checks,
+    run_lines,
     scrape_lags,
     timeline,
     write_chart,
@@ -80,21 +98,21 @@ def log(msg: str) -> None:
 # --------------------------------------------------------------------------- preload
 
 
-def _corpus(n: int, end: datetime, extra_days: float):
+def _corpus(n: int, end: datetime, extra_days: float, office: int = 0):
     from dgb_dev.mirror.synthetic import SyntheticCorpus
 
-    return SyntheticCorpus(n, end=end, extra_days=extra_days)
+    return SyntheticCorpus(n, end=end, extra_days=extra_days, office=office)
 
 
 _WORKER: dict = {}
 
 
-def _init_worker(n: int, end_iso: str, extra_days: float, base: str) -> None:
+def _init_worker(n: int, end_iso: str, extra_days: float, office: int, base: str) -> None:
     from dgb import agencies as catalogue
     from dgb.config import Settings
     from dgb_dev.mirror.site import Site
 
-    corpus = _corpus(n, datetime.fromisoformat(end_iso), extra_days)
+    corpus = _corpus(n, datetime.fromisoformat(end_iso), extra_days, office)
     kinds = {k: a.site_kind for k, a in catalogue.agencies_for_settings(Settings.from_env()).items()}
     _WORKER.update(corpus=corpus, site=Site(synthetic=corpus), base=base, kinds=kinds)
 
@@ -148,7 +166,9 @@ def preload(s, corpus, n: int, end: datetime, base: str, workers: int) -> dict[s
     uid_of: dict[int, str] = {}
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(
-        workers, initializer=_init_worker, initargs=(n, end.isoformat(), corpus.extra_days, base)
+        workers,
+        initializer=_init_worker,
+        initargs=(n, end.isoformat(), corpus.extra_days, corpus.office, base),
     ) as pool:
         done = 0
         for rows in pool.imap_unordered(_stored_rows, chunks):
@@ -272,15 +292,17 @@ def scratch_stack(settings):
     return s, pg
 
 
-def bring_up(articles: int, workers: int) -> Realtime:
+def bring_up(articles: int, workers: int, office: int = 0) -> Realtime:
     """Steps 1-3 of the module doc up to the start of the measured run (shared with
     scripts/bench_soak.py): this checkout's Airflow, watchdog and site stopped, the stack up on the
-    scratch names, the corpus preloaded, Airflow started with its watchdog and every DAG unpaused."""
+    scratch names, the corpus preloaded, Airflow started with its watchdog and every DAG unpaused.
+    ``office``: the site's office profile (at least that many new articles in any 60 minutes)."""
     os.environ.update(SCRATCH)
     start = datetime.now(UTC).replace(microsecond=0)
     os.environ["DGB_MIRROR_SYNTHETIC"] = str(articles)
     os.environ["DGB_MIRROR_SYNTHETIC_END"] = start.isoformat()
     os.environ["DGB_MIRROR_SYNTHETIC_EXTRA_DAYS"] = "2"
+    os.environ["DGB_MIRROR_SYNTHETIC_OFFICE"] = str(office)  # the site's corpus is the one measured
 
     from dgb.config import Settings
     from dgb_dev import stack
@@ -289,7 +311,7 @@ def bring_up(articles: int, workers: int) -> Realtime:
     from dgb_dev.stack.watchdog import start_watchdog
 
     s, pg = scratch_stack(Settings.from_env())
-    corpus = _corpus(articles, start, 2.0)
+    corpus = _corpus(articles, start, 2.0, office)
     log(f"synthetic corpus: {corpus.summary()}")
     base = s.mirror_url.rstrip("/")
     info = preload(s, corpus, articles, start, base, workers)
@@ -306,7 +328,10 @@ def bring_up(articles: int, workers: int) -> Realtime:
     return Realtime(s, corpus, base, info, pg, dags, scrape_dags, start)
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
+    """The command line; ``office`` (the site's office profile: the fewest new articles in any 60
+    minutes, 0 for uniform) added; ``--cadence`` set in the environment, where every process of
+    the run (and :func:`dgb.config.scrape.scrape_cadence_mode`) reads it."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--articles", type=int, default=300_000)
     ap.add_argument("--minutes", type=float, default=60.0)
@@ -319,7 +344,38 @@ def main(argv=None) -> int:
         metavar="DIR",
         help="also write the chart realtime-timeline into DIR",
     )
+    ap.add_argument(
+        "--profile",
+        choices=("uniform", "office"),
+        default="uniform",
+        help="how the site publishes during the run: uniform (the corpus's final rate, ~500 a day; the"
+        " default) or office (at least --new-per-hour new articles in any 60 minutes)",
+    )
+    ap.add_argument(
+        "--new-per-hour",
+        type=int,
+        default=200,
+        metavar="N",
+        help="--profile office: the fewest new articles in any 60 minutes (default 200)",
+    )
+    ap.add_argument(
+        "--cadence",
+        choices=("learnt", "fixed"),
+        default=None,
+        help="DGB_SCRAPE_CADENCE for the run (default: as set, else learnt); fixed: every 10 minutes",
+    )
     args = ap.parse_args(argv)
+    if args.profile == "office" and args.new_per_hour < 1:
+        ap.error("--new-per-hour must be at least 1")
+    if args.cadence:
+        os.environ["DGB_SCRAPE_CADENCE"] = args.cadence
+    args.office = args.new_per_hour if args.profile == "office" else 0
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    office = args.office
 
     from dgb.config import scrape as config_scrape
     from dgb.scraper.dags import CYCLE_MINUTES, selected_agencies
@@ -329,14 +385,16 @@ def main(argv=None) -> int:
     # fixed: an article published a 10-min cycle before the end was polled for; learnt: GRACE_MIN
     mode = config_scrape.scrape_cadence_mode()
     grace = CYCLE_MINUTES if mode == "fixed" else GRACE_MIN
-    run = bring_up(args.articles, args.workers)
+    drain = grace if office else 0  # office: every article of the --minutes counted, each given `grace`
+    run = bring_up(args.articles, args.workers, office)
     s, corpus, base, info, pg = run.s, run.corpus, run.base, run.info, run.pg
     dags, scrape_dags = run.dags, run.scrape_dags
     # the run is measured from here: every component up, the catalogue's DAGs unpaused
     run_start = datetime.now(UTC)
     epoch0 = time.time()
     sampler = Sampler(s)
-    deadline = time.monotonic() + args.minutes * 60
+    kinds_before = mirror_requests(base, epoch0)["total"]
+    deadline = time.monotonic() + (args.minutes + drain) * 60
     next_log = 0.0
     try:
         while time.monotonic() < deadline:
@@ -350,6 +408,7 @@ def main(argv=None) -> int:
         run_stop = datetime.now(UTC)
         site_log = mirror_requests(base, epoch0)
         reqs = request_figures(site_log, epoch0, time.time())
+        kinds = kinds_between(kinds_before, site_log["total"])
         cpu = sampler.result()
         keys = {a.key for a in selected_agencies(s)}
         per, lags, missed, inactive, searchable = scrape_lags(s, corpus, run_start, run_stop, grace, keys)
@@ -362,28 +421,33 @@ def main(argv=None) -> int:
         for name in [f"airflow-{p}" for p in reversed(stack.AIRFLOW_PARTS)] + ["mirror"]:
             stack.component(s, name).down()
 
+    seconds = (run_stop - run_start).total_seconds()
+    profile = f"office, at least {office} new articles in any 60 min" if office else "uniform"
     print()
     print(
-        f"run: {args.minutes:.0f} min from {run_start:%H:%M:%S}Z, {info['articles']} articles preloaded,"
+        f"run: {args.minutes:.0f} min"
+        + (f" + {drain} min drain" if drain else "")
+        + f" from {run_start:%H:%M:%S}Z ({profile}), {info['articles']} articles preloaded,"
         f" {len(scrape_dags)} scrape DAGs, {len(dags)} DAGs"
     )
     print(
         f"requests to the site: {reqs['requests']} (mean {reqs['mean_rps']:.2f}/s,"
         f" max {reqs['max_rps_10s']:.2f}/s"
-        f" over any 10 s, max {reqs['max_rps_1s']} in one second); by kind: "
-        + ", ".join(f"{k}={v}" for k, v in sorted(reqs["by_kind"].items()))
+        f" over any 10 s, max {reqs['max_rps_1s']} in one second); by kind during the run: "
+        + ", ".join(f"{k}={v}" for k, v in kinds.items())
     )
     print(
         f"new articles during the run ({mode} cadence; published until {grace} min before its end):"
-        f" {len(lags)}, missed {missed} (and {inactive} of inactive agencies, never scraped);"
-        f" scrape lag p50 {pct(lags, 50):.1f} min, p95 {pct(lags, 95):.1f} min,"
-        f" max {max(lags) if lags else float('nan'):.1f} min;"
-        f" publication -> searchable p50 {pct(searchable, 50):.0f} s, p95 {pct(searchable, 95):.0f} s"
+        f" {len(lags)}, missed {missed} (and {inactive} of inactive agencies, never scraped)"
     )
+    checked = sum(checks["outcomes"].values())
+    issue = run_lines([v * 60 for v in lags], searchable, kinds, checked, seconds, reqs["max_rps_10s"], cpu)
+    for line in issue:
+        print(line)
     runs = {k: v["runs"] for k, v in cadence.items()}
     print(
         f"scrape DAG runs: {sum(runs.values()) - runs.get('scrape_dispatcher', 0)}, dispatcher runs:"
-        f" {runs.get('scrape_dispatcher', 0)} in {args.minutes:.0f} min; scrape lag per agency"
+        f" {runs.get('scrape_dispatcher', 0)} in {seconds / 60:.0f} min; scrape lag per agency"
         " (new articles: max lag min; scrape runs, longest gap between runs min):"
     )
     keys = sorted({*per, *(d.removeprefix("scrape_") for d in [*cadence, *scrape_dags])})
@@ -425,6 +489,10 @@ def main(argv=None) -> int:
                 "run_stop": run_stop.isoformat(),
                 "preload": info,
                 "requests": reqs,
+                "requests_by_kind_during_run": kinds,
+                "profile": args.profile,
+                "office_new_per_hour": office,
+                "drain_min": drain,
                 "cadence_mode": mode,
                 "grace_min": grace,
                 "scrape_lag_per_agency": per,
@@ -453,6 +521,8 @@ def main(argv=None) -> int:
     if not args.keep:
         pg._psql_admin(f'DROP DATABASE IF EXISTS "{s.pg_db}" WITH (FORCE)')
     sched = cpu.get("airflow-scheduler", {})
+    scraped = delays([v * 60 for v in lags])  # no p95 under MIN_FOR_P95 articles: "na"
+    polls = kinds.get("listing", 0) + kinds.get("api_search", 0)
     within = sum(1 for v in lags if v <= grace) / len(lags) * 100 if lags else float("nan")
     worst = max(lags) if lags else float("nan")
     print(
@@ -464,6 +534,10 @@ def main(argv=None) -> int:
         f" scheduler_rss_mb={sched.get('rss_mb_process_max', float('nan')):.0f}"
         f" cadence={mode} searchable_p50_s={pct(searchable, 50):.0f}"
         f" searchable_p95_s={pct(searchable, 95):.0f}"
+        f" profile={args.profile} counted={len(lags)}"
+        f" scraped_p95_s={'na' if scraped['p95'] is None else round(scraped['p95'])}"
+        f" listing_requests_per_h={per_hour(polls, seconds):.0f}"
+        f" integrity_checks_per_h={per_hour(checked, seconds):.0f}"
     )
     return 0
 

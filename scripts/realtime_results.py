@@ -29,6 +29,73 @@ def pct(values: list[float], q: float) -> float:
     return v[min(len(v) - 1, max(0, math.ceil(q / 100 * len(v)) - 1))]
 
 
+MIN_FOR_P95 = 20  # under this many articles a "p95" is one of the slowest few: not called one
+
+
+def delays(values: list[float]) -> dict:
+    """``n``, ``p50``, ``p95`` and ``max`` of ``values`` (None when empty; ``p95`` None under
+    :data:`MIN_FOR_P95` values)."""
+    n = len(values)
+    return {
+        "n": n,
+        "p50": pct(values, 50) if n else None,
+        "p95": pct(values, 95) if n >= MIN_FOR_P95 else None,
+        "max": max(values) if n else None,
+    }
+
+
+def delay_line(label: str, values_s: list[float]) -> str:
+    """One line of :func:`delays` in seconds, with the count they are over."""
+    d = delays(values_s)
+    if not d["n"]:
+        return f"{label}: no articles"
+    p95 = f"p95 {d['p95']:.0f} s" if d["p95"] is not None else f"no p95 (under {MIN_FOR_P95} articles)"
+    return f"{label}: {d['n']} articles, p50 {d['p50']:.0f} s, {p95}, max {d['max']:.0f} s"
+
+
+def per_hour(count: float, seconds: float) -> float:
+    return count * 3600.0 / seconds if seconds > 0 else float("nan")
+
+
+def kinds_between(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Requests by kind between two snapshots of the site's log (its ``total``, counted from the
+    site's start). A kind that went down means the site restarted: what it counted since."""
+    out = {k: n - before.get(k, 0) if n >= before.get(k, 0) else n for k, n in after.items()}
+    return {k: n for k, n in sorted(out.items()) if n > 0}
+
+
+def run_lines(
+    scraped_s: list[float],
+    searchable_s: list[float],
+    kinds: dict[str, int],
+    checks: int,
+    seconds: float,
+    max_10s: float,
+    cpu: dict,
+) -> list[str]:
+    """What issue 36 asks of the run, one figure a line: publication -> scraped and -> searchable
+    (:func:`delay_line`), listing requests and integrity checks per hour (the site's requests by
+    kind over the run, :func:`kinds_between`; ``integrity_checks`` rows), the most requests in any
+    10 s and the scheduler's CPU (the process, % of one core)."""
+    listing, search = kinds.get("listing", 0), kinds.get("api_search", 0)
+    pages = sum(kinds.get(k, 0) for k in ("article", "api_item", "image"))
+    sched = cpu.get("airflow-scheduler")
+    return [
+        delay_line("publication -> scraped", scraped_s),
+        delay_line("publication -> searchable", searchable_s),
+        f"listing requests per hour: {per_hour(listing + search, seconds):.0f}"
+        f" (kind listing {per_hour(listing, seconds):.0f}, kind api_search {per_hour(search, seconds):.0f}:"
+        " Plone 6 listings and integrity's @search signal)",
+        f"integrity checks per hour: {per_hour(checks, seconds):.0f} (integrity_checks rows;"
+        f" article pages, Plone 6 items and images asked {per_hour(pages, seconds):.0f}/h, scrapes included)",
+        f"max requests over any 10 s: {round(max_10s * 10)} ({max_10s:.2f}/s)",
+        f"scheduler CPU: {sched['cpu_pct_process']:.1f}% of one core (the scheduler process;"
+        f" {sched['cpu_pct_tree']:.1f}% with its children, the LocalExecutor's workers)"
+        if sched
+        else "scheduler CPU: not sampled",
+    ]
+
+
 def request_figures(log_: dict, start: float, end: float) -> dict:
     counts = {int(t): n for t, n in log_["per_second"] if start <= t < end}
     secs = range(int(start), int(end))

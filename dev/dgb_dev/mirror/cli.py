@@ -67,6 +67,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="keep publishing synthetic articles at the final rate (~500/day) for D days after the end",
     )
     serve.add_argument(
+        "--synthetic-office",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the extra days publish as a busy office day instead: at least N new articles in any 60"
+        " minutes, by the publication model's agency shares and bursts (PublicationModel.office_hours)",
+    )
+    serve.add_argument(
         "--faults", type=Path, default=None, metavar="FILE", help="JSON list of startup faults"
     )
     serve.add_argument(
@@ -125,7 +133,9 @@ def _serve(args: argparse.Namespace) -> int:
             return 2
         if end is not None and end.tzinfo is None:
             end = end.replace(tzinfo=UTC)
-        synthetic = SyntheticCorpus(args.synthetic, end=end, extra_days=args.synthetic_extra_days)
+        synthetic = SyntheticCorpus(
+            args.synthetic, end=end, extra_days=args.synthetic_extra_days, office=args.synthetic_office
+        )
         logging.info("dgb mirror: synthetic corpus %s", synthetic.summary())
     site = Site(
         args.corpus,

@@ -25,6 +25,9 @@ marked as one:
   average) within ``burst_span_s``: estimated from how many more same-agency pairs within 10
   minutes the sample holds than the same counts at shuffled times would, scaled by the sample's
   share of all articles (at ``per_day`` a day, an assumption); the span is assumed;
+* **office hours held** (:meth:`PublicationModel.office_hours`, ``bench_realtime.py --profile
+  office``): the agencies' shares and bursts above, at a steady rate of a busy weekday hour chosen
+  by the caller, so that any 60 minutes hold at least a given number of articles;
 * **dormant agencies** (assumed: ``dormant_share`` of the agencies publish nothing until a day of the
   measured period, then at their rate) and the **listing's lag** (assumed: an article is listed a
   log-normal ``lag_median_s`` x e^(``lag_sigma`` N(0,1)) seconds after its publication time).
@@ -42,7 +45,7 @@ import json
 import math
 import sys
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -54,6 +57,8 @@ BRT_OFFSET_S = -3 * 3600.0
 DAY = 86400.0
 ASSUMED_PER_DAY = 490.0  # gov.br's articles a day (the synthetic corpus's final rate): an assumption
 CLOSE_S = 600.0  # "a burst": two articles of one agency within this
+OFFICE_MEAN_OVER_FLOOR = 1.5  # office_hours: the mean rate over the floor any 60 minutes must hold
+OFFICE_DRAWS = 100  # office_hours: draws tried before giving up
 
 
 def _easter(year: int) -> date:
@@ -333,9 +338,49 @@ class PublicationModel:
         order = np.argsort(t, kind="stable")
         return t[order], w[order]
 
+    def office_hours(
+        self,
+        agencies: list[str],
+        start: float,
+        hours: int,
+        at_least: int,
+        seed: int,
+        window_s: float = 3600.0,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Publication times and agency indexes for ``hours`` from ``start`` as a busy weekday held
+        steady: :meth:`generate`'s agency shares and bursts, the hour-of-day, weekend and holiday
+        factors set to 1, at a mean of ``OFFICE_MEAN_OVER_FLOOR`` x ``at_least`` articles an hour.
+        Of the draws ``default_rng([seed, k])``, k = 0, 1, ..., the first in which every
+        ``window_s`` within the span holds at least ``at_least`` articles (:func:`fewest_in_window`),
+        so a run measured over any hour of it has that many: the same draw for the same seed."""
+        if at_least <= 0 or hours <= 0:
+            return np.zeros(0), np.zeros(0, dtype=int)
+        flat = replace(self, hour_share=[1 / 24] * 24, weekend_factor=1.0, holiday_factor=1.0)
+        end = start + hours * 3600.0
+        per_day = 24 * OFFICE_MEAN_OVER_FLOOR * at_least
+        for k in range(OFFICE_DRAWS):
+            times, who = flat.generate(agencies, start, hours / 24, per_day, np.random.default_rng([seed, k]))
+            if fewest_in_window(times, start, end, window_s) >= at_least:
+                return times, who
+        raise ValueError(f"office_hours: no draw of seed {seed} holds {at_least} in every {window_s:g} s")
+
     def listing_lag(self, n: int, rng) -> np.ndarray:
         """Seconds from publication until the listing shows each of ``n`` articles (assumed)."""
         return self.lag_median_s * np.exp(self.lag_sigma * rng.standard_normal(n))
+
+
+def fewest_in_window(times: np.ndarray, lo: float, hi: float, window_s: float) -> int:
+    """The fewest of ``times`` (sorted) in any window [x, x + ``window_s``) with lo <= x <= hi -
+    ``window_s``: the count only drops when the window's start passes a time, so the candidates are
+    the two ends and just past each time."""
+    if hi - lo < window_s:
+        raise ValueError(f"a window of {window_s:g} s does not fit in [{lo}, {hi}]")
+    t = np.asarray(times, dtype=float)
+    ends = np.array([lo, hi - window_s])
+    counts = np.searchsorted(t, ends + window_s, "left") - np.searchsorted(t, ends, "left")
+    past = t[(t >= lo) & (t < hi - window_s)]
+    after = np.searchsorted(t, past + window_s, "right") - np.searchsorted(t, past, "right")
+    return int(min(counts.min(), after.min() if len(after) else counts.min()))
 
 
 def main(argv: list[str] | None = None) -> int:

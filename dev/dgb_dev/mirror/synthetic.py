@@ -4,7 +4,11 @@
 for every agency of the catalogue (~160 gov.br agencies), and keeps publishing at the final rate
 for ``extra_days`` after it (a simulation runs into that period). ``recent=(since, times, agency)``
 replaces the articles of those agencies published from ``since`` on by the caller's (the
-benchmark's publication model: office hours, bursts), so edits follow those publications. The site
+benchmark's publication model: office hours, bursts), so edits follow those publications;
+``office=N`` does so itself for the extra days, for every agency the catalogue marks active: at
+least N new articles in any 60 minutes of them
+(:meth:`dgb_dev.mirror.publication.PublicationModel.office_hours`, ``bench_realtime.py --profile
+office``). The site
 serves them (``Site(synthetic=...)``, ``dgb mirror serve --synthetic N``) at
 ``B/www.gov.br/<agency>/<listing>/sintetica-<i>``, each page as it stands at the site's clock:
 its version (title, text, image) reflects the edits made up to then, its ``dateModified`` the
@@ -67,6 +71,15 @@ def _agency_keys() -> list[str]:
     return keys or [f"orgao{i:03d}" for i in range(160)]
 
 
+def _inactive_keys() -> set[str]:
+    try:
+        from dgb.agencies import load_agencies
+
+        return {k for k, a in load_agencies().items() if not a.active}
+    except Exception:
+        return set()
+
+
 class SyntheticCorpus:
     """``n`` articles over ``years`` up to ``end`` (+ ``extra_days`` at the final rate), with edits.
 
@@ -87,6 +100,7 @@ class SyntheticCorpus:
         model: EditModel | None = None,
         agencies: list[str] | None = None,
         recent: tuple[float, np.ndarray, np.ndarray] | None = None,
+        office: int = 0,
     ) -> None:
         self.model = m = model or EditModel()
         self.end = (end or datetime.now(UTC)).astimezone(UTC)
@@ -108,6 +122,11 @@ class SyntheticCorpus:
         self.published = published[order]
         weights = 1.0 / (np.arange(len(keys)) + 5.0)
         self.agency = rng.choice(len(keys), size=len(self.published), p=weights / weights.sum())
+        self.office = office
+        if office and extra_days > 0:
+            if recent is not None:
+                raise ValueError("SyntheticCorpus: office and recent both replace the new articles")
+            recent = self._office(end_s, extra_days, office, seed)
         if recent is not None:  # the caller's publications of its agencies from `since` on
             since, times, who = recent
             drop = (self.published >= since) & np.isin(self.agency, np.unique(who))
@@ -137,6 +156,16 @@ class SyntheticCorpus:
         o = np.lexsort((times, art))
         self.edit_article, self.edit_time, self.edit_kind = art[o], times[o], kinds[o].astype(np.int8)
         self.edit_start = np.searchsorted(self.edit_article, np.arange(total + 1))
+
+    def _office(self, since: float, days: float, at_least: int, seed: int) -> tuple:
+        from dgb_dev.mirror.publication import PublicationModel
+
+        inactive = _inactive_keys()
+        active = np.array([k for k, key in enumerate(self.agencies) if key not in inactive])
+        times, who = PublicationModel.load().office_hours(
+            [self.agencies[k] for k in active], since, round(days * 24), at_least, seed
+        )
+        return since, times, active[who]
 
     def __len__(self) -> int:
         return len(self.published)
@@ -233,5 +262,6 @@ class SyntheticCorpus:
             "first_published": datetime.fromtimestamp(float(self.published[0]), UTC).isoformat(),
             "end": self.end.isoformat(),
             "extra_days": self.extra_days,
+            "office": self.office,
             "per_day_last_30d": round(self.published_between(self.end - timedelta(days=30), self.end) / 30),
         }

@@ -49,6 +49,7 @@ class Mirror(ManagedProcess):
             for value, flag in (
                 (dev_settings.mirror_synthetic_end(), "--synthetic-end"),
                 (dev_settings.mirror_synthetic_extra_days(), "--synthetic-extra-days"),
+                (dev_settings.mirror_synthetic_office(), "--synthetic-office"),
             ):
                 if value:
                     argv += [flag, value]

@@ -76,6 +76,13 @@ def mirror_synthetic_extra_days() -> str:
     return env_str("DGB_MIRROR_SYNTHETIC_EXTRA_DAYS", "").strip()
 
 
+def mirror_synthetic_office() -> str:
+    """``DGB_MIRROR_SYNTHETIC_OFFICE`` (default empty or ``0``: off): the synthetic corpus's extra
+    days publish as a busy office day, at least N new articles in any 60 minutes
+    (``--synthetic-office``; ``scripts/bench_realtime.py --profile office`` sets it)."""
+    return env_str("DGB_MIRROR_SYNTHETIC_OFFICE", "").strip()
+
+
 def model_service_threads() -> str:
     """The ``DGB_MODEL_THREADS`` the local stack gives its model service: as set, else one BLAS
     thread fewer than the machine has cores (at least 1), since the service shares them with

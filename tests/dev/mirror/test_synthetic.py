@@ -36,6 +36,39 @@ def test_volume_and_edit_model():
         assert len(times) >= 1 and np.all(np.diff(times) >= 0)
 
 
+def test_office_profile_publishes_at_least_n_an_hour_for_the_active_agencies_and_edits_follow():
+    """dgb mirror serve --synthetic-office N (bench_realtime.py --profile office): from the corpus's
+    end on, at least N new articles in any 60 minutes for the agencies the catalogue marks active,
+    the corpus before the end untouched, and the edit model applied to the new articles too."""
+    from dgb.agencies import load_agencies
+    from dgb_dev.mirror.publication import fewest_in_window
+
+    end = END.timestamp()
+    c = SyntheticCorpus(20_000, 5.0, end=END, extra_days=2, office=200)
+    plain = SyntheticCorpus(20_000, 5.0, end=END, extra_days=2)
+    cut = int(np.searchsorted(c.published, end))
+    assert np.array_equal(c.published[:cut], plain.published[plain.published < end])
+    assert np.array_equal(c.agency[:cut], plain.agency[plain.published < end])
+    new = c.published[cut:]
+    assert int(np.sum(new < end + 3600)) >= 200  # the first hour
+    assert fewest_in_window(new, end, end + 2 * DAY, 3600) >= 200  # and any other
+    assert int(np.sum(plain.published >= end)) < 100  # without it: the final rate, ~33 a day at 20k
+    catalogue = load_agencies()
+    office_keys = {c.agencies[k] for k in np.unique(c.agency[cut:])}
+    inactive = {k for k in c.agencies if not catalogue[k].active}
+    assert inactive and len(office_keys - inactive) >= 140
+    # an inactive agency (no scrape DAG) publishes as before, at the corpus's final rate
+    ids = [c.agencies.index(k) for k in inactive]
+    assert np.sum(np.isin(c.agency[cut:], ids)) == np.sum(np.isin(plain.agency[plain.published >= end], ids))
+    # edits follow publication: most of the new articles' edits within hours of it
+    mine = c.edit_article >= cut
+    delay = c.edit_time[mine] - c.published[c.edit_article[mine]]
+    assert mine.sum() > 0.1 * len(new) and np.all(delay > 0) and np.mean(delay < 3 * 3600) > 0.4
+    again = SyntheticCorpus(20_000, 5.0, end=END, extra_days=2, office=200)
+    assert np.array_equal(again.published, c.published) and np.array_equal(again.edit_time, c.edit_time)
+    assert c.summary()["office"] == 200
+
+
 def test_pages_follow_the_edits_at_their_known_times():
     c = SyntheticCorpus(3_000, 1.0, end=END, seed=5)
     i = int(c.edit_article[0])  # the first article with an edit
@@ -107,20 +140,23 @@ def test_stack_passes_the_synthetic_corpus_settings_to_the_site(monkeypatch, tmp
     monkeypatch.setenv("DGB_MIRROR_SYNTHETIC", "300000")
     monkeypatch.setenv("DGB_MIRROR_SYNTHETIC_END", "2026-12-01T12:00:00+00:00")
     monkeypatch.setenv("DGB_MIRROR_SYNTHETIC_EXTRA_DAYS", "2")
+    monkeypatch.setenv("DGB_MIRROR_SYNTHETIC_OFFICE", "200")
     argv = Mirror(replace(Settings.from_env(), state_dir=tmp_path)).argv()
     flags = argv[argv.index("serve") + 1 :]
     assert flags[flags.index("--synthetic") + 1] == "300000"
     assert flags[flags.index("--synthetic-end") + 1] == "2026-12-01T12:00:00+00:00"
     assert flags[flags.index("--synthetic-extra-days") + 1] == "2"
+    assert flags[flags.index("--synthetic-office") + 1] == "200"
     import argparse
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="cmd"))
     args = parser.parse_args(["mirror", "serve", *flags])  # the site's own CLI accepts them
-    assert (args.synthetic, args.synthetic_end, args.synthetic_extra_days) == (
+    assert (args.synthetic, args.synthetic_end, args.synthetic_extra_days, args.synthetic_office) == (
         300000,
         "2026-12-01T12:00:00+00:00",
         2.0,
+        200,
     )
     monkeypatch.setenv("DGB_MIRROR_SYNTHETIC", "0")
     assert "--synthetic" not in Mirror(replace(Settings.from_env(), state_dir=tmp_path)).argv()

@@ -3,13 +3,14 @@ real articles, stored, and what it generates (office hours, weekends, per-agency
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dgb_dev.mirror.publication import MODEL_FILE, PublicationModel, estimate
+from dgb_dev.mirror.publication import MODEL_FILE, PublicationModel, estimate, fewest_in_window
 
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "classifier-dev"
 
@@ -65,6 +66,48 @@ def test_bursts_holidays_drift_and_dormant_agencies_waking():
     # the listing shows each article a few seconds after its publication
     lag = model.listing_lag(10_000, rng)
     assert lag.min() > 0 and 5 < np.median(lag) < 20 and np.percentile(lag, 95) < 60
+
+
+def test_office_hours_hold_at_least_n_in_any_hour_the_same_for_the_same_seed():
+    """bench_realtime.py --profile office: any 60 minutes of the span hold at least N new articles,
+    spread over the agencies by the model's shares, in bursts; one seed, one draw."""
+    model = PublicationModel.load()
+    keys = ["agencia_brasil", "mdr", "secom", *(f"orgao{i:03d}" for i in range(150))]
+    start = datetime(2026, 12, 6, 3, 0, tzinfo=UTC).timestamp()  # a Sunday: the day's factor is not used
+    times, who = model.office_hours(keys, start, 48, 200, seed=14)
+    assert np.all(np.diff(times) >= 0) and times.min() >= start and times.max() < start + 48 * 3600
+    first_hour = int(np.sum(times < start + 3600))
+    assert first_hour >= 200
+    assert fewest_in_window(times, start, start + 48 * 3600, 3600) >= 200
+    assert 1.3 * 200 * 48 < len(times) < 1.7 * 200 * 48  # about 1.5 x the floor on average
+    again, again_who = model.office_hours(keys, start, 48, 200, seed=14)
+    assert np.array_equal(times, again) and np.array_equal(who, again_who)
+    other, _ = model.office_hours(keys, start, 48, 200, seed=15)
+    assert not np.array_equal(times, other[: len(times)])
+    counts = np.bincount(who, minlength=len(keys))
+    assert counts[0] > counts[1] > counts[3]  # the sample's big agencies publish the most
+
+    def close(times, who):  # share of articles within 5 minutes of their agency's previous one
+        return sum(int(np.sum(np.diff(times[who == a]) <= 300)) for a in range(len(keys))) / len(times)
+
+    alone = replace(model, burst_extra=0.0).office_hours(keys, start, 48, 200, seed=14)
+    assert close(times, who) > close(*alone) + 0.1  # in bursts, not one by one
+    assert model.office_hours(keys, start, 48, 0, seed=14)[0].size == 0
+
+
+def test_fewest_in_window_is_the_minimum_over_every_window():
+    times = np.array([0.0, 10.0, 11.0, 12.0, 40.0, 41.0, 70.0, 95.0])
+
+    # brute force over window starts on a fine grid (the times are whole; starts in half steps)
+    def brute(lo, hi, w):
+        starts = np.arange(lo, hi - w + 0.25, 0.5)
+        return min(int(np.sum((times >= x) & (times < x + w))) for x in starts)
+
+    for lo, hi, w in ((0, 100, 30), (0, 100, 20), (5, 80, 25), (0, 100, 100)):
+        assert fewest_in_window(times, lo, hi, w) == brute(lo, hi, w), (lo, hi, w)
+    assert fewest_in_window(times, 0, 100, 30) == 1  # (41, 71]: 70 alone
+    with pytest.raises(ValueError):
+        fewest_in_window(times, 0, 10, 30)
 
 
 DAY = 86400.0

@@ -196,6 +196,7 @@ class BudgetRunSummary:
     # and the unchanged ones skipped; None when off
     signal: dict[str, Any] | None = None
     rounds: int = 1  # plans made: more than one when a round ended before the slot (run_budget)
+    extra_capacity: float = 0.0  # requests the later rounds were allowed, beyond ``capacity``
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -212,6 +213,7 @@ class BudgetRunSummary:
             "bytes_fetched": self.bytes_fetched,
             "seconds": round(self.seconds, 3),
             "rounds": self.rounds,
+            "extra_capacity": round(self.extra_capacity, 1),
             "stopped_load": self.stopped_load,
             "note": self.note,
             "breaker_changes": [c.as_dict() for c in self.breaker_changes],
@@ -301,7 +303,7 @@ def run_budget(
             break
         now = clock() if clock is not None else datetime.now(UTC)
         extra = policy.capacity(seconds=left, budget_rps=share.rps)
-        summary.capacity += extra
+        summary.extra_capacity += extra
         summary.rounds += 1
         planned = ctx.plan_and_check(now, extra, [], skip if use_signal else None)
     purge_after_run(conn)

@@ -215,11 +215,11 @@ def test_a_round_that_ends_before_its_slot_is_followed_by_another(pg, site):
     seen_20_min_ago()
     with checker(base) as f:  # no slot time given: one round
         single = run_budget(pg, f, policy=policy, clock=lambda: now)
-    assert single.rounds == 1 and single.checked == 1 and single.capacity == 1.0
+    assert single.rounds == 1 and single.checked == 1 and single.capacity == 1.0 and not single.extra_capacity
     seen_20_min_ago()
     with checker(base) as f:
         slot = run_budget(pg, f, policy=policy, clock=lambda: now, max_seconds=30.0, min_round_s=0.0)
-    assert slot.checked == 3 and slot.rounds >= 2 and slot.capacity > 1.0
+    assert slot.checked == 3 and slot.rounds >= 2 and slot.capacity == 1.0 and slot.extra_capacity > 1.0
     checked = all_rows(pg, "SELECT news_id, count(*) FROM integrity_checks GROUP BY 1")
     assert len(checked) == 3 and {n for _, n in checked} == {1}
     seen_20_min_ago()

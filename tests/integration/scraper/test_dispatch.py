@@ -136,14 +136,21 @@ def test_over_the_listing_share_the_rest_waits_for_the_next_tick(history):
     assert rows(history)[waiting[0]][1] == "budget"
 
 
-def test_a_tick_polls_the_due_agencies_and_starts_only_those_with_news(pg, mirror):
+@pytest.fixture
+def three_agencies(pg, mirror):
+    """(agencies, specs) on the local site: mec with its articles all stored, mulheres with two
+    not stored yet, saude with a listing that does not exist."""
     site, server, base = mirror(ARTICLES)
     mec, mulheres = mirrored_agency(base, "mec"), mirrored_agency(base, "mulheres")
     broken = replace(mirrored_agency(base, "saude"), url=f"{base}/www.gov.br/saude/nao-existe")
     with Fetcher(FAST) as f:
         assert len(scrape_agency(pg, mec, f).new) == 5  # mec's articles are all stored
     agencies = {"mec": mec, "mulheres": mulheres, "saude": broken}
-    specs = [ScrapeSpec(f"scrape_{k}", (k,), None) for k in agencies]
+    return agencies, [ScrapeSpec(f"scrape_{k}", (k,), None) for k in agencies]
+
+
+def test_a_tick_polls_the_due_agencies_and_starts_only_those_with_news(pg, three_agencies):
+    agencies, specs = three_agencies
     now = time.time() + 2 * 3600  # mec's last poll (its scrape run) two hours before: every one due
     with Fetcher(FAST) as f:
         decision = run_tick(pg, specs, f, agencies.__getitem__, now=now, policy=POLICY, rps=2.0)
@@ -197,14 +204,8 @@ def poll_rows(conn) -> dict[tuple[str, datetime], tuple[int, int, int]]:
         return {(k, h): (p, f, e) for k, h, p, f, e in cur.fetchall()}
 
 
-def test_a_tick_counts_its_polls_per_agency_and_hour_with_its_cadences(pg, mirror):
-    site, server, base = mirror(ARTICLES)
-    mec, mulheres = mirrored_agency(base, "mec"), mirrored_agency(base, "mulheres")
-    broken = replace(mirrored_agency(base, "saude"), url=f"{base}/www.gov.br/saude/nao-existe")
-    with Fetcher(FAST) as f:
-        scrape_agency(pg, mec, f)  # mec's articles stored: its poll finds nothing new
-    agencies = {"mec": mec, "mulheres": mulheres, "saude": broken}
-    specs = [ScrapeSpec(f"scrape_{k}", (k,), None) for k in agencies]
+def test_a_tick_counts_its_polls_per_agency_and_hour_with_its_cadences(pg, three_agencies):
+    agencies, specs = three_agencies
     now = time.time() + 2 * 3600  # every one due
     with Fetcher(FAST) as f:
         run_tick(pg, specs, f, agencies.__getitem__, now=now, policy=POLICY, rps=2.0)

@@ -33,7 +33,8 @@ hour's polls to the agencies where a poll brings the most articles under `DGB_SC
 minute's share of the hour's budget, for up to 45 s: one listing request each (Plone 6: 10 summaries), items
 compared with the stored URLs up to the known-URL fence. An agency whose listing shows an
 unknown item (or fails) gets its scrape DAG started: an event of its due asset. Every agency's
-cadence, reason and measured lag go to `scrape_cadence` (`dgb status`, the pipeline view).
+cadence, reason and measured lag go to `scrape_cadence`, its polls per hour to `listing_polls`
+(`dgb status`, the pipeline view).
 Manual runs of a scrape DAG still work and count as polls. `DGB_SCRAPE_CADENCE=fixed` removes
 this DAG (the scrape DAGs then run every 10 minutes).
 """,

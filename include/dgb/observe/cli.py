@@ -6,11 +6,19 @@ import json
 import sys
 from datetime import UTC, datetime
 
+SHOWN_AGENCIES = 10  # agencies the listing polls section lists without --agencies
+
 
 def register(sub) -> None:
     p = sub.add_parser("status", help="pipeline counts per stage, backlog and commit->indexed latency")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--since", help="ISO 8601 start of the latency window (default: the last hour)")
+    p.add_argument(
+        "--agencies",
+        action="store_true",
+        help="list every agency's listing polls, yield and cadence"
+        f" (default: the {SHOWN_AGENCIES} most polled)",
+    )
     p.set_defaults(func=_cmd_status)
 
 
@@ -67,6 +75,28 @@ def cadence_lines(c: dict) -> list[str]:
             f"    scrape {a['agency']:<28s} every {_secs(a['interval_s']):>7s}  {a['reason']:<8s}"
             f" {a['rate_per_hour']:6.2f}/h  {lag}  next in {_secs(a['due_in_s'])}"
         )
+    return lines
+
+
+def poll_lines(t: dict, limit: int | None = SHOWN_AGENCIES) -> list[str]:
+    """The listing polls section of `dgb status` (issue 36): the window's totals, integrity's share
+    against the listings', then one line per agency, most polled first (``limit`` of them, all
+    when None), from :func:`dgb.observe.yields.agency_table`."""
+    from dgb.observe.yields import split_text, totals_text, yield_text
+
+    lines = [f"  listing polls since {t['since']}: {totals_text(t['totals'])}"]
+    if t.get("share"):
+        lines.append(f"  {split_text(t['share'])}")
+    shown = t["agencies"] if limit is None else t["agencies"][:limit]
+    for a in shown:
+        every = "every       -" if a["interval_s"] is None else f"every {_secs(a['interval_s']):>7s}"
+        lines.append(
+            f"    polls {a['agency']:<28s} {a['polls']:6d}  found {a['found']:4d}  failed {a['failed']:3d}"
+            f"  articles {a['articles']:4d}  yield {yield_text(a['yield']):>6s}  {every}"
+            f"  {a['reason'] or '-':<8s} next in {_secs(a['due_in_s'])}"
+        )
+    if len(shown) < len(t["agencies"]):
+        lines.append(f"    ... {len(t['agencies']) - len(shown)} more agencies (dgb status --agencies)")
     return lines
 
 
@@ -132,4 +162,6 @@ def _cmd_status(args) -> int:
         print(f"  {share_line(status['integrity_share'])}")
     for b in status.get("removals_paused") or []:
         print(f"  REMOVALS PAUSED {b['scope']} {b['key']} since {b['tripped_at']}: {b['reason']}")
+    if status.get("listing_polls"):
+        print("\n".join(poll_lines(status["listing_polls"], None if args.agencies else SHOWN_AGENCIES)))
     return 0

@@ -179,13 +179,16 @@ def pipeline_overview(
     model: str | None = None,
 ) -> dict[str, Any]:
     """Everything the pipeline view shows, as one JSON-ready dict: ``current`` (the figures of
-    ``dgb status`` over the window, without its hosts and scrape cadence), ``backlog_history``,
-    ``latency``, ``dead_letters``, ``hosts`` (request budgets), ``cadence`` (each agency's scrape
-    cadence, reason and lag) and ``bands`` (integrity per age band)."""
+    ``dgb status`` over the window, without its hosts, scrape cadence and listing polls),
+    ``backlog_history``, ``latency``, ``dead_letters``, ``hosts`` (request budgets), ``cadence``
+    (each agency's scrape cadence, reason and lag), ``polls`` (each agency's polls, articles and
+    yield over the window's whole hours, integrity's share against the listings':
+    :mod:`dgb.observe.yields`) and ``bands`` (integrity per age band)."""
     now, start = _window(now, hours)
-    current = pipeline_status(conn, start, now, model=model)
+    current = pipeline_status(conn, start, now, model=model, poll_hours=hours)
     hosts = current.pop("hosts", [])
     cadence = current.pop("scrape_cadence", None)
+    polls = current.pop("listing_polls", None)
     return {
         "generated_at": now.isoformat(),
         "hours": hours,
@@ -197,5 +200,6 @@ def pipeline_overview(
         "dead_letters": dead_letters_by_reason(conn, now, hours=hours),
         "hosts": hosts,
         "cadence": cadence,
+        "polls": polls,
         "bands": band_figures(conn, now),
     }

@@ -7,7 +7,9 @@ failure, ``parked`` those parked for an operator (``dgb redrive`` takes them up 
 ``breakers`` lists the dependencies whose circuit breaker is not closed (dgb.pipeline.resilience);
 ``scrape_cadence`` each agency's learnt scrape cadence, its reason and measured lag
 (:func:`dgb.scraper.dispatch.cadence_table`); ``integrity_share`` the requests/s the next integrity
-budget run would plan with (:func:`dgb.integrity.share.integrity_share`).
+budget run would plan with (:func:`dgb.integrity.share.integrity_share`); ``listing_polls`` each
+agency's polls, articles and yield over the last ``poll_hours`` beside its cadence, and integrity's
+share against the listings' (:func:`dgb.observe.yields.agency_table`).
 """
 
 from __future__ import annotations
@@ -19,19 +21,25 @@ from dgb.hostbudget import snapshot as host_budgets
 from dgb.integrity.evidence import tripped_breakers
 from dgb.integrity.share import integrity_share
 from dgb.integrity.tiers import BudgetPolicy
+from dgb.observe.yields import WINDOW_HOURS, agency_table
 from dgb.pipeline.definitions import DEFINITIONS, SEARCHABLE, params
 from dgb.pipeline.resilience import breaker_rows
 from dgb.scraper.dispatch import cadence_table
 
 
 def pipeline_status(
-    conn, since: datetime | None = None, now: datetime | None = None, *, model: str | None = None
+    conn,
+    since: datetime | None = None,
+    now: datetime | None = None,
+    *,
+    model: str | None = None,
+    poll_hours: float = WINDOW_HOURS,
 ) -> dict:
     """Counts, backlog per stage (and the outbox) and commit->indexed latency since ``since``
     (default: the last hour), over the articles whose current version is searchable
     (:data:`dgb.pipeline.definitions.SEARCHABLE`). ``model``: the current embedding model
     (``dgb status`` passes DGB_EMBEDDING_MODEL; ``None`` = a vector of any model counts as
-    embedded)."""
+    embedded). ``poll_hours``: the window of ``listing_polls`` (whole hours, at least this)."""
     now = now or datetime.now(UTC)
     since = since or now - timedelta(hours=1)
     out: dict = {}
@@ -89,6 +97,7 @@ def pipeline_status(
     out["hosts"] = host_budgets(conn)  # issue 14: each host's request budget, use, waiters, backoff
     out["scrape_cadence"] = cadence_table(conn, now)  # issue 27: each agency's cadence, reason, lag
     out["integrity_share"] = integrity_share(conn, BudgetPolicy.from_env().budget_rps).as_dict()
+    out["listing_polls"] = agency_table(conn, out["scrape_cadence"], out["integrity_share"], now, poll_hours)
     conn.commit()
     return out
 

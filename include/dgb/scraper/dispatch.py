@@ -27,7 +27,9 @@ stored URLs, up to the known-URL fence (3 consecutive known). Only an agency wit
 (or a listing that failed: its scrape run records the error category, as before) gets its scrape DAG
 started. A poll that finds nothing therefore costs one request and no DAG run: scrape DAG runs
 follow the news (a few hundred a day) instead of the cadence (tens of thousands of polls a day). The
-``dispatched_at`` column holds the time of the agency's last probe. Probes stop after ``deadline_s``
+``dispatched_at`` column holds the time of the agency's last probe; the tick's probes are also
+counted per agency and hour in ``listing_polls`` (:mod:`dgb.scraper.polls`), in the same
+transaction, for the polls and yield ``dgb status`` shows. Probes stop after ``deadline_s``
 (45 s) so a tick never overlaps the next one; the agencies left are still due and go first at the
 next tick (reason ``budget``).
 
@@ -49,7 +51,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dgb.hostbudget import GOV_BR, BudgetConfig
 from dgb.scrape_errors import as_scrape_error
-from dgb.scraper import conditional, store
+from dgb.scraper import conditional, polls, store
 from dgb.scraper.cadence import DAY, Cadence, CadencePolicy, History, Plan, plan, schedule
 from dgb.scraper.run import _parse_listing, listing_url, own_sites
 
@@ -184,7 +186,7 @@ def run_tick(
         decision.probes += found
         if any(p.new or p.error for p in found):
             decision.triggered.append(dag_id)
-    _record(conn, decision.agencies, decision.now)
+    _record(conn, decision.agencies, decision.now, decision.probes)
     return decision
 
 
@@ -279,7 +281,7 @@ def decide(
     specs = list(specs)
     keys = [k for s in specs for k in s.agency_keys]
     histories = read_histories(conn, keys, now, policy.history_days)
-    polls = read_last_polls(conn, keys)
+    last_polls = read_last_polls(conn, keys)
     lags = read_lags(conn, keys, now)
     # several agencies in one DAG (the EBC sources) are polled together: one unit, their rates summed
     units = {spec.dag_id: list(spec.agency_keys) for spec in specs}
@@ -291,7 +293,7 @@ def decide(
         mine = []
         for key in spec.agency_keys:
             lag, n = lags.get(key, (None, 0))
-            mine.append(AgencyCadence(key, spec.dag_id, c, polls[key], lag, n, c.reason))
+            mine.append(AgencyCadence(key, spec.dag_id, c, last_polls[key], lag, n, c.reason))
         agencies += mine
         lasts = [a.last_poll for a in mine if a.last_poll is not None]
         per_dag.append((spec.dag_id, c, max(lasts) if lasts else None))
@@ -306,7 +308,9 @@ def decide(
     return Decision(now, decided.due, agencies, decided)
 
 
-def _record(conn, agencies: list[AgencyCadence], now: float) -> None:
+def _record(conn, agencies: list[AgencyCadence], now: float, probes: Iterable[Probe] = ()) -> None:
+    """Every agency's cadence into ``scrape_cadence`` and the tick's polls into ``listing_polls``
+    (:mod:`dgb.scraper.polls`), in one transaction."""
     at = datetime.fromtimestamp(now, UTC)
     rows = [
         (
@@ -341,6 +345,7 @@ def _record(conn, agencies: list[AgencyCadence], now: float) -> None:
             """,
             rows,
         )
+        polls.add(cur, probes, at)
     conn.commit()
 
 

@@ -87,7 +87,7 @@ class ScrapeDispatchOperator(BaseOperator):
     priority (:func:`dgb.scraper.dispatch.run_tick`), and only a listing with an unknown item (or
     an error) starts the agency's scrape DAG: an event of its due asset, added through this task's
     outlet alias (``dgb.scraper.dags.DUE_ALIAS``). Writes every agency's cadence, reason and lag to
-    ``scrape_cadence``.
+    ``scrape_cadence`` and the tick's polls per agency to ``listing_polls``.
 
     :param postgres_conn_id: Airflow connection of the news database.
     """

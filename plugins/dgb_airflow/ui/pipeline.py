@@ -6,7 +6,8 @@ server-side HTML with inline SVG.
 * ``GET /pipeline``      the page: current backlog cards, per-stage backlog over the last hours,
                          commit -> searchable latency p50/p95 per hour, open dead letters by reason,
                          each host's request rate against its budget, integrity coverage and overdue
-                         per age band;
+                         per age band, each agency's scrape cadence, its listing polls and yield
+                         (articles per poll) and integrity's share against the listings';
 * ``GET /api/pipeline``  :func:`dgb.observe.overview.pipeline_overview` as JSON.
 
 Both take ``hours`` (window, 1-48, default 6) and ``step`` (minutes between backlog points, 5-240,
@@ -282,6 +283,33 @@ def cadence_table(table_id: str, cadence: dict | None) -> str:
     )
 
 
+def poll_table(table_id: str, polls: dict | None) -> str:
+    """Each agency's listing polls over the window, what they found, the yield (articles per poll)
+    and its current interval and reason, most polled first; above it the totals and integrity's
+    share of the host budget against the listings' (dgb.observe.yields)."""
+    if not polls or not polls["agencies"]:
+        return '<p class="muted">No listing polls and no new articles in this window.</p>'
+    from dgb.observe.yields import split_text, totals_text, yield_text
+
+    share = polls.get("share")
+    split = f'<p class="muted" id="{table_id}-share">{esc(split_text(share))}</p>' if share else ""
+    rows = "".join(
+        f'<tr><td>{esc(a["agency"])}</td><td class="num">{a["polls"]}</td>'
+        f'<td class="num">{a["found"]}</td><td class="num">{a["failed"]}</td>'
+        f'<td class="num">{a["articles"]}</td><td class="num">{yield_text(a["yield"])}</td>'
+        f"<td>{esc(duration_text(a['interval_s']))}</td><td>{esc(a['reason'] or '-')}</td>"
+        f"<td>{esc(duration_text(a['due_in_s']))}</td></tr>"
+        for a in polls["agencies"]
+    )
+    return (
+        f'<p class="muted" id="{table_id}-totals">since {esc(short_time(polls["since"]))} UTC:'
+        f" {esc(totals_text(polls['totals']))}</p>{split}"
+        f'<div style="max-height:320px;overflow:auto"><table id="{table_id}"><thead><tr><th>agency</th>'
+        "<th>polls</th><th>found news</th><th>failed</th><th>articles</th><th>yield</th><th>every</th>"
+        f"<th>reason</th><th>next in</th></tr></thead><tbody>{rows}</tbody></table></div>"
+    )
+
+
 def render_page(o: dict) -> str:
     cur = o["current"]
     backlog = cur["backlog"]
@@ -336,6 +364,7 @@ def render_page(o: dict) -> str:
             ("Requests per host against the budget (last minute)", host_chart("chart-hosts", o["hosts"])),
             ("Integrity coverage and overdue per age band", band_chart("chart-bands", o["bands"])),
             ("Scrape cadence per agency (learnt)", cadence_table("table-cadence", o.get("cadence"))),
+            ("Listing polls and yield per agency", poll_table("table-polls", o.get("polls"))),
         )
     )
     return f"""<!DOCTYPE html>

@@ -343,3 +343,51 @@ def test_pipeline_page_shows_each_agencys_scrape_cadence(pg, client):
     page = client.get("/pipeline?hours=1&step=5").text
     line = page.split('id="table-cadence-conditional">')[1].split("</p>")[0]
     assert line.startswith("conditional listing polls: 60% answered 304 (hits 6, misses 1, unconditional 3;")
+
+
+def test_pipeline_page_shows_each_agencys_polls_yield_and_integritys_share(pg, client):
+    from dgb.observe.yields import split_text
+    from dgb.scraper import polls
+    from dgb.scraper.cadence import CadencePolicy
+    from dgb.scraper.dags import ScrapeSpec
+    from dgb.scraper.dispatch import Probe, decide
+
+    assert "No listing polls and no new articles in this window." in client.get("/pipeline?hours=6").text
+    with db.transaction(pg) as cur:
+        for uid, ago in (("p1", timedelta(minutes=3)), ("p2", timedelta(hours=2))):
+            cur.execute(
+                "INSERT INTO news (unique_id, agency_key, title, url, published_at, created_at)"
+                " VALUES (%s, 'mec', 't', %s, %s, %s)",
+                (uid, f"https://x/{uid}", NOW - ago, NOW - ago + timedelta(seconds=50)),
+            )
+    specs = [ScrapeSpec("scrape_mec", ("mec",), None), ScrapeSpec("scrape_aeb", ("aeb",), None)]
+    decide(pg, specs, now=NOW.timestamp(), policy=CadencePolicy(), rps=2.0)
+    with db.transaction(pg) as cur:
+        polls.add(cur, [Probe("mec", new=1)] + [Probe("mec")] * 39, NOW - timedelta(minutes=30))
+        polls.add(cur, [Probe("aeb")] * 3 + [Probe("aeb", error="network_error")], NOW - 5 * H)
+        polls.add(cur, [Probe("aeb")] * 50, NOW - 8 * H)  # before the 6 h window
+    o = client.get("/api/pipeline?hours=6&step=60").json()
+    assert o["polls"]["since"] == (NOW - 6 * H).isoformat()
+    rows = [(a["agency"], a["polls"], a["articles"], a["yield"], a["reason"]) for a in o["polls"]["agencies"]]
+    assert rows == [
+        ("mec", 40, 2, 0.05, "recent"),
+        ("aeb", 4, 0, 0.0, "dormant"),
+    ]
+    page = client.get("/pipeline?hours=6&step=60").text
+    table = page.split('<table id="table-polls">')[1].split("</table>")[0]
+    assert (
+        '<tr><td>mec</td><td class="num">40</td><td class="num">1</td><td class="num">0</td>'
+        '<td class="num">2</td><td class="num">0.050</td><td>60 s</td><td>recent</td>'
+    ) in table
+    assert (
+        '<tr><td>aeb</td><td class="num">4</td><td class="num">0</td><td class="num">1</td>'
+        '<td class="num">0</td><td class="num">0.000</td><td>60.0 min</td><td>dormant</td>'
+    ) in table
+    totals = page.split('id="table-polls-totals">')[1].split("</p>")[0]
+    assert totals == (
+        "since 2026-11-30 06:00 UTC: 44 polls (1 found news, 1 failed), 2 new articles,"
+        " yield 0.045 articles/poll, 0.00 polls/s"
+    )
+    share = page.split('id="table-polls-share">')[1].split("</p>")[0]
+    assert share == split_text(o["polls"]["share"]).replace("'", "&#x27;")
+    assert share.startswith("integrity vs listings (www.gov.br&#x27;s 2 req/s): integrity ")

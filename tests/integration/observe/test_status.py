@@ -122,3 +122,87 @@ def test_status_shows_each_agencys_scrape_cadence_reason_and_lag(pg, capsys):
         ("mec", "recent"),
         ("aeb", aeb["reason"]),
     ]
+
+
+def test_status_prints_each_agencys_polls_yield_cadence_and_integritys_share(pg, capsys):
+    from dgb.observe.yields import split_text
+    from dgb.scraper import polls
+    from dgb.scraper.cadence import CadencePolicy
+    from dgb.scraper.dags import ScrapeSpec
+    from dgb.scraper.dispatch import Probe, decide
+
+    now = datetime.now(UTC)
+
+    def article(cur, uid, published, stored):
+        cur.execute(
+            "INSERT INTO news (unique_id, agency_key, title, url, published_at, created_at)"
+            " VALUES (%s, 'mec', 't', %s, %s, %s)",
+            (uid, f"https://x/{uid}", published, stored),
+        )
+
+    with db.transaction(pg) as cur:
+        for i in range(3):  # mec: three new articles two hours ago, each stored 40 s after publication
+            published = now - timedelta(hours=2, minutes=10 * i)
+            article(cur, f"y{i}", published, published + timedelta(seconds=40))
+        article(cur, "backfill", now - timedelta(days=5), now - timedelta(hours=1))  # not found by a poll
+        article(cur, "before", now - timedelta(hours=26, minutes=1), now - timedelta(hours=26))
+    specs = [ScrapeSpec("scrape_mec", ("mec",), None), ScrapeSpec("scrape_aeb", ("aeb",), None)]
+    decide(pg, specs, policy=CadencePolicy(), rps=2.0)
+    with db.transaction(pg) as cur:  # the dispatcher's polls, as its ticks record them
+        polls.add(cur, [Probe("mec", new=2)] + [Probe("mec")] * 59, now - timedelta(hours=2))
+        polls.add(cur, [Probe("mec")] * 40 + [Probe("aeb", error="network_error")], now - timedelta(hours=1))
+        polls.add(cur, [Probe("aeb")] * 9, now - timedelta(minutes=1))
+        polls.add(cur, [Probe("mec")] * 500, now - timedelta(hours=30))  # before the window
+        for i in range(11):  # quiet agencies polled once, so the list is longer than the default 10
+            polls.add(cur, [Probe(f"q{i:02d}")], now - timedelta(hours=3))
+
+    status = pipeline_status(pg)
+    table, share = status["listing_polls"], status["integrity_share"]
+    rows = {a["agency"]: a for a in table["agencies"]}
+    assert [a["agency"] for a in table["agencies"]][:2] == ["mec", "aeb"]  # most polled first
+    mec, aeb = rows["mec"], rows["aeb"]
+    assert (mec["polls"], mec["found"], mec["failed"], mec["articles"], mec["yield"]) == (100, 1, 0, 3, 0.03)
+    assert (aeb["polls"], aeb["found"], aeb["failed"], aeb["articles"], aeb["yield"]) == (10, 0, 1, 0, 0.0)
+    cadence = {a["agency"]: a for a in status["scrape_cadence"]["agencies"]}
+    assert (mec["interval_s"], mec["reason"]) == (cadence["mec"]["interval_s"], cadence["mec"]["reason"])
+    assert rows["q00"]["reason"] is None and rows["q00"]["yield"] == 0.0  # polled, never decided here
+    t = table["totals"]
+    assert (t["polls"], t["found"], t["failed"], t["articles"], t["agencies"]) == (121, 1, 1, 3, 13)
+    assert table["share"]["integrity_rps"] == share["rps"] and table["share"]["host_rps"] == 2.0
+    assert table["share"]["integrity_fraction"] == pytest.approx(share["rps"] / 2.0, abs=1e-4)
+
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    first = next(i for i, line in enumerate(out) if line.startswith("  listing polls since "))
+    assert out[first - 1].startswith("  integrity share: ")  # a new section after the existing lines
+    assert out[first].endswith(
+        ": 121 polls (1 found news, 1 failed), 3 new articles, yield 0.025 articles/poll, 0.00 polls/s"
+    )
+    assert out[first + 1] == f"  {split_text(table['share'])}"
+    assert out[first + 1].startswith("  integrity vs listings (www.gov.br's 2 req/s): integrity ")
+
+    def every(a):
+        return f"{a['interval_s']:.0f} s" if a["interval_s"] < 120 else f"{a['interval_s'] / 60:.0f} min"
+
+    assert out[first + 2].startswith(
+        "    polls mec                             100  found    1  failed   0  articles    3"
+        f"  yield  0.030  every {every(mec):>7s}  {mec['reason']:<8s} next in "
+    )
+    assert out[first + 3].startswith(
+        "    polls aeb                              10  found    0  failed   1  articles    0"
+        f"  yield  0.000  every {every(aeb):>7s}  {aeb['reason']:<8s} next in "
+    )
+    assert out[first + 4] == (
+        "    polls q00                               1  found    0  failed   0  articles    0"
+        "  yield  0.000  every       -  -        next in -"
+    )
+    assert out[first + 12 :] == ["    ... 3 more agencies (dgb status --agencies)"]
+    assert main(["status", "--agencies"]) == 0
+    every_agency = capsys.readouterr().out.splitlines()
+    first = next(i for i, line in enumerate(every_agency) if line.startswith("  listing polls since "))
+    assert [line.split()[1] for line in every_agency[first + 2 :]] == ["mec", "aeb"] + [
+        f"q{i:02d}" for i in range(11)
+    ]
+    assert main(["status", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["listing_polls"]
+    assert [a["agency"] for a in listed["agencies"]] == [a["agency"] for a in table["agencies"]]

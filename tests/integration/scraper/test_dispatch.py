@@ -136,14 +136,21 @@ def test_over_the_listing_share_the_rest_waits_for_the_next_tick(history):
     assert rows(history)[waiting[0]][1] == "budget"
 
 
-def test_a_tick_polls_the_due_agencies_and_starts_only_those_with_news(pg, mirror):
+@pytest.fixture
+def three_agencies(pg, mirror):
+    """(agencies, specs) on the local site: mec with its articles all stored, mulheres with two
+    not stored yet, saude with a listing that does not exist."""
     site, server, base = mirror(ARTICLES)
     mec, mulheres = mirrored_agency(base, "mec"), mirrored_agency(base, "mulheres")
     broken = replace(mirrored_agency(base, "saude"), url=f"{base}/www.gov.br/saude/nao-existe")
     with Fetcher(FAST) as f:
         assert len(scrape_agency(pg, mec, f).new) == 5  # mec's articles are all stored
     agencies = {"mec": mec, "mulheres": mulheres, "saude": broken}
-    specs = [ScrapeSpec(f"scrape_{k}", (k,), None) for k in agencies]
+    return agencies, [ScrapeSpec(f"scrape_{k}", (k,), None) for k in agencies]
+
+
+def test_a_tick_polls_the_due_agencies_and_starts_only_those_with_news(pg, three_agencies):
+    agencies, specs = three_agencies
     now = time.time() + 2 * 3600  # mec's last poll (its scrape run) two hours before: every one due
     with Fetcher(FAST) as f:
         decision = run_tick(pg, specs, f, agencies.__getitem__, now=now, policy=POLICY, rps=2.0)
@@ -189,3 +196,44 @@ def test_a_plone6_poll_reads_a_small_page_of_summaries_and_finds_the_same_news(p
         assert probe(pg, mec, f) == Probe("mec", new=5)  # nothing stored yet: the five are news
         scrape_agency(pg, mec, f)  # the scrape reads whole articles; the URLs are the same
         assert probe(pg, mec, f) == Probe("mec", new=0)
+
+
+def poll_rows(conn) -> dict[tuple[str, datetime], tuple[int, int, int]]:
+    with conn.cursor() as cur:
+        cur.execute("SELECT agency_key, hour, polls, found, failed FROM listing_polls")
+        return {(k, h): (p, f, e) for k, h, p, f, e in cur.fetchall()}
+
+
+def test_a_tick_counts_its_polls_per_agency_and_hour_with_its_cadences(pg, three_agencies):
+    agencies, specs = three_agencies
+    now = time.time() + 2 * 3600  # every one due
+    with Fetcher(FAST) as f:
+        run_tick(pg, specs, f, agencies.__getitem__, now=now, policy=POLICY, rps=2.0)
+        # an hour later, each due again (their interval at most the ceiling): one more poll each
+        run_tick(pg, specs, f, agencies.__getitem__, now=now + 3600, policy=POLICY, rps=2.0)
+    hour = datetime.fromtimestamp(now, UTC).replace(minute=0, second=0, microsecond=0)
+    later = hour + timedelta(hours=1)
+    assert poll_rows(pg) == {
+        ("mec", hour): (1, 0, 0),
+        ("mulheres", hour): (1, 1, 0),  # its two articles are news: its scrape DAG was started
+        ("saude", hour): (1, 0, 1),
+        ("mec", later): (1, 0, 0),
+        ("mulheres", later): (1, 1, 0),  # still news: nothing scraped them in between
+        ("saude", later): (1, 0, 1),
+    }
+    # the polls and the cadence were written together: the agency's dispatched_at is its last poll
+    assert {k: v[2].timestamp() for k, v in rows(pg).items()} == pytest.approx(
+        dict.fromkeys(agencies, now + 3600), abs=1e-3
+    )
+
+
+def test_poll_counts_older_than_a_week_are_dropped_when_the_dispatcher_records(history):
+    old = NOW - timedelta(days=7, hours=1)
+    with db.transaction(history) as cur:
+        cur.execute(
+            "INSERT INTO listing_polls (agency_key, hour, polls) VALUES ('ministerio-ocupado', %s, 5),"
+            " ('ministerio-ocupado', %s, 7)",
+            (old.replace(minute=0), (NOW - timedelta(days=6)).replace(minute=0)),
+        )
+    decide(history, SPECS, now=NOW.timestamp(), policy=POLICY, rps=2.0)  # decides, polls nothing
+    assert list(poll_rows(history).values()) == [(7, 0, 0)]

@@ -19,23 +19,22 @@ def move_url(conn, row: dict, content: ContentResult, now: datetime) -> str | No
     (None when another article of the agency already has the new URL: nothing is changed)."""
     new_url, old_url = content.moved_to, row["url"]
     with transaction(conn) as cur:
-        cur.execute(
-            "SELECT unique_id FROM news WHERE agency_key = %s AND url = %s AND id <> %s",
-            (row["agency_key"], new_url, row["id"]),
-        )
-        taken = cur.fetchone()
-        if taken is not None:
-            log.warning(
-                "integrity unique_id=%s moved to %s, but article %s already has that URL; URL kept",
-                row["unique_id"],
-                new_url,
-                taken[0],
+        moved = store.relocate(cur, row["id"], old_url, new_url, "integrity", now)
+        if not moved:  # only to name it in the warning
+            cur.execute(
+                "SELECT unique_id FROM news WHERE agency_key = %s AND url = %s AND id <> %s",
+                (row["agency_key"], new_url, row["id"]),
             )
-            content.moved_to = None
-            return None
-        if not store.relocate(cur, row["id"], old_url, new_url, "integrity", now):
-            content.moved_to = None
-            return None
+            taken = cur.fetchone()
+    if not moved:
+        log.warning(
+            "integrity unique_id=%s moved to %s, but article %s already has that URL; URL kept",
+            row["unique_id"],
+            new_url,
+            taken[0] if taken else "?",
+        )
+        content.moved_to = None
+        return None
     log.info(
         "integrity unique_id=%s outcome=moved from=%s to=%s via=%s",
         row["unique_id"],

@@ -219,6 +219,28 @@ def test_the_plans_polls_fit_the_budget_and_follow_the_rates():
     assert fresh[1] == pytest.approx(1.0)  # not found by the end: its wait so far
 
 
+def test_the_ceiling_polls_every_cell_at_least_that_often():
+    """Production polls each agency at least once an hour, even where nothing is expected: the best
+    plan with that floor pays for it out of the same budget and is never sooner."""
+    rate = flat([[6.0] * 24, [0.01] * 12 + [0.0] * 12])
+    density = cb.article_density(rate, rate.start, rate.end, 60.0)
+    groups = cb.Groups.of(density, 60.0)
+    assert groups.dead == pytest.approx(12 * 3600.0)
+    floor = 1 / 3600
+    d = cb.best_delay(groups, 300, 0.95, 10.5, NO_LAG)
+    with_floor = cb.best_delay(groups, 300, 0.95, 10.5, NO_LAG, floor)
+    assert with_floor > d
+    # the floor's 48 polls (2 agencies x 24 h) come first and store y / 3600 of A's articles (y = d -
+    # 10.5); the other 252 poll a share x of A's day every y instead: x + (1 - x) y / 3600 = 0.95
+    y = with_floor - 10.5
+    x = 252 / (DAY * (1 / y - 1 / 3600))
+    assert x + (1 - x) * y / 3600 == pytest.approx(0.95, abs=2e-3)  # B's 0.1% of the articles aside
+    _, rates, partial = cb.best_plan(groups, 300, with_floor, 10.5, NO_LAG, floor)
+    plan = cb.poll_times(groups, rates, partial, density.shape, rate.start, 60.0, floor)
+    hours = np.floor((plan[1] - rate.start) / 3600)
+    assert len(plan[1]) >= 23 and np.max(np.diff(np.concatenate([[0], hours, [24]]))) <= 2
+
+
 def test_bursts_followers_free_and_close_share():
     rate = flat([[6.0] * 24], extra=1.0)
     total = cb.MassCurve.of(cb.article_density(rate, rate.start, rate.end, 60.0), 60.0)
@@ -239,9 +261,11 @@ LINE = re.compile(
     r" p95_s_1.00x=(?P<b1>[0-9]+) p95_s_2.00x=(?P<b2>[0-9]+)"
     r" best_p95_s_1.00x=(?P<best1>[0-9]+) best_p95_s_2.00x=[0-9]+"
     r" drawn_p95_s_1.00x=[0-9]+ drawn_p95_s_2.00x=[0-9]+"
+    r" ceiling_best_p95_s_1.00x=(?P<ceil1>[0-9]+) ceiling_best_p95_s_2.00x=[0-9]+"
     r" p50_s_1.00x=(?P<p50>[0-9]+) p50_s_2.00x=[0-9]+"
     r" burst_free_p95_s_1.00x=(?P<free>[0-9]+) burst_free_p95_s_2.00x=[0-9]+"
     r" polls_per_day_for_p95_180s=[0-9]+ best_polls_per_day_for_p95_180s=[0-9]+"
+    r" ceiling_best_polls_per_day_for_p95_180s=[0-9]+"
     r" followers_share=0\.[0-9]+ close_share_300s=0\.[0-9]+$"
 )
 
@@ -253,6 +277,6 @@ def test_a_small_run_prints_the_contract_line(capsys):
     m = LINE.match(out[-1])
     assert m, out[-1]
     b1, b2 = int(m["b1"]), int(m["b2"])
-    assert b2 < b1 <= int(m["best1"])  # more polls, sooner; the best plan is no better than the bound
+    assert b2 < b1 <= int(m["best1"]) <= int(m["ceil1"])  # more polls, sooner; the bound first
     assert int(m["p50"]) < b1 and int(m["free"]) < b1
-    assert any(line.startswith("  2,880 polls/day, 1.00x the fixed 10 min: p95 >=") for line in out)
+    assert any(line.startswith("  2,880/day (1.00x the fixed 10 min): p95 >=") for line in out)

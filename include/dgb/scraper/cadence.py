@@ -48,11 +48,21 @@ hour's budget is spent; a step worth less than
 at the ceiling however large the budget. The busiest agencies therefore get intervals just under
 the target, the rest the ceiling or the polls left.
 
+**Follow-ups after a find** (:func:`following`). For ``follow_window_s`` (300 s) after an agency's
+scrape run stored new articles (:attr:`History.last_found`: the dispatcher reads the newest
+``news.created_at``), it is polled every ``follow_spacing_s`` (120 s), for the rest of a burst
+(about half the model's articles come within 5 min after another of their agency), unless its
+interval is that short already. ``follow_share`` (2%) of each hour's budget is kept from the
+intervals for them (:meth:`CadencePolicy.regular_budget`): each tick takes up to that share of its
+polls (rounded up) as follow-ups before the due agencies, and any more after them, so the hour
+still spends its budget and never more. ``follow_window_s`` 0: no follow-ups.
+
 **The tick** (:func:`plan`). Each tick may start ``budget_per_hour * tick_s / 3600`` polls (the
 hour's budget cut into ticks so an hour spends it whole), never more than ``peak_share * host_rps *
 tick_s``: first the agencies past their ceiling (the bound holds even over the hour's share, within
-the peak), then the due ones most overdue first (a due agency left over waits: reason ``budget``),
-then, while the tick's share lasts, the agencies with the most articles expected to be waiting
+the peak), then the follow-ups within their reserve, then the due ones most overdue first (a due
+agency left over waits: reason ``budget``), then the follow-ups beyond the reserve, then, while the
+tick's share lasts, the agencies with the most articles expected to be waiting
 (rate x time since their last poll, at least ``min_gain``), so the share is spent where there is
 demand. Polls of one scrape DAG count as one (the EBC DAG reads its two portals on EBC's host).
 
@@ -61,8 +71,9 @@ allocation) takes about 0.1 s of CPU.
 
 Reasons (``Cadence.reason``): ``busy`` (at the floor), ``recent`` (the time since its newest article
 drives its rate), ``target`` (its interval brings its articles within the target), ``rationed``
-(the budget bought it some polls, not the target), ``dormant`` (at the ceiling); :func:`plan` adds
-``budget`` for a due agency left for the next tick.
+(the budget bought it some polls, not the target), ``dormant`` (at the ceiling); the dispatcher
+adds ``follow`` for a follow-up poll (:attr:`Plan.follow`) and ``budget`` for a due agency left for
+the next tick.
 """
 
 from __future__ import annotations
@@ -71,7 +82,7 @@ import bisect
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from dgb.config import scrape as config_scrape
 from dgb.scraper.forecast import (
@@ -86,7 +97,7 @@ from dgb.scraper.forecast import (
 )
 
 WEEK = 7 * DAY
-REASONS = ("busy", "recent", "target", "rationed", "dormant", "budget")
+REASONS = ("busy", "recent", "target", "rationed", "dormant", "follow", "budget")
 LADDER_TICKS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 60, 90, 120)
 
 
@@ -107,12 +118,20 @@ class CadencePolicy:
     recent_weight: float = 0.25
     history_days: float = 28.0
     tick_s: float = 60.0  # the dispatcher's period
+    follow_window_s: float = 300.0  # after a find: follow-up polls for this long (0: none)
+    follow_spacing_s: float = 120.0  # between two polls of an agency while it is followed
+    follow_share: float = 0.02  # of each hour's budget kept from the intervals for the follow-ups
 
     def __post_init__(self):
         if not 0 < self.floor_s <= self.ceiling_s:
             raise ValueError(f"cadence floor {self.floor_s} s must be > 0 and <= ceiling {self.ceiling_s} s")
         if self.target_s <= self.overhead_s:
             raise ValueError(f"cadence target {self.target_s} s must exceed its overhead {self.overhead_s} s")
+        if not 0 <= self.follow_share < 1 or self.follow_window_s < 0 or self.follow_spacing_s <= 0:
+            raise ValueError(
+                f"cadence follow-ups: share {self.follow_share} must be in [0, 1), window"
+                f" {self.follow_window_s} s >= 0, spacing {self.follow_spacing_s} s > 0"
+            )
 
     @classmethod
     def from_env(cls) -> CadencePolicy:
@@ -121,6 +140,14 @@ class CadencePolicy:
     def per_tick(self, host_rps: float) -> int:
         """Most listings started in one tick: ``peak_share`` of the host's rate (at least one)."""
         return max(1, int(self.peak_share * host_rps * self.tick_s + 1e-9))
+
+    def regular_budget(self, budget_per_hour: float) -> float:
+        """An hour's polls for the intervals: its budget less the follow-ups' reserve."""
+        return budget_per_hour * (1.0 - self.follow_share) if self.follow_window_s > 0 else budget_per_hour
+
+    def follow_reserve(self, allowance: int) -> int:
+        """A tick's polls kept for follow-ups first: ``follow_share`` of its allowance, rounded up."""
+        return math.ceil(self.follow_share * allowance - 1e-9) if self.follow_window_s > 0 else 0
 
     def week_budget(self, host_rps: float) -> float:
         """Polls the share buys in a week."""
@@ -332,7 +359,7 @@ def allocate(
     steps = _Steps.of(policy)
     keys = list(rates)
     values = [max(0.0, rates[k][0]) for k in keys]
-    levels = _fill(values, budget_per_hour, policy, steps) if keys else []
+    levels = _fill(values, policy.regular_budget(budget_per_hour), policy, steps) if keys else []
     reach = policy.target_s - policy.overhead_s
     out = {}
     for key, rate, k in zip(keys, values, levels, strict=True):
@@ -359,6 +386,7 @@ class Schedule:
     budget_per_hour: float
     prior: Prior
     week: WeekPlan
+    found: dict[str, float | None] = field(default_factory=dict)  # each unit's last find (plan's)
 
     @property
     def budgets(self) -> list[float]:
@@ -382,20 +410,23 @@ def schedule(
         u: [sum(slot_rates[a][s] for a in agencies) for s in range(SLOTS)] for u, agencies in units.items()
     }
     week = plan_week(per_unit.values(), policy, host_rps)
-    now_rates = {}
+    now_rates, found = {}, {}
     for u, agencies in units.items():
         newest = [histories[a].last_new for a in agencies if histories[a].last_new is not None]
         now_rates[u] = rate_now(per_unit[u], max(newest) if newest else None, now, policy)
+        finds = [histories[a].last_found for a in agencies if histories[a].last_found is not None]
+        found[u] = max(finds) if finds else None
     budget = week.budgets[hour_of_week(now)]
     aimed = replace(policy, target_s=week.target_s)
-    return Schedule(allocate(now_rates, budget, aimed), budget, prior, week)
+    return Schedule(allocate(now_rates, budget, aimed), budget, prior, week, found)
 
 
 @dataclass(frozen=True)
 class Plan:
-    due: list[str]  # keys to poll now: past the ceiling, then most overdue, then most waiting
+    due: list[str]  # keys to poll now: past the ceiling, follow-ups, most overdue, most waiting
     deferred: list[str]  # due but over this tick's share of the budget
     capacity: int
+    follow: list[str] = field(default_factory=list)  # those of ``due`` polled as follow-ups
 
 
 def is_due(last_poll: float | None, interval_s: float, now: float, policy: CadencePolicy) -> bool:
@@ -414,23 +445,43 @@ def tick_allowance(budget_per_hour: float, now: float, policy: CadencePolicy) ->
     )
 
 
+def following(
+    found_at: float | None, interval_s: float, last_poll: float | None, now: float, policy: CadencePolicy
+) -> bool:
+    """Whether a unit is owed a follow-up poll now: its last find at most ``follow_window_s`` ago,
+    its interval longer than the follow-ups' spacing (a faster one is polled as often anyway) and
+    the spacing passed since its last poll (give or take half a tick, as :func:`is_due`)."""
+    return (
+        policy.follow_window_s > 0
+        and found_at is not None
+        and now - found_at <= policy.follow_window_s
+        and interval_s > policy.follow_spacing_s
+        and is_due(last_poll, policy.follow_spacing_s, now, policy)
+    )
+
+
 def plan(
     agencies: Iterable[tuple[str, Cadence, float | None]],
     now: float,
     policy: CadencePolicy,
     host_rps: float,
     budget_per_hour: float | None = None,
+    found: Mapping[str, float | None] | None = None,
 ) -> Plan:
     """Which of ``(key, cadence, last poll)`` to poll this tick (see the module docstring). Without
-    ``budget_per_hour`` the tick may take its peak share, and only due agencies are polled."""
+    ``budget_per_hour`` the tick may take its peak share, and only due agencies are polled.
+    ``found`` maps a key to the time of its last find (:attr:`History.last_found`): follow-ups."""
+    found = found or {}
     peak = policy.per_tick(host_rps)
     allowance = peak if budget_per_hour is None else min(peak, tick_allowance(budget_per_hour, now, policy))
     bound = policy.ceiling_s - policy.tick_s / 2
-    forced, due, rest = [], [], []
+    forced, follow, due, rest = [], [], [], []
     for key, c, last in agencies:
         since = math.inf if last is None else now - last
         if since >= bound:
             forced.append((-since, key))
+        elif following(found.get(key), c.interval_s, last, now, policy):
+            follow.append((-since, key, is_due(last, c.interval_s, now, policy)))
         elif is_due(last, c.interval_s, now, policy):
             due.append((-since / c.interval_s, key))
         elif budget_per_hour is not None and since >= policy.tick_s / 2:
@@ -438,12 +489,21 @@ def plan(
             if waiting >= policy.min_gain:
                 rest.append((-waiting, key))
     forced.sort()
+    follow.sort()
     due.sort()
     rest.sort()
     take = [k for _, k in forced[:peak]]
     room = max(0, allowance - len(take))
-    take += [k for _, k in due[:room]]
+    reserved = min(room, policy.follow_reserve(allowance))  # the reserve's share of the tick first
+    followed = [k for _, k, _ in follow[:reserved]]
+    room -= len(followed)
+    take += followed + [k for _, k in due[:room]]
     deferred = [k for _, k in forced[peak:]] + [k for _, k in due[room:]]
     room = max(0, allowance - len(take))
+    more = [k for _, k, _ in follow[reserved : reserved + room]]  # beyond the reserve: after the due
+    take += more
+    followed += more
+    deferred += [k for _, k, was_due in follow[len(followed) :] if was_due]
+    room = max(0, allowance - len(take))
     take += [k for _, k in rest[:room]]
-    return Plan(take, deferred, allowance)
+    return Plan(take, deferred, allowance, followed)

@@ -140,18 +140,19 @@ def test_a_find_brings_the_quiet_agency_a_follow_up_poll(history):
     # its poll 150 s ago found an article published yesterday, stored 130 s ago: a find
     add_run(history, "autarquia-quieta", NOW - timedelta(seconds=150))
     add_news(history, "autarquia-quieta", NOW - timedelta(days=1), lag_s=86400 - 130)
-    # follow-ups off: the find changes nothing, it waits for its interval
-    off = replace(POLICY, follow_window_s=0)
+    # follow-ups off (the default): the find changes nothing, it waits for its interval
+    assert POLICY.follow_window_s == 0
     assert (
         "scrape_autarquia-quieta"
-        not in decide(history, SPECS, now=NOW.timestamp(), policy=off, rps=2.0, record=False).dag_ids
+        not in decide(history, SPECS, now=NOW.timestamp(), policy=POLICY, rps=2.0, record=False).dag_ids
     )
     # on: polled again at the follow-ups' spacing though its interval is much longer
-    decision = decide(history, SPECS, now=NOW.timestamp(), policy=POLICY, rps=2.0)
+    on = replace(POLICY, follow_window_s=300.0, follow_spacing_s=120.0)
+    decision = decide(history, SPECS, now=NOW.timestamp(), policy=on, rps=2.0)
     assert "scrape_autarquia-quieta" in decision.dag_ids
     assert "scrape_autarquia-quieta" in decision.plan.follow
     quiet = next(a for a in decision.agencies if a.key == "autarquia-quieta")
-    assert quiet.cadence.interval_s > POLICY.follow_spacing_s and quiet.reason == "follow"
+    assert quiet.cadence.interval_s > on.follow_spacing_s and quiet.reason == "follow"
     assert rows(history)["autarquia-quieta"][1] == "follow"
 
 

@@ -5,6 +5,7 @@ out of their reserve, settings."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -28,6 +29,7 @@ from dgb.scraper.cadence import (
 )
 
 POLICY = CadencePolicy()
+FOLLOW = CadencePolicy(follow_window_s=300.0, follow_spacing_s=120.0, follow_share=0.02)  # follow-ups on
 # Monday 2026-12-07 14:00 UTC = 11:00 in Brasília, an office hour
 MONDAY_11H = datetime(2026, 12, 7, 14, 0, tzinfo=UTC).timestamp()
 
@@ -271,7 +273,7 @@ def test_a_find_brings_follow_up_polls_at_the_spacing_within_the_window():
     quiet = History(days=28.0, last_new=MONDAY_11H - 20 * DAY)  # polled at its ceiling
     hs["quiet"] = quiet
     start = MONDAY_11H
-    tight = CadencePolicy(listing_share=0.012)  # no polls left over for agencies not due
+    tight = replace(FOLLOW, listing_share=0.012)  # no polls left over for agencies not due
     assert schedule(hs, start, tight, 2.0).cadences["quiet"].interval_s == tight.ceiling_s
     # its poll 10 s before the start found an article (published a day late), stored at the start
     quiet.last_found = start
@@ -296,33 +298,33 @@ def test_a_find_brings_follow_up_polls_at_the_spacing_within_the_window():
 def test_follow_ups_come_out_of_their_reserve_and_never_over_the_budget():
     hs = group(400)
     start = MONDAY_11H
-    s = schedule(hs, start, POLICY, 2.0)
-    off = CadencePolicy(follow_window_s=0)
+    s = schedule(hs, start, FOLLOW, 2.0)
+    off = replace(FOLLOW, follow_window_s=0)
     # the intervals spend the budget less the reserve
     rates = {k: (c.rate_per_hour, False) for k, c in s.cadences.items()}
-    spent = sum(HOUR / c.interval_s for c in allocate(rates, s.budget_per_hour, POLICY).values())
+    spent = sum(HOUR / c.interval_s for c in allocate(rates, s.budget_per_hour, FOLLOW).values())
     whole = sum(HOUR / c.interval_s for c in allocate(rates, s.budget_per_hour, off).values())
-    regular = s.budget_per_hour * (1 - POLICY.follow_share)
+    regular = s.budget_per_hour * (1 - FOLLOW.follow_share)
     assert spent <= regular + 1e-6 < whole
-    assert POLICY.regular_budget(s.budget_per_hour) == pytest.approx(regular)
+    assert FOLLOW.regular_budget(s.budget_per_hour) == pytest.approx(regular)
     # every short interval overdue and half of those agencies just found news: each tick takes the
     # reserve's share of follow-ups first, the due agencies next, and never more than its share
     due = [k for k in hs if s.cadences[k].interval_s <= 600]
     found = dict.fromkeys(due[::2], start)
-    last = dict.fromkeys(due, start - 0.5 * POLICY.ceiling_s)
+    last = dict.fromkeys(due, start - 0.5 * FOLLOW.ceiling_s)
     total = beyond = 0
     for i in range(5):
-        now = start + i * POLICY.tick_s
-        followed = {k for k in found if following(found[k], s.cadences[k].interval_s, last[k], now, POLICY)}
-        decided = plan([(k, s.cadences[k], last[k]) for k in due], now, POLICY, 2.0, s.budget_per_hour, found)
-        reserve = POLICY.follow_reserve(decided.capacity)
+        now = start + i * FOLLOW.tick_s
+        followed = {k for k in found if following(found[k], s.cadences[k].interval_s, last[k], now, FOLLOW)}
+        decided = plan([(k, s.cadences[k], last[k]) for k in due], now, FOLLOW, 2.0, s.budget_per_hour, found)
+        reserve = FOLLOW.follow_reserve(decided.capacity)
         assert 1 <= reserve < decided.capacity
-        assert len(decided.due) == decided.capacity == tick_allowance(s.budget_per_hour, now, POLICY)
+        assert len(decided.due) == decided.capacity == tick_allowance(s.budget_per_hour, now, FOLLOW)
         assert set(decided.follow) <= followed
         assert len(decided.follow) >= min(reserve, len(followed))
         assert decided.due[: min(reserve, len(followed))] == decided.follow[:reserve]  # the reserve first
         waiting = [
-            k for k in due if k not in followed and is_due(last[k], s.cadences[k].interval_s, now, POLICY)
+            k for k in due if k not in followed and is_due(last[k], s.cadences[k].interval_s, now, FOLLOW)
         ]
         if set(waiting) - set(decided.due):  # a due agency waits: no follow-up beyond the reserve
             assert len(decided.follow) == min(reserve, len(followed))
@@ -333,23 +335,23 @@ def test_follow_ups_come_out_of_their_reserve_and_never_over_the_budget():
             last[k] = now
         total += len(decided.due)
     assert beyond >= 1  # a tick where the due agencies outnumbered the room
-    assert total <= s.budget_per_hour * 5 * POLICY.tick_s / HOUR + 1
+    assert total <= s.budget_per_hour * 5 * FOLLOW.tick_s / HOUR + 1
 
 
 def test_without_finds_the_tick_is_what_it_was():
     hs = group(160)
     start = MONDAY_11H + 7 * 60
-    s = schedule(hs, start, POLICY, 2.0)
+    s = schedule(hs, start, FOLLOW, 2.0)
     assert all(v is None for v in s.found.values())
     last = {k: start - (37.0 * i) % 1800 for i, k in enumerate(hs)}
     units = [(k, s.cadences[k], last[k]) for k in hs]
-    before = plan(units, start, POLICY, 2.0, s.budget_per_hour)
+    before = plan(units, start, FOLLOW, 2.0, s.budget_per_hour)
     assert before.follow == [] and before.due
-    old = dict.fromkeys(hs, start - POLICY.follow_window_s - 1)  # every find older than the window
-    assert plan(units, start, POLICY, 2.0, s.budget_per_hour, old) == before
-    assert plan(units, start, POLICY, 2.0, s.budget_per_hour, {}) == before
+    old = dict.fromkeys(hs, start - FOLLOW.follow_window_s - 1)  # every find older than the window
+    assert plan(units, start, FOLLOW, 2.0, s.budget_per_hour, old) == before
+    assert plan(units, start, FOLLOW, 2.0, s.budget_per_hour, {}) == before
     # with follow-ups off, a find changes nothing either, and the intervals get the whole budget
-    off = CadencePolicy(follow_window_s=0)
+    off = replace(FOLLOW, follow_window_s=0)
     now_ = dict.fromkeys(hs, start)
     assert plan(units, start, off, 2.0, s.budget_per_hour, now_) == plan(
         units, start, off, 2.0, s.budget_per_hour
@@ -361,7 +363,7 @@ def test_a_quiet_agency_is_still_polled_at_its_ceiling_while_others_are_followed
     hs = group(60)
     silent = History(days=28.0, last_new=MONDAY_11H - 120 * DAY)
     hs["silent"] = silent
-    tight = CadencePolicy(listing_share=0.012, follow_share=0.5)  # follow-ups may take half of it
+    tight = replace(FOLLOW, listing_share=0.012, follow_share=0.5)  # follow-ups may take half of it
     start = MONDAY_11H
     for k, h in hs.items():  # every other agency finds news at every tick (a find kept ahead of the clock)
         if k != "silent":
@@ -375,6 +377,10 @@ def test_a_quiet_agency_is_still_polled_at_its_ceiling_while_others_are_followed
 
 
 def test_the_follow_up_settings(monkeypatch):
+    # off by default (they did not help on the development seeds): the intervals get the whole budget
+    default = CadencePolicy()
+    assert default.follow_window_s == 0 and default.follow_reserve(40) == 0
+    assert default.regular_budget(1000.0) == 1000.0
     monkeypatch.setenv("DGB_SCRAPE_FOLLOW_WINDOW", "600")
     monkeypatch.setenv("DGB_SCRAPE_FOLLOW_SPACING", "180")
     monkeypatch.setenv("DGB_SCRAPE_FOLLOW_SHARE", "0.1")

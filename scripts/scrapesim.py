@@ -10,7 +10,7 @@ Two ways to start the scrapes, on the same site and host:
   functions of :mod:`dgb.scraper.cadence`, imported, not copied, decide from the history as the
   dispatcher reads it (the articles scraped so far, published in the last ``history_days``, rebuilt
   daily and added to as articles are found): the empirical Bayes prior and the week's hour budgets
-  every hour, the target they can buy every day (:func:`~dgb.scraper.cadence.fit_prior`,
+  every hour, the target they can buy every day (:func:`~dgb.scraper.forecast.fit_prior`,
   :func:`~dgb.scraper.cadence.plan_week`),
   each tick the rates now, the hour's allocation and the tick's plan
   (:func:`~dgb.scraper.cadence.rate_now`, :func:`~dgb.scraper.cadence.allocate`,
@@ -154,6 +154,7 @@ def simulate_scraping(
     pub = [pub_times[o] for o in order]
     found = [int(np.searchsorted(s, t0, side="right")) for s in shown]
     last_poll: list[float | None] = list(t0 - rng.uniform(0, 600, n))
+    last_found: list[float | None] = [None] * n  # when its newest find was stored (news.created_at)
     hist: list[History] = []
     slot_rates: list[list[float]] = []
     budgets: list[float] = []
@@ -173,7 +174,11 @@ def simulate_scraping(
         hist[:] = []
         for a in range(n):
             known = np.sort(pub[a][: found[a]])
-            h = History(days=policy.history_days, last_new=float(known[-1]) if len(known) else None)
+            h = History(
+                days=policy.history_days,
+                last_new=float(known[-1]) if len(known) else None,
+                last_found=last_found[a],
+            )
             for ts in known[np.searchsorted(known, start) :]:
                 h.counts[hour_of_week(float(ts))] += 1
             hist.append(h)
@@ -202,13 +207,14 @@ def simulate_scraping(
             budget = budgets[hour_of_week(now)]
             rates = {keys[a]: rate_now(slot_rates[a], hist[a].last_new, now, policy) for a in range(n)}
             cad = allocate(rates, budget, aimed[0])
-            decided = plan(
-                [(keys[a], cad[keys[a]], last_poll[a]) for a in range(n)], now, policy, host_rps, budget
-            )
+            finds = {keys[a]: hist[a].last_found for a in range(n)}
+            polled = [(keys[a], cad[keys[a]], last_poll[a]) for a in range(n)]
+            decided = plan(polled, now, policy, host_rps, budget, finds)
             index = {k: a for a, k in enumerate(keys)}
             chosen = [index[k] for k in decided.due]
+            followed = set(decided.follow)
             for k in decided.due:
-                reasons[cad[k].reason] += 1
+                reasons["follow" if k in followed else cad[k].reason] += 1
             reasons["budget"] += len(decided.deferred)
         runs: list[tuple[float, int]] = []  # (run start, agency)
         if mode == "learnt":
@@ -259,6 +265,7 @@ def simulate_scraping(
                 for ts in new:
                     h.counts[hour_of_week(float(ts))] += 1
                 h.last_new = max(h.last_new or -math.inf, float(new.max()))
+                h.last_found = last_found[a] = t  # the run stored its articles by then
     for a in range(n):  # not found by the end: their lag so far (a lower bound)
         left = pub[a][found[a] :]
         left = left[left < end]

@@ -23,18 +23,10 @@ for 97.5% of the forecast articles aims at the p95 it can buy instead of leaving
 ceiling. The 2.5% was chosen on development draws of ``scripts/bench_scale.py`` (seeds 527 and
 1527), not on the draws its results are reported on.
 
-**The forecast: an empirical Bayes prior** (:func:`fit_prior`). An agency's history is its article
-count in each of the 168 hours of the week over the last ``history_days`` (28). Its rate in hour
-``h`` is the posterior mean of a gamma-Poisson model whose prior is fitted over all agencies:
-
-* its volume (articles a week) has a gamma prior, shape ``a`` and rate ``b`` by the method of
-  moments over the agencies' weekly counts (their spread minus the Poisson part), so its estimate
-  is ``(a + n) / (b + weeks)``: a new or quiet agency (small ``n``) is pulled towards the group's
-  mean, a busy one keeps its own;
-* its share of the week in hour ``h`` has a Dirichlet prior around the group's week profile with a
-  concentration ``k`` fitted from how much more the agencies' hour-of-day counts vary than the
-  multinomial would (Pearson's statistic), so its profile is ``(count[h] + k * profile[h]) /
-  (n + k)``: an agency with a few articles publishes as the group does, one with hundreds as itself.
+**The forecast** (:mod:`dgb.scraper.forecast`): each agency's expected articles in each hour of the
+week, the posterior mean of an empirical Bayes gamma-Poisson model fitted over all agencies
+(:func:`~dgb.scraper.forecast.fit_prior`), so a new or quiet agency publishes as the group does and
+a busy one as itself.
 
 Its rate now blends this hour and the next (by the minutes gone, so polls quicken before a peak),
 raised by **the time since its newest article**, ``recent_weight * 3600 / seconds since`` (0.25: an
@@ -56,11 +48,25 @@ hour's budget is spent; a step worth less than
 at the ceiling however large the budget. The busiest agencies therefore get intervals just under
 the target, the rest the ceiling or the polls left.
 
+**Follow-ups after a find** (:func:`following`; off by default). With ``follow_window_s`` > 0, for
+that long after an agency's scrape run stored new articles (:attr:`History.last_found`: the
+dispatcher reads the newest ``news.created_at``), it is polled every ``follow_spacing_s`` (120 s),
+for the rest of a burst, unless its interval is that short already. ``follow_share`` (2%) of each
+hour's budget is then kept from the intervals for them (:meth:`CadencePolicy.regular_budget`): each
+tick takes up to that share of its polls (rounded up) as follow-ups before the due agencies, and
+any more after them, so the hour still spends its budget and never more. Off because it did not
+help on the development seeds 527 and 1527 (``scripts/cadence_late.py``; at 300 s, 120 s and 2%:
+p95 502 s and 380 s against 449 s and 384 s without): of the articles later than 180 s, 1% had a
+find of their agency in the 5 minutes before them. A burst's followers are late when its first
+article is, found by the same poll, and those after a timely find are caught already (the recency
+term above). On the reported seeds (41-4041) it changed the median p95 by nothing (469 s).
+
 **The tick** (:func:`plan`). Each tick may start ``budget_per_hour * tick_s / 3600`` polls (the
 hour's budget cut into ticks so an hour spends it whole), never more than ``peak_share * host_rps *
 tick_s``: first the agencies past their ceiling (the bound holds even over the hour's share, within
-the peak), then the due ones most overdue first (a due agency left over waits: reason ``budget``),
-then, while the tick's share lasts, the agencies with the most articles expected to be waiting
+the peak), then the follow-ups within their reserve, then the due ones most overdue first (a due
+agency left over waits: reason ``budget``), then the follow-ups beyond the reserve, then, while the
+tick's share lasts, the agencies with the most articles expected to be waiting
 (rate x time since their last poll, at least ``min_gain``), so the share is spent where there is
 demand. Polls of one scrape DAG count as one (the EBC DAG reads its two portals on EBC's host).
 
@@ -69,8 +75,9 @@ allocation) takes about 0.1 s of CPU.
 
 Reasons (``Cadence.reason``): ``busy`` (at the floor), ``recent`` (the time since its newest article
 drives its rate), ``target`` (its interval brings its articles within the target), ``rationed``
-(the budget bought it some polls, not the target), ``dormant`` (at the ceiling); :func:`plan` adds
-``budget`` for a due agency left for the next tick.
+(the budget bought it some polls, not the target), ``dormant`` (at the ceiling); the dispatcher
+adds ``follow`` for a follow-up poll (:attr:`Plan.follow`) and ``budget`` for a due agency left for
+the next tick.
 """
 
 from __future__ import annotations
@@ -82,22 +89,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from dgb.config import scrape as config_scrape
+from dgb.scraper.forecast import (
+    BRT_OFFSET_S,
+    DAY,
+    HOUR,
+    SLOTS,
+    History,
+    Prior,
+    fit_prior,
+    hour_of_week,
+)
 
-SLOTS = 168  # hours in a week
-HOUR = 3600.0
-DAY = 86400.0
 WEEK = 7 * DAY
-BRT_OFFSET_S = -3 * HOUR  # Brasília time: UTC-3 all year (no daylight saving since 2019)
-REASONS = ("busy", "recent", "target", "rationed", "dormant", "budget")
+REASONS = ("busy", "recent", "target", "rationed", "dormant", "follow", "budget")
 LADDER_TICKS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 60, 90, 120)
-
-
-def hour_of_week(ts: float) -> int:
-    """Hour of the week in Brasília time for epoch seconds ``ts``: Monday 00h = 0 ... Sunday 23h = 167."""
-    local = ts + BRT_OFFSET_S
-    days = math.floor(local / DAY)
-    weekday = (days + 3) % 7  # 1970-01-01 was a Thursday
-    return int(weekday * 24 + (local - days * DAY) // HOUR)
 
 
 @dataclass(frozen=True)
@@ -117,12 +122,20 @@ class CadencePolicy:
     recent_weight: float = 0.25
     history_days: float = 28.0
     tick_s: float = 60.0  # the dispatcher's period
+    follow_window_s: float = 0.0  # after a find: follow-up polls for this long (0: none, the default)
+    follow_spacing_s: float = 120.0  # between two polls of an agency while it is followed
+    follow_share: float = 0.02  # of each hour's budget kept from the intervals for the follow-ups
 
     def __post_init__(self):
         if not 0 < self.floor_s <= self.ceiling_s:
             raise ValueError(f"cadence floor {self.floor_s} s must be > 0 and <= ceiling {self.ceiling_s} s")
         if self.target_s <= self.overhead_s:
             raise ValueError(f"cadence target {self.target_s} s must exceed its overhead {self.overhead_s} s")
+        if not 0 <= self.follow_share < 1 or self.follow_window_s < 0 or self.follow_spacing_s <= 0:
+            raise ValueError(
+                f"cadence follow-ups: share {self.follow_share} must be in [0, 1), window"
+                f" {self.follow_window_s} s >= 0, spacing {self.follow_spacing_s} s > 0"
+            )
 
     @classmethod
     def from_env(cls) -> CadencePolicy:
@@ -131,6 +144,14 @@ class CadencePolicy:
     def per_tick(self, host_rps: float) -> int:
         """Most listings started in one tick: ``peak_share`` of the host's rate (at least one)."""
         return max(1, int(self.peak_share * host_rps * self.tick_s + 1e-9))
+
+    def regular_budget(self, budget_per_hour: float) -> float:
+        """An hour's polls for the intervals: its budget less the follow-ups' reserve."""
+        return budget_per_hour * (1.0 - self.follow_share) if self.follow_window_s > 0 else budget_per_hour
+
+    def follow_reserve(self, allowance: int) -> int:
+        """A tick's polls kept for follow-ups first: ``follow_share`` of its allowance, rounded up."""
+        return math.ceil(self.follow_share * allowance - 1e-9) if self.follow_window_s > 0 else 0
 
     def week_budget(self, host_rps: float) -> float:
         """Polls the share buys in a week."""
@@ -141,35 +162,6 @@ class CadencePolicy:
         steps = {self.floor_s, self.ceiling_s}
         steps |= {k * self.tick_s for k in LADDER_TICKS if self.floor_s < k * self.tick_s < self.ceiling_s}
         return sorted(steps, reverse=True)
-
-
-@dataclass
-class History:
-    """One agency's publication history: counts per hour of the week over ``days``, newest article."""
-
-    counts: list[float] = field(default_factory=lambda: [0.0] * SLOTS)
-    days: float = 28.0
-    last_new: float | None = None  # epoch seconds of its newest article (published_at)
-
-    @classmethod
-    def from_times(cls, published: Iterable[float], now: float, days: float) -> History:
-        """From publication times (epoch seconds): those in ``[now - days, now]`` are counted."""
-        h = cls(days=days)
-        start = now - days * DAY
-        for ts in published:
-            if ts <= now:
-                h.last_new = ts if h.last_new is None else max(h.last_new, ts)
-                if ts >= start:
-                    h.counts[hour_of_week(ts)] += 1
-        return h
-
-    @property
-    def total(self) -> float:
-        return float(sum(self.counts))
-
-    @property
-    def weeks(self) -> float:
-        return max(self.days / 7.0, 1e-9)
 
 
 @dataclass(frozen=True)
@@ -184,91 +176,6 @@ class Cadence:
 
 def fmt_interval(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
-
-
-def week_profile(histories: Iterable[History]) -> list[float]:
-    """Every agency's share of articles per hour of the week (sums to 1; uniform with no data).
-
-    A small uniform part (1% of the week's total) keeps hours nobody published in above zero."""
-    total = [0.0] * SLOTS
-    for h in histories:
-        for i, c in enumerate(h.counts):
-            total[i] += c
-    n = sum(total)
-    if n <= 0:
-        return [1.0 / SLOTS] * SLOTS
-    smoothed = [c + 0.01 * n / SLOTS for c in total]
-    s = sum(smoothed)
-    return [c / s for c in smoothed]
-
-
-@dataclass(frozen=True)
-class Prior:
-    """The empirical Bayes prior fitted over the agencies (see the module docstring): gamma
-    ``shape``/``rate`` of the articles a week, Dirichlet ``concentration`` around ``profile``."""
-
-    shape: float
-    rate: float  # in weeks: the prior weighs as this many weeks of an agency's own data
-    concentration: float  # in articles: the profile prior weighs as this many of its own articles
-    profile: tuple[float, ...]
-    agencies: int = 0
-
-    @property
-    def mean_per_week(self) -> float:
-        return self.shape / self.rate
-
-    def per_week(self, history: History) -> float:
-        """Posterior mean of the agency's articles a week."""
-        return (self.shape + history.total) / (self.rate + history.weeks)
-
-    def rates(self, history: History) -> list[float]:
-        """Posterior mean articles per hour in each hour of the week."""
-        n, k = history.total, self.concentration
-        volume = self.per_week(history)
-        return [volume * (c + k * p) / (n + k) for c, p in zip(history.counts, self.profile, strict=True)]
-
-
-def _hour_of_day(counts: Sequence[float]) -> list[float]:
-    out = [0.0] * 24
-    for slot, c in enumerate(counts):
-        out[slot % 24] += c
-    return out
-
-
-def fit_prior(histories: Iterable[History]) -> Prior:
-    """The prior from every agency's history: moments of the weekly counts for the gamma, the
-    overdispersion of the hour-of-day counts around the group's for the Dirichlet (the
-    concentration does not change when hours are pooled, so it is fitted on the 24 hours of the day,
-    where counts are less sparse, and used on the 168 of the week)."""
-    hs = list(histories)
-    profile = tuple(week_profile(hs))
-    if not hs:
-        return Prior(1.0, 1.0, 1.0, profile, 0)
-    per_week = [h.total / h.weeks for h in hs]
-    mean = sum(per_week) / len(hs)
-    if mean <= 0:
-        return Prior(1e-3, 1.0, 1.0, profile, len(hs))
-    spread = sum((x - mean) ** 2 for x in per_week) / max(1, len(hs) - 1)
-    noise = sum(mean / h.weeks for h in hs) / len(hs)  # what Poisson counts alone would spread
-    between = max(spread - noise, mean * mean * 1e-6)
-    shape, rate = mean * mean / between, mean / between
-    if rate > 1e6:  # no spread beyond Poisson: the group's mean for everyone
-        shape, rate = mean * 1e6, 1e6
-    day = _hour_of_day(profile)
-    excess, pairs = 0.0, 0.0
-    for h in hs:
-        n = h.total
-        if n < 2:
-            continue
-        x2 = sum(
-            (c - n * p) ** 2 / (n * p) for c, p in zip(_hour_of_day(h.counts), day, strict=True) if p > 0
-        )
-        excess += x2 / 23.0 - 1.0
-        pairs += n - 1
-    inv = excess / pairs if pairs else 1.0  # ~ 1 / (concentration + 1)
-    inv = min(max(inv, 1e-4), 1.0)
-    concentration = max(0.5, 1.0 / inv - 1.0)
-    return Prior(shape, rate, concentration, profile, len(hs))
 
 
 def rate_now(slot_rates: Sequence[float], last_new: float | None, now: float, policy: CadencePolicy):
@@ -456,7 +363,7 @@ def allocate(
     steps = _Steps.of(policy)
     keys = list(rates)
     values = [max(0.0, rates[k][0]) for k in keys]
-    levels = _fill(values, budget_per_hour, policy, steps) if keys else []
+    levels = _fill(values, policy.regular_budget(budget_per_hour), policy, steps) if keys else []
     reach = policy.target_s - policy.overhead_s
     out = {}
     for key, rate, k in zip(keys, values, levels, strict=True):
@@ -483,6 +390,7 @@ class Schedule:
     budget_per_hour: float
     prior: Prior
     week: WeekPlan
+    found: dict[str, float | None] = field(default_factory=dict)  # each unit's last find (plan's)
 
     @property
     def budgets(self) -> list[float]:
@@ -506,20 +414,23 @@ def schedule(
         u: [sum(slot_rates[a][s] for a in agencies) for s in range(SLOTS)] for u, agencies in units.items()
     }
     week = plan_week(per_unit.values(), policy, host_rps)
-    now_rates = {}
+    now_rates, found = {}, {}
     for u, agencies in units.items():
         newest = [histories[a].last_new for a in agencies if histories[a].last_new is not None]
         now_rates[u] = rate_now(per_unit[u], max(newest) if newest else None, now, policy)
+        finds = [histories[a].last_found for a in agencies if histories[a].last_found is not None]
+        found[u] = max(finds) if finds else None
     budget = week.budgets[hour_of_week(now)]
     aimed = replace(policy, target_s=week.target_s)
-    return Schedule(allocate(now_rates, budget, aimed), budget, prior, week)
+    return Schedule(allocate(now_rates, budget, aimed), budget, prior, week, found)
 
 
 @dataclass(frozen=True)
 class Plan:
-    due: list[str]  # keys to poll now: past the ceiling, then most overdue, then most waiting
+    due: list[str]  # keys to poll now: past the ceiling, follow-ups, most overdue, most waiting
     deferred: list[str]  # due but over this tick's share of the budget
     capacity: int
+    follow: list[str] = field(default_factory=list)  # those of ``due`` polled as follow-ups
 
 
 def is_due(last_poll: float | None, interval_s: float, now: float, policy: CadencePolicy) -> bool:
@@ -538,23 +449,43 @@ def tick_allowance(budget_per_hour: float, now: float, policy: CadencePolicy) ->
     )
 
 
+def following(
+    found_at: float | None, interval_s: float, last_poll: float | None, now: float, policy: CadencePolicy
+) -> bool:
+    """Whether a unit is owed a follow-up poll now: its last find at most ``follow_window_s`` ago,
+    its interval longer than the follow-ups' spacing (a faster one is polled as often anyway) and
+    the spacing passed since its last poll (give or take half a tick, as :func:`is_due`)."""
+    return (
+        policy.follow_window_s > 0
+        and found_at is not None
+        and now - found_at <= policy.follow_window_s
+        and interval_s > policy.follow_spacing_s
+        and is_due(last_poll, policy.follow_spacing_s, now, policy)
+    )
+
+
 def plan(
     agencies: Iterable[tuple[str, Cadence, float | None]],
     now: float,
     policy: CadencePolicy,
     host_rps: float,
     budget_per_hour: float | None = None,
+    found: Mapping[str, float | None] | None = None,
 ) -> Plan:
     """Which of ``(key, cadence, last poll)`` to poll this tick (see the module docstring). Without
-    ``budget_per_hour`` the tick may take its peak share, and only due agencies are polled."""
+    ``budget_per_hour`` the tick may take its peak share, and only due agencies are polled.
+    ``found`` maps a key to the time of its last find (:attr:`History.last_found`): follow-ups."""
+    found = found or {}
     peak = policy.per_tick(host_rps)
     allowance = peak if budget_per_hour is None else min(peak, tick_allowance(budget_per_hour, now, policy))
     bound = policy.ceiling_s - policy.tick_s / 2
-    forced, due, rest = [], [], []
+    forced, follow, due, rest = [], [], [], []
     for key, c, last in agencies:
         since = math.inf if last is None else now - last
         if since >= bound:
             forced.append((-since, key))
+        elif following(found.get(key), c.interval_s, last, now, policy):
+            follow.append((-since, key, is_due(last, c.interval_s, now, policy)))
         elif is_due(last, c.interval_s, now, policy):
             due.append((-since / c.interval_s, key))
         elif budget_per_hour is not None and since >= policy.tick_s / 2:
@@ -562,12 +493,21 @@ def plan(
             if waiting >= policy.min_gain:
                 rest.append((-waiting, key))
     forced.sort()
+    follow.sort()
     due.sort()
     rest.sort()
     take = [k for _, k in forced[:peak]]
     room = max(0, allowance - len(take))
-    take += [k for _, k in due[:room]]
+    reserved = min(room, policy.follow_reserve(allowance))  # the reserve's share of the tick first
+    followed = [k for _, k, _ in follow[:reserved]]
+    room -= len(followed)
+    take += followed + [k for _, k in due[:room]]
     deferred = [k for _, k in forced[peak:]] + [k for _, k in due[room:]]
     room = max(0, allowance - len(take))
+    more = [k for _, k, _ in follow[reserved : reserved + room]]  # beyond the reserve: after the due
+    take += more
+    followed += more
+    deferred += [k for _, k, was_due in follow[len(followed) :] if was_due]
+    room = max(0, allowance - len(take))
     take += [k for _, k in rest[:room]]
-    return Plan(take, deferred, allowance)
+    return Plan(take, deferred, allowance, followed)

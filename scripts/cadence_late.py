@@ -14,18 +14,19 @@ measured articles, and those later than ``--late`` (180 s), by:
 * **office hours** (weekdays 9h-18h in Brasília, holidays excepted) against nights, weekends and
   holidays;
 * **a find nearby**: whether a scrape run of the agency stored another article between ``--span``
-  before the article's publication and 60 s after it (before its own). Only those could be caught
-  by polling again after a find (``follow_window_s``): the others were stored with or after the
-  find that a follow-up would start from.
+  before the article's publication and 60 s after it (before its own), from the simulation's own
+  stored times. Only those could be caught by polling again after a find (follow-ups, built and
+  measured at ``b903f17``, removed since: docs/benchmarks.md): the others were stored with or after
+  the find that a follow-up would start from.
 
 ``--set key=value,...`` overrides :class:`dgb.scraper.cadence.CadencePolicy` fields (e.g.
-``follow_window_s=0``: no follow-ups), to compare rules on the same draws. One line per seed and
-split, then a last line per seed::
+``forecast_miss=0.05``), to compare rules on the same draws. One line per seed and split, then a
+last line per seed::
 
     late: seed=<n> p50_s=<n> p95_s=<n> office_p95_s=<n> listing_requests_per_day=<n> late=<n> \
-late_followers=<n> late_off_hours=<n> late_with_find_nearby=<n> follow_polls_per_day=<n>
+late_followers=<n> late_off_hours=<n> late_with_find_nearby=<n>
 
-    .venv/bin/python scripts/cadence_late.py [--seed 500] [--seeds 2] [--days 30] [--set follow_window_s=0]
+    .venv/bin/python scripts/cadence_late.py [--seed 500] [--seeds 2] [--days 30] [--set forecast_miss=0.05]
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def find_nearby(
     published: np.ndarray, stored: np.ndarray, who: np.ndarray, before_s: float, after_s: float = 60.0
 ) -> np.ndarray:
     """Whether another article of the same agency was stored in ``[published - before_s, published
-    + after_s]``, before the article itself: a find a follow-up poll could have started from."""
+    + after_s]``, before the article itself: a find that polling again after it could have started from."""
     out = np.zeros(len(published), dtype=bool)
     for a in np.unique(who):
         idx = np.flatnonzero(who == a)
@@ -158,7 +159,6 @@ def main(argv=None) -> int:
             f" office_p95_s={pct(r.lags[office], 95):.0f} listing_requests_per_day={r.listing_per_day:.0f}"
             f" late={int(late.sum())} late_followers={int((late & fol).sum())}"
             f" late_off_hours={int((late & ~office).sum())} late_with_find_nearby={int((late & near).sum())}"
-            f" follow_polls_per_day={r.reasons['follow'] / args.days:.0f}"
         )
     return 0
 

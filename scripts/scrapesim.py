@@ -154,7 +154,6 @@ def simulate_scraping(
     pub = [pub_times[o] for o in order]
     found = [int(np.searchsorted(s, t0, side="right")) for s in shown]
     last_poll: list[float | None] = list(t0 - rng.uniform(0, 600, n))
-    last_found: list[float | None] = [None] * n  # when its newest find was stored (news.created_at)
     hist: list[History] = []
     slot_rates: list[list[float]] = []
     budgets: list[float] = []
@@ -174,11 +173,7 @@ def simulate_scraping(
         hist[:] = []
         for a in range(n):
             known = np.sort(pub[a][: found[a]])
-            h = History(
-                days=policy.history_days,
-                last_new=float(known[-1]) if len(known) else None,
-                last_found=last_found[a],
-            )
+            h = History(days=policy.history_days, last_new=float(known[-1]) if len(known) else None)
             for ts in known[np.searchsorted(known, start) :]:
                 h.counts[hour_of_week(float(ts))] += 1
             hist.append(h)
@@ -207,14 +202,13 @@ def simulate_scraping(
             budget = budgets[hour_of_week(now)]
             rates = {keys[a]: rate_now(slot_rates[a], hist[a].last_new, now, policy) for a in range(n)}
             cad = allocate(rates, budget, aimed[0])
-            finds = {keys[a]: hist[a].last_found for a in range(n)}
-            polled = [(keys[a], cad[keys[a]], last_poll[a]) for a in range(n)]
-            decided = plan(polled, now, policy, host_rps, budget, finds)
+            decided = plan(
+                [(keys[a], cad[keys[a]], last_poll[a]) for a in range(n)], now, policy, host_rps, budget
+            )
             index = {k: a for a, k in enumerate(keys)}
             chosen = [index[k] for k in decided.due]
-            followed = set(decided.follow)
             for k in decided.due:
-                reasons["follow" if k in followed else cad[k].reason] += 1
+                reasons[cad[k].reason] += 1
             reasons["budget"] += len(decided.deferred)
         runs: list[tuple[float, int]] = []  # (run start, agency)
         if mode == "learnt":
@@ -265,7 +259,6 @@ def simulate_scraping(
                 for ts in new:
                     h.counts[hour_of_week(float(ts))] += 1
                 h.last_new = max(h.last_new or -math.inf, float(new.max()))
-                h.last_found = last_found[a] = t  # the run stored its articles by then
     for a in range(n):  # not found by the end: their lag so far (a lower bound)
         left = pub[a][found[a] :]
         left = left[left < end]

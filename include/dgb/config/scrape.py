@@ -28,9 +28,7 @@ def cadence_policy() -> dict:
     """``DGB_SCRAPE_FLOOR`` (s), ``DGB_SCRAPE_CEILING`` (s), ``DGB_SCRAPE_LISTING_SHARE`` (of the
     host's requests over the week, for listing polls), ``DGB_SCRAPE_PEAK_SHARE`` (of the host's
     requests/s, at most, in any hour), ``DGB_SCRAPE_TARGET`` (s, the p95 publication -> scraped the
-    allocation aims at), ``DGB_SCRAPE_HISTORY_DAYS``, ``DGB_SCRAPE_FOLLOW_WINDOW`` (s after a find
-    during which the agency gets follow-up polls; 0: none), ``DGB_SCRAPE_FOLLOW_SPACING`` (s between
-    them), ``DGB_SCRAPE_FOLLOW_SHARE`` (of each hour's listing budget kept for them): the ones set, as
+    allocation aims at), ``DGB_SCRAPE_HISTORY_DAYS``: the ones set, as
     :class:`dgb.scraper.cadence.CadencePolicy` keyword arguments."""
     return only_set(
         floor_s=env_number("DGB_SCRAPE_FLOOR", None, minimum=10),
@@ -39,9 +37,6 @@ def cadence_policy() -> dict:
         peak_share=env_number("DGB_SCRAPE_PEAK_SHARE", None, above=0, maximum=1),
         target_s=env_number("DGB_SCRAPE_TARGET", None, minimum=60),
         history_days=env_number("DGB_SCRAPE_HISTORY_DAYS", None, minimum=1),
-        follow_window_s=env_number("DGB_SCRAPE_FOLLOW_WINDOW", None, minimum=0),
-        follow_spacing_s=env_number("DGB_SCRAPE_FOLLOW_SPACING", None, minimum=10),
-        follow_share=env_number("DGB_SCRAPE_FOLLOW_SHARE", None, minimum=0, maximum=0.5),
     )
 
 

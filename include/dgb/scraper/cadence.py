@@ -31,7 +31,9 @@ a busy one as itself.
 Its rate now blends this hour and the next (by the minutes gone, so polls quicken before a peak),
 raised by **the time since its newest article**, ``recent_weight * 3600 / seconds since`` (0.25: an
 article 5 min ago means 3/h), so a quiet agency that suddenly publishes is polled fast from the poll
-that finds its first new article, and slows again as the burst ages.
+that finds its first new article, and slows again as the burst ages. (Follow-up polls after a find,
+out of a reserve of the budget, were built and measured at ``b903f17`` and removed: they did not
+make the p95 fresher; docs/benchmarks.md, "Follow-ups after a find".)
 
 **The allocation** (:func:`allocate`, the same rule as :func:`plan_week`). Intervals come from a
 ladder of whole ticks between ``floor_s`` (60 s) and ``ceiling_s`` (3600 s). With Poisson arrivals
@@ -48,25 +50,11 @@ hour's budget is spent; a step worth less than
 at the ceiling however large the budget. The busiest agencies therefore get intervals just under
 the target, the rest the ceiling or the polls left.
 
-**Follow-ups after a find** (:func:`following`; off by default). With ``follow_window_s`` > 0, for
-that long after an agency's scrape run stored new articles (:attr:`History.last_found`: the
-dispatcher reads the newest ``news.created_at``), it is polled every ``follow_spacing_s`` (120 s),
-for the rest of a burst, unless its interval is that short already. ``follow_share`` (2%) of each
-hour's budget is then kept from the intervals for them (:meth:`CadencePolicy.regular_budget`): each
-tick takes up to that share of its polls (rounded up) as follow-ups before the due agencies, and
-any more after them, so the hour still spends its budget and never more. Off because it did not
-help on the development seeds 527 and 1527 (``scripts/cadence_late.py``; at 300 s, 120 s and 2%:
-p95 502 s and 380 s against 449 s and 384 s without): of the articles later than 180 s, 1% had a
-find of their agency in the 5 minutes before them. A burst's followers are late when its first
-article is, found by the same poll, and those after a timely find are caught already (the recency
-term above). On the reported seeds (41-4041) it changed the median p95 by nothing (469 s).
-
 **The tick** (:func:`plan`). Each tick may start ``budget_per_hour * tick_s / 3600`` polls (the
 hour's budget cut into ticks so an hour spends it whole), never more than ``peak_share * host_rps *
 tick_s``: first the agencies past their ceiling (the bound holds even over the hour's share, within
-the peak), then the follow-ups within their reserve, then the due ones most overdue first (a due
-agency left over waits: reason ``budget``), then the follow-ups beyond the reserve, then, while the
-tick's share lasts, the agencies with the most articles expected to be waiting
+the peak), then the due ones most overdue first (a due agency left over waits: reason ``budget``),
+then, while the tick's share lasts, the agencies with the most articles expected to be waiting
 (rate x time since their last poll, at least ``min_gain``), so the share is spent where there is
 demand. Polls of one scrape DAG count as one (the EBC DAG reads its two portals on EBC's host).
 
@@ -75,9 +63,8 @@ allocation) takes about 0.1 s of CPU.
 
 Reasons (``Cadence.reason``): ``busy`` (at the floor), ``recent`` (the time since its newest article
 drives its rate), ``target`` (its interval brings its articles within the target), ``rationed``
-(the budget bought it some polls, not the target), ``dormant`` (at the ceiling); the dispatcher
-adds ``follow`` for a follow-up poll (:attr:`Plan.follow`) and ``budget`` for a due agency left for
-the next tick.
+(the budget bought it some polls, not the target), ``dormant`` (at the ceiling); :func:`plan` adds
+``budget`` for a due agency left for the next tick.
 """
 
 from __future__ import annotations
@@ -86,7 +73,7 @@ import bisect
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from dgb.config import scrape as config_scrape
 from dgb.scraper.forecast import (
@@ -101,7 +88,7 @@ from dgb.scraper.forecast import (
 )
 
 WEEK = 7 * DAY
-REASONS = ("busy", "recent", "target", "rationed", "dormant", "follow", "budget")
+REASONS = ("busy", "recent", "target", "rationed", "dormant", "budget")
 LADDER_TICKS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 60, 90, 120)
 
 
@@ -122,20 +109,12 @@ class CadencePolicy:
     recent_weight: float = 0.25
     history_days: float = 28.0
     tick_s: float = 60.0  # the dispatcher's period
-    follow_window_s: float = 0.0  # after a find: follow-up polls for this long (0: none, the default)
-    follow_spacing_s: float = 120.0  # between two polls of an agency while it is followed
-    follow_share: float = 0.02  # of each hour's budget kept from the intervals for the follow-ups
 
     def __post_init__(self):
         if not 0 < self.floor_s <= self.ceiling_s:
             raise ValueError(f"cadence floor {self.floor_s} s must be > 0 and <= ceiling {self.ceiling_s} s")
         if self.target_s <= self.overhead_s:
             raise ValueError(f"cadence target {self.target_s} s must exceed its overhead {self.overhead_s} s")
-        if not 0 <= self.follow_share < 1 or self.follow_window_s < 0 or self.follow_spacing_s <= 0:
-            raise ValueError(
-                f"cadence follow-ups: share {self.follow_share} must be in [0, 1), window"
-                f" {self.follow_window_s} s >= 0, spacing {self.follow_spacing_s} s > 0"
-            )
 
     @classmethod
     def from_env(cls) -> CadencePolicy:
@@ -144,14 +123,6 @@ class CadencePolicy:
     def per_tick(self, host_rps: float) -> int:
         """Most listings started in one tick: ``peak_share`` of the host's rate (at least one)."""
         return max(1, int(self.peak_share * host_rps * self.tick_s + 1e-9))
-
-    def regular_budget(self, budget_per_hour: float) -> float:
-        """An hour's polls for the intervals: its budget less the follow-ups' reserve."""
-        return budget_per_hour * (1.0 - self.follow_share) if self.follow_window_s > 0 else budget_per_hour
-
-    def follow_reserve(self, allowance: int) -> int:
-        """A tick's polls kept for follow-ups first: ``follow_share`` of its allowance, rounded up."""
-        return math.ceil(self.follow_share * allowance - 1e-9) if self.follow_window_s > 0 else 0
 
     def week_budget(self, host_rps: float) -> float:
         """Polls the share buys in a week."""
@@ -363,7 +334,7 @@ def allocate(
     steps = _Steps.of(policy)
     keys = list(rates)
     values = [max(0.0, rates[k][0]) for k in keys]
-    levels = _fill(values, policy.regular_budget(budget_per_hour), policy, steps) if keys else []
+    levels = _fill(values, budget_per_hour, policy, steps) if keys else []
     reach = policy.target_s - policy.overhead_s
     out = {}
     for key, rate, k in zip(keys, values, levels, strict=True):
@@ -390,7 +361,6 @@ class Schedule:
     budget_per_hour: float
     prior: Prior
     week: WeekPlan
-    found: dict[str, float | None] = field(default_factory=dict)  # each unit's last find (plan's)
 
     @property
     def budgets(self) -> list[float]:
@@ -414,23 +384,20 @@ def schedule(
         u: [sum(slot_rates[a][s] for a in agencies) for s in range(SLOTS)] for u, agencies in units.items()
     }
     week = plan_week(per_unit.values(), policy, host_rps)
-    now_rates, found = {}, {}
+    now_rates = {}
     for u, agencies in units.items():
         newest = [histories[a].last_new for a in agencies if histories[a].last_new is not None]
         now_rates[u] = rate_now(per_unit[u], max(newest) if newest else None, now, policy)
-        finds = [histories[a].last_found for a in agencies if histories[a].last_found is not None]
-        found[u] = max(finds) if finds else None
     budget = week.budgets[hour_of_week(now)]
     aimed = replace(policy, target_s=week.target_s)
-    return Schedule(allocate(now_rates, budget, aimed), budget, prior, week, found)
+    return Schedule(allocate(now_rates, budget, aimed), budget, prior, week)
 
 
 @dataclass(frozen=True)
 class Plan:
-    due: list[str]  # keys to poll now: past the ceiling, follow-ups, most overdue, most waiting
+    due: list[str]  # keys to poll now: past the ceiling, then most overdue, then most waiting
     deferred: list[str]  # due but over this tick's share of the budget
     capacity: int
-    follow: list[str] = field(default_factory=list)  # those of ``due`` polled as follow-ups
 
 
 def is_due(last_poll: float | None, interval_s: float, now: float, policy: CadencePolicy) -> bool:
@@ -449,43 +416,23 @@ def tick_allowance(budget_per_hour: float, now: float, policy: CadencePolicy) ->
     )
 
 
-def following(
-    found_at: float | None, interval_s: float, last_poll: float | None, now: float, policy: CadencePolicy
-) -> bool:
-    """Whether a unit is owed a follow-up poll now: its last find at most ``follow_window_s`` ago,
-    its interval longer than the follow-ups' spacing (a faster one is polled as often anyway) and
-    the spacing passed since its last poll (give or take half a tick, as :func:`is_due`)."""
-    return (
-        policy.follow_window_s > 0
-        and found_at is not None
-        and now - found_at <= policy.follow_window_s
-        and interval_s > policy.follow_spacing_s
-        and is_due(last_poll, policy.follow_spacing_s, now, policy)
-    )
-
-
 def plan(
     agencies: Iterable[tuple[str, Cadence, float | None]],
     now: float,
     policy: CadencePolicy,
     host_rps: float,
     budget_per_hour: float | None = None,
-    found: Mapping[str, float | None] | None = None,
 ) -> Plan:
     """Which of ``(key, cadence, last poll)`` to poll this tick (see the module docstring). Without
-    ``budget_per_hour`` the tick may take its peak share, and only due agencies are polled.
-    ``found`` maps a key to the time of its last find (:attr:`History.last_found`): follow-ups."""
-    found = found or {}
+    ``budget_per_hour`` the tick may take its peak share, and only due agencies are polled."""
     peak = policy.per_tick(host_rps)
     allowance = peak if budget_per_hour is None else min(peak, tick_allowance(budget_per_hour, now, policy))
     bound = policy.ceiling_s - policy.tick_s / 2
-    forced, follow, due, rest = [], [], [], []
+    forced, due, rest = [], [], []
     for key, c, last in agencies:
         since = math.inf if last is None else now - last
         if since >= bound:
             forced.append((-since, key))
-        elif following(found.get(key), c.interval_s, last, now, policy):
-            follow.append((-since, key, is_due(last, c.interval_s, now, policy)))
         elif is_due(last, c.interval_s, now, policy):
             due.append((-since / c.interval_s, key))
         elif budget_per_hour is not None and since >= policy.tick_s / 2:
@@ -493,21 +440,12 @@ def plan(
             if waiting >= policy.min_gain:
                 rest.append((-waiting, key))
     forced.sort()
-    follow.sort()
     due.sort()
     rest.sort()
     take = [k for _, k in forced[:peak]]
     room = max(0, allowance - len(take))
-    reserved = min(room, policy.follow_reserve(allowance))  # the reserve's share of the tick first
-    followed = [k for _, k, _ in follow[:reserved]]
-    room -= len(followed)
-    take += followed + [k for _, k in due[:room]]
+    take += [k for _, k in due[:room]]
     deferred = [k for _, k in forced[peak:]] + [k for _, k in due[room:]]
     room = max(0, allowance - len(take))
-    more = [k for _, k, _ in follow[reserved : reserved + room]]  # beyond the reserve: after the due
-    take += more
-    followed += more
-    deferred += [k for _, k, was_due in follow[len(followed) :] if was_due]
-    room = max(0, allowance - len(take))
     take += [k for _, k in rest[:room]]
-    return Plan(take, deferred, allowance, followed)
+    return Plan(take, deferred, allowance)

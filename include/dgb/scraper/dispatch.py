@@ -7,9 +7,6 @@ it reads, from PostgreSQL:
 * its **publication history**: its ``news`` rows published in the last ``history_days`` counted by
   hour of the week in Brasília time, and its newest ``published_at`` (one index range scan of
   ``news_agency_published_idx`` per agency);
-* its **last find**: the newest ``created_at`` of its articles published in the last 2 days (a
-  backfill's older articles are no find), i.e. when its last scrape run that found news stored
-  them: :func:`dgb.scraper.cadence.plan` gives it follow-up polls for ``follow_window_s`` after it;
 * its **last poll**: the later of its newest ``scrape_runs`` row's ``started_at`` (manual and
   backfill runs count) and the dispatcher's own ``scrape_cadence.dispatched_at`` (a dispatched
   poll that has not started yet is not dispatched again);
@@ -19,10 +16,9 @@ it reads, from PostgreSQL:
 
 then :func:`dgb.scraper.cadence.schedule` (the empirical Bayes forecast, the week's listing budget
 hour by hour and this hour's allocation) and :func:`dgb.scraper.cadence.plan` (this tick's share of
-the hour's budget, follow-ups after a find first) decide, and every agency's cadence, reason
-(``follow`` for a follow-up poll) and lag is written to ``scrape_cadence`` for ``dgb status`` and
-the pipeline view. The agencies of one scrape DAG (the EBC sources) are one unit: their rates
-summed, one interval, their newest find.
+the hour's budget) decide, and every agency's cadence, reason and lag is written to
+``scrape_cadence`` for ``dgb status`` and the pipeline view. The agencies of one scrape DAG (the
+EBC sources) are one unit: their rates summed, one interval.
 
 **The poll is the dispatcher's.** :func:`run_tick` reads the newest listing page of each due agency
 itself (:func:`probe`: one request through the shared host budget at ``scrape`` priority; for Plone
@@ -221,18 +217,13 @@ def read_histories(conn, keys: list[str], now: float, days: float) -> dict[str, 
             out[key].counts[slot] = float(n)
         cur.execute(
             """
-            SELECT k,
-                   (SELECT max(published_at) FROM news WHERE agency_key = k AND published_at <= %s),
-                   (SELECT max(created_at) FROM news
-                     WHERE agency_key = k AND published_at > %s - make_interval(secs => %s)
-                       AND published_at <= %s AND created_at <= %s)
+            SELECT k, (SELECT max(published_at) FROM news WHERE agency_key = k AND published_at <= %s)
               FROM unnest(%s::text[]) AS k
             """,
-            (at, at, BACKFILL_AGE_S, at, at, keys),
+            (at, keys),
         )
-        for key, newest, found in cur.fetchall():
+        for key, newest in cur.fetchall():
             out[key].last_new = newest.timestamp() if newest else None
-            out[key].last_found = found.timestamp() if found else None
     return out
 
 
@@ -306,14 +297,12 @@ def decide(
         agencies += mine
         lasts = [a.last_poll for a in mine if a.last_poll is not None]
         per_dag.append((spec.dag_id, c, max(lasts) if lasts else None))
-    decided = plan(per_dag, now, policy, rps, decided_cadences.budget_per_hour, decided_cadences.found)
-    due, deferred, follow = set(decided.due), set(decided.deferred), set(decided.follow)
+    decided = plan(per_dag, now, policy, rps, decided_cadences.budget_per_hour)
+    due, deferred = set(decided.due), set(decided.deferred)
     for a in agencies:
         a.dispatched = a.dag_id in due
         if a.dag_id in deferred:
             a.reason = "budget"
-        elif a.dag_id in follow:
-            a.reason = "follow"
     if record:
         _record(conn, agencies, now)
     return Decision(now, decided.due, agencies, decided)

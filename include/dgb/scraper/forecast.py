@@ -38,13 +38,11 @@ def hour_of_week(ts: float) -> int:
 
 @dataclass
 class History:
-    """One agency's publication history: counts per hour of the week over ``days``, newest article,
-    last find."""
+    """One agency's publication history: counts per hour of the week over ``days``, newest article."""
 
     counts: list[float] = field(default_factory=lambda: [0.0] * SLOTS)
     days: float = 28.0
     last_new: float | None = None  # epoch seconds of its newest article (published_at)
-    last_found: float | None = None  # epoch seconds its newest find was stored (news.created_at)
 
     @classmethod
     def from_times(cls, published: Iterable[float], now: float, days: float) -> History:

@@ -136,26 +136,6 @@ def test_over_the_listing_share_the_rest_waits_for_the_next_tick(history):
     assert rows(history)[waiting[0]][1] == "budget"
 
 
-def test_a_find_brings_the_quiet_agency_a_follow_up_poll(history):
-    # its poll 150 s ago found an article published yesterday, stored 130 s ago: a find
-    add_run(history, "autarquia-quieta", NOW - timedelta(seconds=150))
-    add_news(history, "autarquia-quieta", NOW - timedelta(days=1), lag_s=86400 - 130)
-    # follow-ups off (the default): the find changes nothing, it waits for its interval
-    assert POLICY.follow_window_s == 0
-    assert (
-        "scrape_autarquia-quieta"
-        not in decide(history, SPECS, now=NOW.timestamp(), policy=POLICY, rps=2.0, record=False).dag_ids
-    )
-    # on: polled again at the follow-ups' spacing though its interval is much longer
-    on = replace(POLICY, follow_window_s=300.0, follow_spacing_s=120.0)
-    decision = decide(history, SPECS, now=NOW.timestamp(), policy=on, rps=2.0)
-    assert "scrape_autarquia-quieta" in decision.dag_ids
-    assert "scrape_autarquia-quieta" in decision.plan.follow
-    quiet = next(a for a in decision.agencies if a.key == "autarquia-quieta")
-    assert quiet.cadence.interval_s > on.follow_spacing_s and quiet.reason == "follow"
-    assert rows(history)["autarquia-quieta"][1] == "follow"
-
-
 @pytest.fixture
 def three_agencies(pg, mirror):
     """(agencies, specs) on the local site: mec with its articles all stored, mulheres with two

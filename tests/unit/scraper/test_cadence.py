@@ -1,11 +1,9 @@
 """The scrape cadence (dgb.scraper.cadence): the empirical Bayes forecast, the listing budget planned
-hour by hour and spent exactly, the bound on a quiet agency's wait, bursts, follow-ups after a find
-out of their reserve, settings."""
+hour by hour and spent exactly, the bound on a quiet agency's wait, bursts, settings."""
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -18,7 +16,6 @@ from dgb.scraper.cadence import (
     History,
     allocate,
     fit_prior,
-    following,
     hour_of_week,
     is_due,
     plan,
@@ -29,7 +26,6 @@ from dgb.scraper.cadence import (
 )
 
 POLICY = CadencePolicy()
-FOLLOW = CadencePolicy(follow_window_s=300.0, follow_spacing_s=120.0, follow_share=0.02)  # follow-ups on
 # Monday 2026-12-07 14:00 UTC = 11:00 in Brasília, an office hour
 MONDAY_11H = datetime(2026, 12, 7, 14, 0, tzinfo=UTC).timestamp()
 
@@ -92,10 +88,9 @@ def test_the_week_budget_is_planned_where_the_news_is_and_sums_to_the_share():
     assert weekend < 0.5 * sum(s.budgets[:120]) / 120  # the group publishes on weekdays only
 
 
-def run_ticks(histories, start: float, ticks: int, policy=POLICY, rps: float = 2.0, last=None, follows=None):
+def run_ticks(histories, start: float, ticks: int, policy=POLICY, rps: float = 2.0, last=None):
     """The dispatcher's loop on a simulated clock (the schedule recomputed at each hour): the polls
-    started per tick, each agency's poll times, and the hour budgets used. ``follows`` (a dict)
-    collects each agency's follow-up poll times."""
+    started per tick, each agency's poll times, and the hour budgets used."""
     last = dict(last) if last is not None else dict.fromkeys(histories, start - 30.0)
     polls: dict[str, list[float]] = {k: [] for k in histories}
     per_tick, budgets = [], {}
@@ -105,15 +100,11 @@ def run_ticks(histories, start: float, ticks: int, policy=POLICY, rps: float = 2
         if s is None or int(now // HOUR) != int((now - policy.tick_s) // HOUR):
             s = schedule(histories, now, policy, rps)
             budgets[int(now // HOUR)] = s.budget_per_hour
-        units = [(k, s.cadences[k], last[k]) for k in histories]
-        decided = plan(units, now, policy, rps, s.budget_per_hour, s.found)
-        assert len(set(decided.due)) == len(decided.due) and set(decided.follow) <= set(decided.due)
+        decided = plan([(k, s.cadences[k], last[k]) for k in histories], now, policy, rps, s.budget_per_hour)
+        assert len(set(decided.due)) == len(decided.due)
         for k in decided.due:
             last[k] = now + 3.0
             polls[k].append(now + 3.0)
-        for k in decided.follow:
-            if follows is not None:
-                follows.setdefault(k, []).append(now + 3.0)
         per_tick.append(len(decided.due))
     return per_tick, polls, budgets
 
@@ -266,129 +257,3 @@ def test_an_hours_ticks_take_its_budget_to_the_poll():
     for budget in (0.0, 0.5, 59.0, 61.0, 1296.4, 3000.0):
         got = [tick_allowance(budget, MONDAY_11H + i * 60, POLICY) for i in range(60)]
         assert sum(got) == int(budget) and max(got) - min(got) <= 1
-
-
-def test_a_find_brings_follow_up_polls_at_the_spacing_within_the_window():
-    hs = group(60)
-    quiet = History(days=28.0, last_new=MONDAY_11H - 20 * DAY)  # polled at its ceiling
-    hs["quiet"] = quiet
-    start = MONDAY_11H
-    tight = replace(FOLLOW, listing_share=0.012)  # no polls left over for agencies not due
-    assert schedule(hs, start, tight, 2.0).cadences["quiet"].interval_s == tight.ceiling_s
-    # its poll 10 s before the start found an article (published a day late), stored at the start
-    quiet.last_found = start
-    last = dict.fromkeys(hs, start - 30.0)
-    last["quiet"] = start - 10.0
-    follows: dict[str, list[float]] = {}
-    _, polls, _ = run_ticks(hs, start, 45, policy=tight, last=last, follows=follows)
-    window, spacing = tight.follow_window_s, tight.follow_spacing_s
-    assert follows["quiet"] == polls["quiet"][: len(follows["quiet"])]  # its first polls are follow-ups
-    assert len(follows["quiet"]) == int(window // spacing)  # 300 s at 120 s: two
-    assert all(t - start <= window for t in follows["quiet"])
-    gaps = [b - a for a, b in itertools.pairwise([start - 10.0, *follows["quiet"]])]
-    assert all(spacing - tight.tick_s / 2 <= g <= spacing + tight.tick_s for g in gaps)
-    assert polls["quiet"] == follows["quiet"]  # then nothing until its ceiling
-    # no find (or one before the window): its ceiling only
-    for found in (None, start - window - 1):
-        quiet.last_found = found
-        _, polls, _ = run_ticks(hs, start, 45, policy=tight, last=last)
-        assert polls["quiet"] == []
-
-
-def test_follow_ups_come_out_of_their_reserve_and_never_over_the_budget():
-    hs = group(400)
-    start = MONDAY_11H
-    s = schedule(hs, start, FOLLOW, 2.0)
-    off = replace(FOLLOW, follow_window_s=0)
-    # the intervals spend the budget less the reserve
-    rates = {k: (c.rate_per_hour, False) for k, c in s.cadences.items()}
-    spent = sum(HOUR / c.interval_s for c in allocate(rates, s.budget_per_hour, FOLLOW).values())
-    whole = sum(HOUR / c.interval_s for c in allocate(rates, s.budget_per_hour, off).values())
-    regular = s.budget_per_hour * (1 - FOLLOW.follow_share)
-    assert spent <= regular + 1e-6 < whole
-    assert FOLLOW.regular_budget(s.budget_per_hour) == pytest.approx(regular)
-    # every short interval overdue and half of those agencies just found news: each tick takes the
-    # reserve's share of follow-ups first, the due agencies next, and never more than its share
-    due = [k for k in hs if s.cadences[k].interval_s <= 600]
-    found = dict.fromkeys(due[::2], start)
-    last = dict.fromkeys(due, start - 0.5 * FOLLOW.ceiling_s)
-    total = beyond = 0
-    for i in range(5):
-        now = start + i * FOLLOW.tick_s
-        followed = {k for k in found if following(found[k], s.cadences[k].interval_s, last[k], now, FOLLOW)}
-        decided = plan([(k, s.cadences[k], last[k]) for k in due], now, FOLLOW, 2.0, s.budget_per_hour, found)
-        reserve = FOLLOW.follow_reserve(decided.capacity)
-        assert 1 <= reserve < decided.capacity
-        assert len(decided.due) == decided.capacity == tick_allowance(s.budget_per_hour, now, FOLLOW)
-        assert set(decided.follow) <= followed
-        assert len(decided.follow) >= min(reserve, len(followed))
-        assert decided.due[: min(reserve, len(followed))] == decided.follow[:reserve]  # the reserve first
-        waiting = [
-            k for k in due if k not in followed and is_due(last[k], s.cadences[k].interval_s, now, FOLLOW)
-        ]
-        if set(waiting) - set(decided.due):  # a due agency waits: no follow-up beyond the reserve
-            assert len(decided.follow) == min(reserve, len(followed))
-            beyond += 1
-        else:
-            assert len(decided.follow) == min(len(followed), decided.capacity - len(waiting))
-        for k in decided.due:
-            last[k] = now
-        total += len(decided.due)
-    assert beyond >= 1  # a tick where the due agencies outnumbered the room
-    assert total <= s.budget_per_hour * 5 * FOLLOW.tick_s / HOUR + 1
-
-
-def test_without_finds_the_tick_is_what_it_was():
-    hs = group(160)
-    start = MONDAY_11H + 7 * 60
-    s = schedule(hs, start, FOLLOW, 2.0)
-    assert all(v is None for v in s.found.values())
-    last = {k: start - (37.0 * i) % 1800 for i, k in enumerate(hs)}
-    units = [(k, s.cadences[k], last[k]) for k in hs]
-    before = plan(units, start, FOLLOW, 2.0, s.budget_per_hour)
-    assert before.follow == [] and before.due
-    old = dict.fromkeys(hs, start - FOLLOW.follow_window_s - 1)  # every find older than the window
-    assert plan(units, start, FOLLOW, 2.0, s.budget_per_hour, old) == before
-    assert plan(units, start, FOLLOW, 2.0, s.budget_per_hour, {}) == before
-    # with follow-ups off, a find changes nothing either, and the intervals get the whole budget
-    off = replace(FOLLOW, follow_window_s=0)
-    now_ = dict.fromkeys(hs, start)
-    assert plan(units, start, off, 2.0, s.budget_per_hour, now_) == plan(
-        units, start, off, 2.0, s.budget_per_hour
-    )
-    assert off.regular_budget(1000.0) == 1000.0 and off.follow_reserve(40) == 0
-
-
-def test_a_quiet_agency_is_still_polled_at_its_ceiling_while_others_are_followed():
-    hs = group(60)
-    silent = History(days=28.0, last_new=MONDAY_11H - 120 * DAY)
-    hs["silent"] = silent
-    tight = replace(FOLLOW, listing_share=0.012, follow_share=0.5)  # follow-ups may take half of it
-    start = MONDAY_11H
-    for k, h in hs.items():  # every other agency finds news at every tick (a find kept ahead of the clock)
-        if k != "silent":
-            h.last_found = start + 4 * HOUR
-    follows: dict[str, list[float]] = {}
-    _, polls, _ = run_ticks(hs, start, 4 * 60, policy=tight, follows=follows)
-    assert sum(len(v) for v in follows.values()) > 100  # the follow-ups took their reserve and more
-    times = [start - 30.0, *polls["silent"], start + 4 * HOUR]
-    assert len(polls["silent"]) >= 3
-    assert max(b - a for a, b in itertools.pairwise(times)) <= tight.ceiling_s + tight.tick_s
-
-
-def test_the_follow_up_settings(monkeypatch):
-    # off by default (they did not help on the development seeds): the intervals get the whole budget
-    default = CadencePolicy()
-    assert default.follow_window_s == 0 and default.follow_reserve(40) == 0
-    assert default.regular_budget(1000.0) == 1000.0
-    monkeypatch.setenv("DGB_SCRAPE_FOLLOW_WINDOW", "600")
-    monkeypatch.setenv("DGB_SCRAPE_FOLLOW_SPACING", "180")
-    monkeypatch.setenv("DGB_SCRAPE_FOLLOW_SHARE", "0.1")
-    policy = CadencePolicy.from_env()
-    assert (policy.follow_window_s, policy.follow_spacing_s, policy.follow_share) == (600, 180, 0.1)
-    assert policy.follow_reserve(21) == 3 and policy.regular_budget(1000.0) == pytest.approx(900.0)
-    monkeypatch.setenv("DGB_SCRAPE_FOLLOW_WINDOW", "0")
-    assert CadencePolicy.from_env().follow_reserve(21) == 0
-    monkeypatch.setenv("DGB_SCRAPE_FOLLOW_SHARE", "0.9")
-    with pytest.raises(ValueError, match="DGB_SCRAPE_FOLLOW_SHARE"):
-        CadencePolicy.from_env()

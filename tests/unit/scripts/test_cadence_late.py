@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[3]
 LINE = re.compile(
     r"^late: seed=527 p50_s=[0-9]+ p95_s=[0-9]+ office_p95_s=([0-9]+|nan) listing_requests_per_day=[0-9]+"
     r" late=(?P<late>[0-9]+) late_followers=(?P<fol>[0-9]+) late_off_hours=(?P<off>[0-9]+)"
-    r" late_with_find_nearby=(?P<near>[0-9]+) follow_polls_per_day=[0-9]+$"
+    r" late_with_find_nearby=(?P<near>[0-9]+)$"
 )
 
 
@@ -51,8 +51,8 @@ def test_a_find_nearby_is_another_article_of_the_agency_stored_before_it():
 
 def test_policy_overrides_are_cadence_fields():
     late = load_script()
-    assert late.parse_overrides("follow_window_s=0, recent_weight=0.1") == {
-        "follow_window_s": 0.0,
+    assert late.parse_overrides("forecast_miss=0.05, recent_weight=0.1") == {
+        "forecast_miss": 0.05,
         "recent_weight": 0.1,
     }
     assert late.parse_overrides("") == {}

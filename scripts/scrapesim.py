@@ -10,7 +10,7 @@ Two ways to start the scrapes, on the same site and host:
   functions of :mod:`dgb.scraper.cadence`, imported, not copied, decide from the history as the
   dispatcher reads it (the articles scraped so far, published in the last ``history_days``, rebuilt
   daily and added to as articles are found): the empirical Bayes prior and the week's hour budgets
-  every hour, the target they can buy every day (:func:`~dgb.scraper.cadence.fit_prior`,
+  every hour, the target they can buy every day (:func:`~dgb.scraper.forecast.fit_prior`,
   :func:`~dgb.scraper.cadence.plan_week`),
   each tick the rates now, the hour's allocation and the tick's plan
   (:func:`~dgb.scraper.cadence.rate_now`, :func:`~dgb.scraper.cadence.allocate`,

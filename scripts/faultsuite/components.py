@@ -23,6 +23,16 @@ class Pausable(Protocol):
     def resume(self) -> None: ...
 
 
+def process_alive(comp) -> bool:
+    """Whether the component's own process is alive (False when it has no process of ours to
+    look at, as for PostgreSQL's cluster: then only its health counts)."""
+    proc = getattr(comp, "proc", None)
+    try:
+        return bool(proc is not None and proc.alive())
+    except Exception:
+        return False
+
+
 class Components:
     def __init__(self, ctx: Context):
         self.ctx = ctx
@@ -50,7 +60,11 @@ class Components:
         self.ctx.ts = schema.client(s, timeout=10.0)
 
     def supervise(self) -> list[str]:
-        """Like a process supervisor: start any component that is down (PostgreSQL first)."""
+        """Like a process supervisor: start any component that is down (PostgreSQL first).
+
+        A component whose process is alive but does not report healthy (a scheduler whose
+        heartbeat is late, a triggerer just continued after a pause) is waited for, not started:
+        it is not counted as restarted. Returns the components it started."""
         fixed = []
         if self.holding:
             return fixed
@@ -62,14 +76,19 @@ class Components:
                 healthy = False
             if healthy:
                 continue
-            log(f"supervisor: {name} is down; starting it")
+            alive = process_alive(comp)
+            if alive:
+                log(f"supervisor: {name} runs but does not report healthy; waiting for it")
+            else:
+                log(f"supervisor: {name} is down; starting it")
             try:
                 comp.up()
                 if name == "pubsub":
                     topology.apply_to_emulator(self.ctx.s)
-                fixed.append(name)
+                if not alive:
+                    fixed.append(name)
             except Exception as exc:
-                log(f"supervisor: {name} failed to start: {exc}")
+                log(f"supervisor: {name} failed to {'become healthy' if alive else 'start'}: {exc}")
         self.restarted_by_supervisor += fixed
         return fixed
 

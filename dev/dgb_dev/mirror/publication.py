@@ -36,7 +36,8 @@ The estimate is stored in ``publication_model.json`` beside this module (what th
 so it runs without the data); ``python -m dgb_dev.mirror.publication DIR`` estimates it again.
 :meth:`PublicationModel.generate` draws publication times per agency as bursts arriving as a
 Poisson process whose rate, per hour, is the daily volume x the day's factor x the agency's hour
-share.
+share; :meth:`PublicationModel.draw` makes the same draws and also returns that rate (the
+:class:`Intensity`, for ``scripts/cadence_bound.py``).
 """
 
 from __future__ import annotations
@@ -207,6 +208,23 @@ def estimate(data_dir: Path, pseudo: float = 0.5, night_floor: float = 0.002, se
     }
 
 
+@dataclass(frozen=True)
+class Intensity:
+    """What one draw of :meth:`PublicationModel.draw` came from, agency by agency: the expected
+    bursts starting in each hour from ``start`` (Poisson, spread evenly over the hour; after the
+    agency's drift), the time its articles start to count (a dormant agency's waking; -inf for the
+    others), and the bursts' shape: ``burst_extra`` more articles on average, each uniformly within
+    ``burst_span_s`` after the burst's first. Nothing counts from ``end`` on. The expected articles a
+    second follow from it (``scripts/cadence_bound.py``), not from the articles drawn."""
+
+    start: float
+    end: float
+    bursts_per_hour: np.ndarray  # (agencies, hours)
+    wake: np.ndarray  # (agencies,) epoch s
+    burst_extra: float
+    burst_span_s: float
+
+
 @dataclass
 class PublicationModel:
     agency_counts: dict[str, float]
@@ -301,6 +319,21 @@ class PublicationModel:
         """Publication times (sorted epoch s) and agency indexes for ``days`` from ``start``. From
         ``measured_from`` on (default: never) each agency's rate drifts and the dormant agencies
         wake, each on a day of its own; before it they publish nothing."""
+        times, who, _ = self.draw(agencies, start, days, per_day, rng, measured_from=measured_from)
+        return times, who
+
+    def draw(
+        self,
+        agencies: list[str],
+        start: float,
+        days: float,
+        per_day: float,
+        rng,
+        *,
+        measured_from: float | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, Intensity]:
+        """:meth:`generate`'s times and agency indexes (the same draws from ``rng``), and the
+        :class:`Intensity` they were drawn from."""
         hours = round(days * 24)
         shares = self.shares(agencies)
         base = self.hourly_rate(start, hours, 1.0)
@@ -308,6 +341,8 @@ class PublicationModel:
         edges = start + np.arange(hours) * 3600.0
         end = start + hours * 3600.0
         times, who = [], []
+        bursts = np.zeros((len(agencies), hours))
+        wakes = np.full(len(agencies), -math.inf)
         dormant = rng.random(len(agencies)) < self.dormant_share
         for a in range(len(agencies)):
             shift = round(float(rng.normal(0.0, self.shift_sd)) * 4) / 4 if self.shift_sd else 0.0
@@ -320,6 +355,7 @@ class PublicationModel:
                 rate = np.where(edges >= measured_from, rate * drift, rate)
                 if dormant[a]:
                     wake = measured_from + rng.random() * (end - measured_from)
+            bursts[a], wakes[a] = rate, wake
             n = rng.poisson(rate)
             first = np.repeat(edges, n) + rng.random(int(n.sum())) * 3600
             extra = np.zeros(len(first), dtype=int)
@@ -336,7 +372,7 @@ class PublicationModel:
         t = np.concatenate(times) if times else np.zeros(0)
         w = np.concatenate(who) if who else np.zeros(0, dtype=int)
         order = np.argsort(t, kind="stable")
-        return t[order], w[order]
+        return t[order], w[order], Intensity(start, end, bursts, wakes, self.burst_extra, self.burst_span_s)
 
     def office_hours(
         self,

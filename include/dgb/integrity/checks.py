@@ -270,10 +270,23 @@ def page_url(fetched: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-def same_article(changed: list[str]) -> bool:
-    """Is a page found at another URL the same article? Not when both title and content differ
-    (a redirect to a home page or to another article)."""
-    return not {"title", "content"} <= set(changed)
+def same_article(changed: list[str], published_same: bool = False) -> bool:
+    """Is a page found at another URL the same article? Yes when it carries the stored article's
+    publication time (``published_same``: an editor who rewrote the title and the text, and so
+    the URL, as Plone does on a rename); otherwise not when both title and content differ (a
+    redirect to a home page or to another article)."""
+    return published_same or not {"title", "content"} <= set(changed)
+
+
+def same_publication(stored: Any, page: Any) -> bool:
+    """Do the stored article and a page give the same publication time (within the minute a
+    listing or a page shows it to)? Unknown on either side: no."""
+    if stored is None or page is None:
+        return False
+    try:
+        return abs((stored - page).total_seconds()) < 60
+    except TypeError:  # one side without a time zone: not comparable
+        return False
 
 
 def plone6_search_url(url: str, agency_key: str, title: str) -> str | None:
@@ -359,6 +372,17 @@ def parse_page(
     if art.published_at is None and published_fallback is not None:
         art.with_published_at(published_fallback)
     return art
+
+
+def _page_published_same(kind: str, resp: Response, url: str, agency_key: str, published: Any) -> bool:
+    """Does the page itself (not the stored time given as its fallback) carry the stored
+    article's publication time? Parsed again without the fallback: only for a redirect whose page
+    differs in both title and content, which is rare."""
+    try:
+        own = parse_page(kind, resp, url, agency_key, None).published_at
+    except Exception:
+        return False
+    return same_publication(published, own)
 
 
 def stored_fields(news_row: Any) -> dict[str, Any]:
@@ -470,7 +494,9 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
     moved_to = page_url(resp.url) if resp.redirects else None
     if moved_to == url:
         moved_to = None
-    if moved_to is not None and not same_article(changed):
+    if moved_to is not None and not same_article(
+        changed, _page_published_same(kind, resp, url, agency_key, published)
+    ):
         return ContentResult(
             "error",
             etag=etag,

@@ -23,23 +23,17 @@ for 97.5% of the forecast articles aims at the p95 it can buy instead of leaving
 ceiling. The 2.5% was chosen on development draws of ``scripts/bench_scale.py`` (seeds 527 and
 1527), not on the draws its results are reported on.
 
-**The forecast: an empirical Bayes prior** (:func:`fit_prior`). An agency's history is its article
-count in each of the 168 hours of the week over the last ``history_days`` (28). Its rate in hour
-``h`` is the posterior mean of a gamma-Poisson model whose prior is fitted over all agencies:
-
-* its volume (articles a week) has a gamma prior, shape ``a`` and rate ``b`` by the method of
-  moments over the agencies' weekly counts (their spread minus the Poisson part), so its estimate
-  is ``(a + n) / (b + weeks)``: a new or quiet agency (small ``n``) is pulled towards the group's
-  mean, a busy one keeps its own;
-* its share of the week in hour ``h`` has a Dirichlet prior around the group's week profile with a
-  concentration ``k`` fitted from how much more the agencies' hour-of-day counts vary than the
-  multinomial would (Pearson's statistic), so its profile is ``(count[h] + k * profile[h]) /
-  (n + k)``: an agency with a few articles publishes as the group does, one with hundreds as itself.
+**The forecast** (:mod:`dgb.scraper.forecast`): each agency's expected articles in each hour of the
+week, the posterior mean of an empirical Bayes gamma-Poisson model fitted over all agencies
+(:func:`~dgb.scraper.forecast.fit_prior`), so a new or quiet agency publishes as the group does and
+a busy one as itself.
 
 Its rate now blends this hour and the next (by the minutes gone, so polls quicken before a peak),
 raised by **the time since its newest article**, ``recent_weight * 3600 / seconds since`` (0.25: an
 article 5 min ago means 3/h), so a quiet agency that suddenly publishes is polled fast from the poll
-that finds its first new article, and slows again as the burst ages.
+that finds its first new article, and slows again as the burst ages. (Follow-up polls after a find,
+out of a reserve of the budget, were built and measured at ``b903f17`` and removed: they did not
+make the p95 fresher; docs/benchmarks.md, "Follow-ups after a find".)
 
 **The allocation** (:func:`allocate`, the same rule as :func:`plan_week`). Intervals come from a
 ladder of whole ticks between ``floor_s`` (60 s) and ``ceiling_s`` (3600 s). With Poisson arrivals
@@ -79,25 +73,23 @@ import bisect
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from dgb.config import scrape as config_scrape
+from dgb.scraper.forecast import (
+    BRT_OFFSET_S,
+    DAY,
+    HOUR,
+    SLOTS,
+    History,
+    Prior,
+    fit_prior,
+    hour_of_week,
+)
 
-SLOTS = 168  # hours in a week
-HOUR = 3600.0
-DAY = 86400.0
 WEEK = 7 * DAY
-BRT_OFFSET_S = -3 * HOUR  # Brasília time: UTC-3 all year (no daylight saving since 2019)
 REASONS = ("busy", "recent", "target", "rationed", "dormant", "budget")
 LADDER_TICKS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 60, 90, 120)
-
-
-def hour_of_week(ts: float) -> int:
-    """Hour of the week in Brasília time for epoch seconds ``ts``: Monday 00h = 0 ... Sunday 23h = 167."""
-    local = ts + BRT_OFFSET_S
-    days = math.floor(local / DAY)
-    weekday = (days + 3) % 7  # 1970-01-01 was a Thursday
-    return int(weekday * 24 + (local - days * DAY) // HOUR)
 
 
 @dataclass(frozen=True)
@@ -143,35 +135,6 @@ class CadencePolicy:
         return sorted(steps, reverse=True)
 
 
-@dataclass
-class History:
-    """One agency's publication history: counts per hour of the week over ``days``, newest article."""
-
-    counts: list[float] = field(default_factory=lambda: [0.0] * SLOTS)
-    days: float = 28.0
-    last_new: float | None = None  # epoch seconds of its newest article (published_at)
-
-    @classmethod
-    def from_times(cls, published: Iterable[float], now: float, days: float) -> History:
-        """From publication times (epoch seconds): those in ``[now - days, now]`` are counted."""
-        h = cls(days=days)
-        start = now - days * DAY
-        for ts in published:
-            if ts <= now:
-                h.last_new = ts if h.last_new is None else max(h.last_new, ts)
-                if ts >= start:
-                    h.counts[hour_of_week(ts)] += 1
-        return h
-
-    @property
-    def total(self) -> float:
-        return float(sum(self.counts))
-
-    @property
-    def weeks(self) -> float:
-        return max(self.days / 7.0, 1e-9)
-
-
 @dataclass(frozen=True)
 class Cadence:
     interval_s: float
@@ -184,91 +147,6 @@ class Cadence:
 
 def fmt_interval(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
-
-
-def week_profile(histories: Iterable[History]) -> list[float]:
-    """Every agency's share of articles per hour of the week (sums to 1; uniform with no data).
-
-    A small uniform part (1% of the week's total) keeps hours nobody published in above zero."""
-    total = [0.0] * SLOTS
-    for h in histories:
-        for i, c in enumerate(h.counts):
-            total[i] += c
-    n = sum(total)
-    if n <= 0:
-        return [1.0 / SLOTS] * SLOTS
-    smoothed = [c + 0.01 * n / SLOTS for c in total]
-    s = sum(smoothed)
-    return [c / s for c in smoothed]
-
-
-@dataclass(frozen=True)
-class Prior:
-    """The empirical Bayes prior fitted over the agencies (see the module docstring): gamma
-    ``shape``/``rate`` of the articles a week, Dirichlet ``concentration`` around ``profile``."""
-
-    shape: float
-    rate: float  # in weeks: the prior weighs as this many weeks of an agency's own data
-    concentration: float  # in articles: the profile prior weighs as this many of its own articles
-    profile: tuple[float, ...]
-    agencies: int = 0
-
-    @property
-    def mean_per_week(self) -> float:
-        return self.shape / self.rate
-
-    def per_week(self, history: History) -> float:
-        """Posterior mean of the agency's articles a week."""
-        return (self.shape + history.total) / (self.rate + history.weeks)
-
-    def rates(self, history: History) -> list[float]:
-        """Posterior mean articles per hour in each hour of the week."""
-        n, k = history.total, self.concentration
-        volume = self.per_week(history)
-        return [volume * (c + k * p) / (n + k) for c, p in zip(history.counts, self.profile, strict=True)]
-
-
-def _hour_of_day(counts: Sequence[float]) -> list[float]:
-    out = [0.0] * 24
-    for slot, c in enumerate(counts):
-        out[slot % 24] += c
-    return out
-
-
-def fit_prior(histories: Iterable[History]) -> Prior:
-    """The prior from every agency's history: moments of the weekly counts for the gamma, the
-    overdispersion of the hour-of-day counts around the group's for the Dirichlet (the
-    concentration does not change when hours are pooled, so it is fitted on the 24 hours of the day,
-    where counts are less sparse, and used on the 168 of the week)."""
-    hs = list(histories)
-    profile = tuple(week_profile(hs))
-    if not hs:
-        return Prior(1.0, 1.0, 1.0, profile, 0)
-    per_week = [h.total / h.weeks for h in hs]
-    mean = sum(per_week) / len(hs)
-    if mean <= 0:
-        return Prior(1e-3, 1.0, 1.0, profile, len(hs))
-    spread = sum((x - mean) ** 2 for x in per_week) / max(1, len(hs) - 1)
-    noise = sum(mean / h.weeks for h in hs) / len(hs)  # what Poisson counts alone would spread
-    between = max(spread - noise, mean * mean * 1e-6)
-    shape, rate = mean * mean / between, mean / between
-    if rate > 1e6:  # no spread beyond Poisson: the group's mean for everyone
-        shape, rate = mean * 1e6, 1e6
-    day = _hour_of_day(profile)
-    excess, pairs = 0.0, 0.0
-    for h in hs:
-        n = h.total
-        if n < 2:
-            continue
-        x2 = sum(
-            (c - n * p) ** 2 / (n * p) for c, p in zip(_hour_of_day(h.counts), day, strict=True) if p > 0
-        )
-        excess += x2 / 23.0 - 1.0
-        pairs += n - 1
-    inv = excess / pairs if pairs else 1.0  # ~ 1 / (concentration + 1)
-    inv = min(max(inv, 1e-4), 1.0)
-    concentration = max(0.5, 1.0 / inv - 1.0)
-    return Prior(shape, rate, concentration, profile, len(hs))
 
 
 def rate_now(slot_rates: Sequence[float], last_new: float | None, now: float, policy: CadencePolicy):

@@ -312,6 +312,24 @@ def test_url_migration_with_redirects_moves_every_article(pg, mirror, ts_index):
     assert again["outcomes"].get("moved", 0) == 0 and again["outcomes"].get("unchanged", 0) >= MEC_N
 
 
+def test_an_article_rewritten_then_moved_is_followed_by_its_publication_time(pg, mirror):
+    # an editor rewrote title and text (Plone renames the URL and redirects the old one) before
+    # integrity saw the edit: the page differs in both, but carries the stored publication time
+    w = World(pg, mirror)
+    uid = w.count("SELECT unique_id FROM news WHERE url LIKE '%/mec-noticia-03'")
+    w.site.edit("mec", "mec-noticia-03", title="Título inteiramente novo", content="Um texto todo reescrito.")
+    w.site.move("mec", "mec-noticia-03", "titulo-inteiramente-novo")
+    with w.fetcher() as f:
+        result = check_article(pg, f, uid, now=w.now + timedelta(minutes=1), policy=w.policy)
+    assert result.outcome == "moved" and result.content.found_via == "redirect"
+    assert result.content.moved_to.endswith("/titulo-inteiramente-novo")
+    url, title, removed_at = w.pg.execute(
+        "SELECT url, title, removed_at FROM news WHERE unique_id = %s", (uid,)
+    ).fetchone()
+    w.pg.commit()
+    assert url == result.content.moved_to and title == "Título inteiramente novo" and removed_at is None
+
+
 def test_plone6_page_found_for_an_article_moved_without_redirect(pg, mirror):
     w = World(pg, mirror)
     uid = w.count("SELECT unique_id FROM news WHERE url LIKE '%/mec-noticia-04'")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dgb.integrity.checks import page_url, plone6_search_url, same_article
+from dgb.integrity.checks import page_url, plone6_search_url, same_article, same_publication
 from dgb.integrity.evidence import RemovalPolicy, host_of, is_bad, is_normal, weigh
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -83,6 +83,15 @@ def test_moved_helpers():
     assert page_url("http://h/www.gov.br/mec/pt-br/n/x") == "http://h/www.gov.br/mec/pt-br/n/x"
     assert same_article([]) and same_article(["title"]) and same_article(["content", "image_url"])
     assert not same_article(["title", "content"])  # a home page or another article
+    assert same_article(["title", "content"], published_same=True)  # rewritten, then renamed
+
+
+def test_same_publication_is_the_same_minute_and_known_on_both_sides():
+    t = datetime(2026, 12, 5, 1, 44, 33, tzinfo=UTC)
+    assert same_publication(t, t + timedelta(seconds=59)) and same_publication(t, t)
+    assert not same_publication(t, t + timedelta(minutes=1))
+    assert not same_publication(t, None) and not same_publication(None, t)
+    assert not same_publication(t, t.replace(tzinfo=None))  # not comparable: not the same
     url = plone6_search_url("http://h/www.gov.br/mec/pt-br/assuntos/noticias/x", "mec", "Enem tem recorde")
     assert url == (
         "http://h/www.gov.br/mec/++api++/@search?portal_type=News%20Item&b_size=10&Title=Enem%20tem%20recorde"

@@ -111,3 +111,26 @@ def test_fewest_in_window_is_the_minimum_over_every_window():
 
 
 DAY = 86400.0
+
+
+def test_draw_makes_generates_draws_and_returns_the_rate_they_came_from():
+    """scripts/cadence_bound.py reads the true rate of the very draw bench_scale.py measures on."""
+    model = PublicationModel.load()
+    keys = [f"orgao{i:02d}" for i in range(30)]
+    start = datetime(2026, 11, 30, 3, 0, tzinfo=UTC).timestamp()
+    measured = start + 7 * DAY
+    times, who = model.generate(keys, start, 21, 300.0, np.random.default_rng(5), measured_from=measured)
+    again, again_who, rate = model.draw(
+        keys, start, 21, 300.0, np.random.default_rng(5), measured_from=measured
+    )
+    assert np.array_equal(times, again) and np.array_equal(who, again_who)
+    assert rate.bursts_per_hour.shape == (30, 21 * 24) and rate.end == start + 21 * DAY
+    assert rate.burst_extra == model.burst_extra and rate.burst_span_s == model.burst_span_s
+    # dormant agencies: nothing before their waking, which is in the measured period
+    woke = np.isfinite(rate.wake)
+    assert np.all(rate.wake[woke] >= measured)
+    for a in np.flatnonzero(woke):
+        assert np.all(times[who == a] >= rate.wake[a])
+    # the expected articles (bursts x their mean size) against the drawn ones
+    expected = rate.bursts_per_hour.sum() * (1 + rate.burst_extra)
+    assert 0.8 * expected < len(times) < 1.2 * expected

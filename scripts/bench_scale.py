@@ -527,11 +527,9 @@ def scraping(corpus, info, args, t0: float) -> dict:
     fit = CadencePolicy().history_days
     end = t0 + args.days * DAY
     seeds, draws, runs = [], [], []
-    for k in range(args.seeds):
-        seed = args.seed + 27 + 1000 * k
-        rng = np.random.default_rng(seed)
-        times, who = model.generate(keys, t0 - fit * DAY, fit + args.days, per_day, rng, measured_from=t0)
-        visible = times + model.listing_lag(len(times), rng)
+    for seed, times, who, visible, _ in model.seeded_draws(
+        keys, t0, fit, args.days, per_day, args.seed, args.seeds
+    ):
         measured = (times >= t0) & (times < end)
         out = {}
         for mode in ("fixed", "learnt"):

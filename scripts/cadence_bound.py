@@ -398,11 +398,9 @@ def draws(args, model: PublicationModel):
     fit = CadencePolicy().history_days
     lo = t0.timestamp()
     hi = lo + args.days * DAY
-    for k in range(args.seeds):
-        seed = args.seed + 27 + 1000 * k
-        rng = np.random.default_rng(seed)
-        times, who, rate = model.draw(keys, lo - fit * DAY, fit + args.days, per_day, rng, measured_from=lo)
-        visible = times + model.listing_lag(len(times), rng)
+    for seed, times, who, visible, rate in model.seeded_draws(
+        keys, lo, fit, args.days, per_day, args.seed, args.seeds
+    ):
         density = article_density(rate, lo, hi, args.cell)
         heads = article_density(rate, lo, hi, args.cell, followers=False)
         yield Draw(seed, lo, hi, len(keys), density, heads, times, who, visible)

@@ -41,7 +41,7 @@ import numpy as np
 
 from dgb.scraper.cadence import CadencePolicy
 from dgb_dev.mirror.publication import PublicationModel
-from dgb_dev.mirror.synthetic import DAY, SyntheticCorpus
+from dgb_dev.mirror.synthetic import SyntheticCorpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/ is not a package
 from bench_scale import office_hours, pct
@@ -108,13 +108,9 @@ def main(argv=None) -> int:
     print(
         f"policy overrides: {overrides or 'none'}; late: > {args.late:g} s; followers: within {args.span:g} s"
     )
-    for k in range(args.seeds):
-        seed = args.seed + 27 + 1000 * k
-        rng = np.random.default_rng(seed)  # as bench_scale.scraping draws them
-        times, who = model.generate(
-            keys, start - fit * DAY, fit + args.days, per_day, rng, measured_from=start
-        )
-        visible = times + model.listing_lag(len(times), rng)
+    for seed, times, who, visible, _ in model.seeded_draws(
+        keys, start, fit, args.days, per_day, args.seed, args.seeds
+    ):
         began = time.monotonic()
         r = simulate_scraping(
             keys,

@@ -374,6 +374,27 @@ class PublicationModel:
         order = np.argsort(t, kind="stable")
         return t[order], w[order], Intensity(start, end, bursts, wakes, self.burst_extra, self.burst_span_s)
 
+    def seeded_draws(
+        self,
+        agencies: list[str],
+        start: float,
+        fit_days: float,
+        days: float,
+        per_day: float,
+        seed: int,
+        seeds: int,
+    ):
+        """bench_scale's draws, one per seed ``seed + 27 + 1000 k``: ``fit_days`` before ``start`` to
+        fit on and ``days`` from it to measure on (drift and waking from ``start``), each article's
+        listing time after its lag. Yields ``(seed, times, who, visible, intensity)``."""
+        for k in range(seeds):
+            s = seed + 27 + 1000 * k
+            rng = np.random.default_rng(s)
+            times, who, rate = self.draw(
+                agencies, start - fit_days * 86400.0, fit_days + days, per_day, rng, measured_from=start
+            )
+            yield s, times, who, times + self.listing_lag(len(times), rng), rate
+
     def office_hours(
         self,
         agencies: list[str],

@@ -368,6 +368,14 @@ class ChaosRun:
             f" p95 {figures['fresh_p95_s']:.0f}s, max {max(fresh['lags'], default=float('nan')):.0f}s,"
             f" never seen {fresh['unseen']}{warn}"
         )
+        per = fresh.get("by_agency", {})
+        if per:  # in the agencies' alphabetical order: a bias of the scheduler's order shows as a trend
+            print(
+                "  by agency (p50/p95 s): "
+                + " ".join(
+                    f"{a}={realtime.pct(v, 50):.0f}/{realtime.pct(v, 95):.0f}" for a, v in sorted(per.items())
+                )
+            )
         print(self.final.summary() + f" events={self.final.events}")
         by_cause = oracle.causes(self.final.as_dict())
         if by_cause:
@@ -404,7 +412,11 @@ class ChaosRun:
             "verdict": self.final.as_dict(),
             "history_rows": h,
             "stuck": self.stuck,
-            "fresh": {**fresh, "lags": [round(x, 1) for x in fresh["lags"]]},
+            "fresh": {
+                **fresh,
+                "lags": [round(x, 1) for x in fresh["lags"]],
+                "by_agency": {a: [round(x, 1) for x in v] for a, v in fresh.get("by_agency", {}).items()},
+            },
             "requests": self.requests,
             "figures": figures,
         }

@@ -5,8 +5,8 @@ weight, then of their run's logical date. Asset-triggered runs (every scrape DAG
 due assets set them off) have no logical date, so among equal weights the order is whatever
 PostgreSQL returns, in practice the DAG id's. With the ``scrape_http`` pool full, agencies late in
 the alphabet waited while earlier ones ran again: in the chaos hour of seed 26 the mean wait from a
-scrape run's event to its task's start grew steadily from 17 s (``scrape_agricultura``) to 71 s
-(``scrape_turismo``), the longest from 136 s to 764 s (docs/benchmarks.md).
+scrape run's event to its task's start grew steadily from 18 s (``scrape_agricultura``) to 103 s
+(``scrape_turismo``), the longest from 136 s to 1,041 s (docs/benchmarks.md).
 
 :class:`OldestRunFirst` weighs a task by its run's time, the one Airflow writes into every run id
 (``asset_triggered__<time>_<suffix>``, ``manual__<time>``, ``scheduled__<time>``): minus the seconds

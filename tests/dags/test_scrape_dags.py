@@ -58,7 +58,7 @@ def test_fixed_cadence_is_every_ten_minutes_without_a_dispatcher(monkeypatch):
 
 def test_a_waiting_scrape_task_of_an_older_run_starts_first(monkeypatch):
     """Airflow orders the task instances waiting for a pool by weight, then by logical date, which
-    asset-triggered runs lack: with equal weights the DAG id decided (scrape_turismo waited 764 s
+    asset-triggered runs lack: with equal weights the DAG id decided (scrape_turismo waited 1,041 s
     behind agencies triggered after it). The weights the scheduler stores, from the serialized DAG as
     the dag-processor writes it: an older run weighs more, and both stay under a stage task's."""
     from types import SimpleNamespace

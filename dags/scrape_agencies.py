@@ -11,7 +11,7 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import DAG, Asset, Param
 
-from dgb.dags_meta import DEFAULT_ARGS, SCRAPE_POOL
+from dgb.dags_meta import DEFAULT_ARGS, SCRAPE_POOL, SCRAPE_WEIGHT_RULE
 from dgb.scraper.dags import EBC_DAG_ID, scrape_specs
 from dgb_airflow.operators.scrape import ScrapeAgencyOperator
 
@@ -76,6 +76,7 @@ for spec in scrape_specs():
             task_id="scrape",
             agency_keys=spec.agency_keys,
             pool=SCRAPE_POOL,
+            weight_rule=SCRAPE_WEIGHT_RULE,  # the oldest waiting run first, not the DAG id's order
             outlets=[NEWS_TABLE, SCRAPED_TOPIC],
             execution_timeout=timedelta(minutes=20),  # inside the 30 min run timeout
         )

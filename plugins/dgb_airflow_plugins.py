@@ -6,12 +6,16 @@ UI (Airflow 3): the integrity page is a FastAPI app mounted by the API server un
 the Browse menu (``external_views`` with a ``url_route``: the UI frames ``href`` at
 ``/plugin/dgb-integrity``; ``href`` is relative to the UI's base URL). The same app serves the
 pipeline view at ``/dgb-integrity/pipeline``, its own "DGB pipeline" entry (``/plugin/dgb-pipeline``).
+
+Scheduling: the scrape DAGs' tasks start oldest run first (``priority_weight_strategies``:
+:class:`dgb_airflow.priority.OldestRunFirst`).
 """
 
 from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
+from dgb_airflow.priority import OldestRunFirst
 from dgb_airflow.ui.app import create_app
 
 INTEGRITY_PREFIX = "/dgb-integrity"
@@ -19,6 +23,7 @@ INTEGRITY_PREFIX = "/dgb-integrity"
 
 class DgbPipelinePlugin(AirflowPlugin):
     name = "dgb_pipeline"
+    priority_weight_strategies = [OldestRunFirst]
     fastapi_apps = [
         {"app": create_app(), "url_prefix": INTEGRITY_PREFIX, "name": "DGB integrity"},
     ]

@@ -199,6 +199,7 @@ class ChaosRun:
         self.budget_rps = hostbudget.BudgetConfig(**http_config.host_budget()).default_rps
         self.recoveries = Recoveries(self.journal, self.ts, self.alias, self.dim, self.agencies)
         self.faults: list = []
+        self.waits: dict = {}
         self.driver = self.watcher = None
         self.history: dict = {"args": vars(args), "seed": seed, "agencies": self.agencies}
         self.history["budget_rps"] = self.budget_rps
@@ -317,6 +318,8 @@ class ChaosRun:
             live = {u for u, e in oracle.truth(mine).items() if e.live}
             self.stuck = record.stuck_articles(conn, live)
         self.fresh = self.watcher.freshness(entries, self.epoch0)
+        with psycopg.connect(self.s.pg_dsn(self.s.pg_airflow_db)) as conn:
+            self.waits = record.scrape_waits(conn, self.run_start, self.run_stop)
 
     def stop(self) -> None:
         """The load and the reader stopped (best effort: the stack's teardown comes after)."""
@@ -368,6 +371,22 @@ class ChaosRun:
             f" p95 {figures['fresh_p95_s']:.0f}s, max {max(fresh['lags'], default=float('nan')):.0f}s,"
             f" never seen {fresh['unseen']}{warn}"
         )
+        per = fresh.get("by_agency", {})
+        if per:  # in the agencies' alphabetical order: a bias of the scheduler's order shows as a trend
+            print(
+                "  by agency (p50/p95 s): "
+                + " ".join(
+                    f"{a}={realtime.pct(v, 50):.0f}/{realtime.pct(v, 95):.0f}" for a, v in sorted(per.items())
+                )
+            )
+        if self.waits:  # Airflow's rows: a run's event -> its task's start, in DAG-id order
+            print(
+                "scrape waits (mean/longest s): "
+                + " ".join(
+                    f"{d.removeprefix('scrape_')}={w['mean_s']:.0f}/{w['max_s']:.0f}"
+                    for d, w in self.waits.items()
+                )
+            )
         print(self.final.summary() + f" events={self.final.events}")
         by_cause = oracle.causes(self.final.as_dict())
         if by_cause:
@@ -404,8 +423,13 @@ class ChaosRun:
             "verdict": self.final.as_dict(),
             "history_rows": h,
             "stuck": self.stuck,
-            "fresh": {**fresh, "lags": [round(x, 1) for x in fresh["lags"]]},
+            "fresh": {
+                **fresh,
+                "lags": [round(x, 1) for x in fresh["lags"]],
+                "by_agency": {a: [round(x, 1) for x in v] for a, v in fresh.get("by_agency", {}).items()},
+            },
             "requests": self.requests,
+            "scrape_waits": self.waits,
             "figures": figures,
         }
         out.write_text(json.dumps(self.history, indent=1, default=str))

@@ -49,3 +49,6 @@ POOLS = {
     SCRAPE_POOL: (4, "Concurrent scrape tasks (each fetches one host at a time, politely)"),
     "integrity_http": (2, "Concurrent integrity-check tasks (HEAD/conditional GET re-checks of stored news)"),
 }
+# the order in which scrape tasks waiting for the pool start: the oldest run first (Airflow's own
+# order ties asset-triggered runs, which have no logical date; plugins/dgb_airflow/priority.py)
+SCRAPE_WEIGHT_RULE = "dgb_airflow.priority.OldestRunFirst"

@@ -54,3 +54,32 @@ def test_fixed_cadence_is_every_ten_minutes_without_a_dispatcher(monkeypatch):
     scrapes = _load(monkeypatch, "scrape_agencies", "fixed")
     assert scrapes["scrape_mec"].schedule.endswith("/10 * * * *")
     assert _load(monkeypatch, "scrape_dispatcher", "fixed") == {}
+
+
+def test_a_waiting_scrape_task_of_an_older_run_starts_first(monkeypatch):
+    """Airflow orders the task instances waiting for a pool by weight, then by logical date, which
+    asset-triggered runs lack: with equal weights the DAG id decided (scrape_turismo waited 1,041 s
+    behind agencies triggered after it). The weights the scheduler stores, from the serialized DAG as
+    the dag-processor writes it: an older run weighs more, and both stay under a stage task's."""
+    from types import SimpleNamespace
+
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    def weight(dag, task_id: str, run_id: str) -> int:
+        task = DagSerialization.from_dict(DagSerialization.to_dict(dag)).get_task(task_id)
+        row = TaskInstance.insert_mapping(
+            run_id, task, -1, dag_version_id=None, dag_run=SimpleNamespace(context_carrier={})
+        )
+        return row["priority_weight"]
+
+    scrapes = _load(monkeypatch, "scrape_agencies", None)
+    older = "asset_triggered__2026-12-05T05:22:06.697244+00:00_QbGiLTNQ"
+    newer = "asset_triggered__2026-12-05T05:29:06.550221+00:00_0S2ko7sL"
+    # saude before mec in no DAG-id order: only the runs' age can put it first
+    assert weight(scrapes["scrape_saude"], "scrape", older) > weight(scrapes["scrape_mec"], "scrape", newer)
+    assert weight(scrapes["scrape_mec"], "scrape", older) > weight(scrapes["scrape_saude"], "scrape", newer)
+    stages = _load(monkeypatch, "pipeline_stages", None)
+    stage = next(iter(stages.values()))
+    stage_weight = weight(stage, stage.task_ids[0], newer)
+    assert weight(scrapes["scrape_mec"], "scrape", older) < stage_weight == 1

@@ -25,3 +25,16 @@ def test_the_line_has_every_key_in_the_issue_order():
 def test_unrecovered_and_empty_figures_stay_visible():
     line = summary_line(figures(worst_recovery_s=math.inf, fresh_p95_s=math.nan, lost=3))
     assert "lost=3 " in line and "worst_recovery_s=inf" in line and "fresh_p95_s=nan" in line
+
+
+def test_scrape_waits_are_summed_per_dag_in_dag_id_order():
+    from dgb_dev.chaos.record import wait_figures
+
+    rows = [("scrape_turismo", 1041.2), ("scrape_agricultura", 10.0), ("scrape_turismo", 3.0)]
+    rows.append(("scrape_agricultura", -0.4))  # a task started before its run's event: no wait
+    assert wait_figures(rows) == {
+        "scrape_agricultura": {"runs": 2, "mean_s": 5.0, "max_s": 10.0},
+        "scrape_turismo": {"runs": 2, "mean_s": 522.1, "max_s": 1041.2},
+    }
+    assert list(wait_figures(rows)) == ["scrape_agricultura", "scrape_turismo"]
+    assert wait_figures([]) == {}

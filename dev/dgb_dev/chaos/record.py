@@ -11,6 +11,9 @@ effects, each from the place it lands:
   failures, held out of a stage's sweep, or flagged stuck. Each comes with the reason the pipeline
   gave. This is the pipeline's own account. It is reported as such, never used to decide what
   readers should see.
+* **scrape waits**: Airflow's own rows (``dag_run``, ``task_instance``) give, per scrape DAG, the
+  time from a run's event to its task's start; a trend along the DAG ids is the scheduler's order
+  showing (``scrape_waits``).
 """
 
 from __future__ import annotations
@@ -86,6 +89,33 @@ def stuck_articles(conn, urls: set[str] | None = None) -> dict[str, str]:
     if urls is not None:
         out = {u: w for u, w in out.items() if u in urls}
     return dict(sorted(out.items()))
+
+
+SCRAPE_WAITS_SQL = (
+    "SELECT r.dag_id, extract(epoch FROM t.start_date - r.run_after)"
+    " FROM dag_run r JOIN task_instance t ON t.dag_id = r.dag_id AND t.run_id = r.run_id"
+    " WHERE r.dag_id LIKE 'scrape\\_%%' AND r.dag_id <> 'scrape_dispatcher'"
+    " AND t.start_date IS NOT NULL AND r.run_after >= %s AND r.run_after < %s"
+)
+
+
+def scrape_waits(airflow_conn, since, until) -> dict[str, dict[str, float]]:
+    """Per scrape DAG, of its runs set off in ``[since, until)``: runs, mean and longest seconds from
+    the run's event to its task's start (Airflow's metadata database)."""
+    with airflow_conn.cursor() as cur:
+        cur.execute(SCRAPE_WAITS_SQL, (since, until))
+        return wait_figures(cur.fetchall())
+
+
+def wait_figures(rows) -> dict[str, dict[str, float]]:
+    """``(dag_id, wait_s)`` rows -> ``{dag_id: {"runs", "mean_s", "max_s"}}`` in DAG-id order."""
+    by_dag: dict[str, list[float]] = {}
+    for dag_id, wait in rows:
+        by_dag.setdefault(dag_id, []).append(max(0.0, float(wait)))
+    return {
+        d: {"runs": len(w), "mean_s": round(sum(w) / len(w), 1), "max_s": round(max(w), 1)}
+        for d, w in sorted(by_dag.items())
+    }
 
 
 def summary_line(figures: dict[str, Any]) -> str:

@@ -107,9 +107,11 @@ class FirstSeen(threading.Thread):
     def freshness(self, entries: list[Mapping[str, Any]], since_epoch: float) -> dict[str, Any]:
         """Publication -> first seen complete of every article the journal says was published at or
         after ``since_epoch`` (``lags``; ``shown_lags``: -> first seen in any form); ``unseen``:
-        published and never seen complete (judged by the oracle, not here)."""
+        published and never seen complete (judged by the oracle, not here); ``by_agency``: the
+        ``lags`` of each agency the journal names (a scheduling bias between agencies shows there)."""
         lags: list[float] = []
         shown: list[float] = []
+        by_agency: dict[str, list[float]] = {}
         unseen = 0
         for e in entries:
             if e["event"] != "publish":
@@ -125,7 +127,14 @@ class FirstSeen(threading.Thread):
                 unseen += 1
             else:
                 lags.append(max(0.0, seen - at))
-        return {"lags": lags, "shown_lags": shown, "unseen": unseen, "resolution_s": self.every_s}
+                by_agency.setdefault(str(e.get("agency") or "?"), []).append(lags[-1])
+        return {
+            "lags": lags,
+            "shown_lags": shown,
+            "unseen": unseen,
+            "resolution_s": self.every_s,
+            "by_agency": dict(sorted(by_agency.items())),
+        }
 
 
 @dataclass

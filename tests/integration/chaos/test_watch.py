@@ -107,3 +107,5 @@ def test_first_seen_gives_each_new_article_its_publication_to_searchable(pipelin
     fresh = seen.freshness(pipeline.site.journal(), since)
     assert fresh["unseen"] == 0 and len(fresh["lags"]) == 1
     assert 0 <= fresh["lags"][0] <= time.time() - since
+    published = [e for e in pipeline.site.journal() if e["event"] == "publish"][-1]  # NEW
+    assert fresh["by_agency"] == {published["agency"]: fresh["lags"]}  # its agency, as the site says

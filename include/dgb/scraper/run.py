@@ -17,6 +17,13 @@ Listing pages are walked newest first.
 * Listings page by offset, so articles published while a run pages push the items it already
   took onto the next page. Those are passed without counting towards the fence: counted, they
   ended the run before the older new articles below them, which no later run reads.
+* An article a regular run lists but cannot fetch (a 503 after retries, a timeout, a 404 of an
+  address moved while the run paged) leaves the agency a **mark** at its listing date
+  (``scrape_reread``): later regular runs read past the fence, up to ``catchup_max_pages``, until
+  they pass that date, so the article (or its new address) is read again; the run that passes it
+  with nothing skipped clears it. Without the mark the articles stored around a skipped one put it
+  below every later run's stop (the chaos hour of seed 26 lost one so). A mark older than
+  ``reread_max_age`` (a day) is given up with a warning (``RunReport.gap``; a backfill reads it).
 * A **backfill** (``start_date`` given) walks back until articles are older than ``start_date``
   (up to ``backfill_max_pages``) and re-reads known articles in the window so their edits are
   stored (``allow_update: false`` leaves them as they are).
@@ -40,7 +47,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from dgb.fetch import Fetcher
@@ -68,6 +75,7 @@ class ScrapeParams:
     max_pages: int = 3  # regular runs; a backfill may walk up to backfill_max_pages
     catchup_max_pages: int = 30  # a regular run of a known agency with no fence in max_pages
     backfill_max_pages: int = 200
+    reread_max_age: timedelta = timedelta(days=1)  # a skipped article's mark is given up after this
 
     @property
     def backfill(self) -> bool:
@@ -249,6 +257,12 @@ def scrape_agency(
     sites = own_sites(agency)
     first: conditional.Fetched | None = None
     asked = time.time()
+    # a regular run reads past the fence down to the mark an earlier run left at an article it skipped
+    mark = None if params.backfill else store.reread_mark(conn, agency.key)
+    passed_mark = mark is None
+    skipped_at: list[datetime] = []  # listing dates of the articles this run could not fetch
+    if mark is not None:
+        validators = None  # a 304 would end the run before the mark
     try:
         while url and report.pages < max_pages:
             if report.pages == 0 and validators is not None and not params.backfill:
@@ -280,9 +294,12 @@ def scrape_agency(
                 if params.start_date and day and day < params.start_date:
                     stop = True
                     break
+                if mark is not None and item.published_at is not None and _aware(item.published_at) < mark:
+                    passed_mark = True
                 if item.url in known:
                     consecutive_known += 1
-                    if not params.backfill and params.fence and consecutive_known >= params.fence:
+                    fenced = params.fence and consecutive_known >= params.fence
+                    if not params.backfill and fenced and passed_mark:
                         stop = True
                         break
                     if not params.allow_update:
@@ -297,6 +314,8 @@ def scrape_agency(
                     batch.append(_fetch_article(agency, item, fetcher))
                 except Exception as exc:  # one bad page never stops the run (recorded, categorised)
                     report.article_failed(as_scrape_error(exc, where=f" in {item.url[:300]}"), agency.key)
+                    if item.published_at is not None and not params.backfill:
+                        skipped_at.append(_aware(item.published_at))
             report.scraped += len(batch)
             settled = relocate.settle(conn, agency.key, batch, fetcher)
             report.moved += len(settled.moved)
@@ -316,14 +335,17 @@ def scrape_agency(
             if url and report.pages >= max_pages and not params.backfill:
                 if had_articles is None:
                     had_articles = store.had_articles(conn, agency.key, report.new)
-                if had_articles and max_pages < params.catchup_max_pages:
+                if not passed_mark and max_pages < params.catchup_max_pages:
+                    max_pages = params.catchup_max_pages  # down to an article an earlier run skipped
+                    log.info("agency %s: reading on to %s, where a run skipped an article", agency.key, mark)
+                elif had_articles and max_pages < params.catchup_max_pages:
                     max_pages = params.catchup_max_pages  # a burst: read on to the known ones
                     log.info(
                         "agency %s: %d pages all new; reading on to the known articles",
                         agency.key,
                         report.pages,
                     )
-                elif had_articles:
+                elif had_articles or not passed_mark:
                     report.gap = True
                     log.warning(
                         "agency %s: %d listing pages read without meeting a known article:"
@@ -341,6 +363,8 @@ def scrape_agency(
         if record:
             _record(conn, report, started, run_id)
         raise
+    if not params.backfill:
+        _keep_mark(conn, agency.key, report, params, mark, passed_mark, skipped_at)
     if first is not None and first.response is not None:
         conn.rollback()  # every page's articles are committed by store.save_articles
         ok = report.status == "success"
@@ -349,6 +373,31 @@ def scrape_agency(
     if record:
         _record(conn, report, started, run_id)
     return report
+
+
+def _aware(when: datetime) -> datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def next_mark(mark, passed: bool, skipped, now: datetime, max_age: timedelta) -> tuple[datetime | None, bool]:
+    """The agency's mark after a regular run, and whether one was given up: the oldest article this
+    run skipped; an earlier mark this run did not read past stays; one older than ``max_age`` goes."""
+    new = min(skipped, default=None)
+    if not passed and mark is not None:
+        new = mark if new is None else min(new, mark)
+    if new is not None and new < now - max_age:
+        return None, True
+    return new, False
+
+
+def _keep_mark(conn, key: str, report: RunReport, params: ScrapeParams, mark, passed: bool, skipped) -> None:
+    new, gave_up = next_mark(mark, passed, skipped, datetime.now(UTC), params.reread_max_age)
+    if gave_up:
+        report.gap = True
+        log.warning("agency %s: an article skipped before %s was not read again: given up", key, mark)
+    if new != mark:
+        conn.rollback()  # every page's articles are committed by store.save_articles
+        store.set_reread_mark(conn, key, new)
 
 
 def _record(conn, report: RunReport, started: datetime, run_id: str | None) -> None:

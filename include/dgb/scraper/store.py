@@ -264,6 +264,28 @@ def known_urls(conn, agency_key: str, urls: list[str]) -> set[str]:
         return {r[0] for r in cur.fetchall()}
 
 
+def reread_mark(conn, agency_key: str) -> datetime | None:
+    """The listing date a regular run must read down to (an article skipped there), or None."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT reread_from FROM scrape_reread WHERE agency_key = %s", (agency_key,))
+        row = cur.fetchone()
+    return row[0] if row else None
+
+
+def set_reread_mark(conn, agency_key: str, reread_from: datetime | None) -> None:
+    """Set (or, with None, clear) the agency's mark (migration 0021)."""
+    with transaction(conn) as cur:
+        if reread_from is None:
+            cur.execute("DELETE FROM scrape_reread WHERE agency_key = %s", (agency_key,))
+        else:
+            cur.execute(
+                "INSERT INTO scrape_reread (agency_key, reread_from) VALUES (%s, %s)"
+                " ON CONFLICT (agency_key) DO UPDATE SET reread_from = EXCLUDED.reread_from,"
+                " marked_at = now()",
+                (agency_key, reread_from),
+            )
+
+
 def record_run(
     conn,
     agency_key: str,

@@ -55,6 +55,7 @@ from dgb.scrape_errors import EmptyContentError, HtmlChangedError, ScrapeError, 
 from dgb.scraper import conditional, relocate, store
 from dgb.scraper.article import parse_article_bytes
 from dgb.scraper.ebc import parse_ebc_article, parse_ebc_listing
+from dgb.scraper.identity import BRASILIA
 from dgb.scraper.listing import parse_listing_page
 from dgb.scraper.markup import decode_bytes
 from dgb.scraper.models import Article, ListingItem, ListingPage
@@ -314,7 +315,7 @@ def scrape_agency(
                     batch.append(_fetch_article(agency, item, fetcher))
                 except Exception as exc:  # one bad page never stops the run (recorded, categorised)
                     report.article_failed(as_scrape_error(exc, where=f" in {item.url[:300]}"), agency.key)
-                    if item.published_at is not None and not params.backfill:
+                    if item.published_at is not None:
                         skipped_at.append(_aware(item.published_at))
             report.scraped += len(batch)
             settled = relocate.settle(conn, agency.key, batch, fetcher)
@@ -348,7 +349,8 @@ def scrape_agency(
                 elif had_articles or not passed_mark:
                     report.gap = True
                     log.warning(
-                        "agency %s: %d listing pages read without meeting a known article:"
+                        "agency %s: %d listing pages read without meeting a known article"
+                        " (or the place of one a run skipped):"
                         " older new articles may remain unseen (a backfill reads them)",
                         agency.key,
                         report.pages,
@@ -376,7 +378,8 @@ def scrape_agency(
 
 
 def _aware(when: datetime) -> datetime:
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    """A listing date comparable with the stored mark (a naive one is Brasília time, as in dates)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=BRASILIA)
 
 
 def next_mark(mark, passed: bool, skipped, now: datetime, max_age: timedelta) -> tuple[datetime | None, bool]:

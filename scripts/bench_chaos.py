@@ -39,6 +39,10 @@ overlapping faults, checked by an oracle that reads only what readers see.
      never recovered makes it ``inf``;
    * publication -> searchable of every new article (a reader polling the index every 3 s; the
      p95 needs at least 1,000 articles to be called one, else it is printed with a warning);
+   * timed, not judged: each edit -> a reader gets its text, each removal (and each move's old
+     address) -> hidden (:class:`~dgb_dev.chaos.watch.EditsSeen`, ``FirstSeen.gone``): these reach
+     readers through integrity's checks, which under the 10x load have a backlog of young
+     articles to read first;
    * the most requests the site saw in any 10 s (``max_rps_10s``, against the host budget).
 
 The whole history goes to ``.state/bench/chaos-<time>.json``: faults with their confirmations and
@@ -187,7 +191,8 @@ class ChaosRun:
         from dgb import hostbudget
         from dgb.config import http as http_config
         from dgb.search import schema
-        from dgb_dev.chaos.watch import Recoveries
+        from dgb_dev.chaos import oracle
+        from dgb_dev.chaos.watch import EditsSeen, Recoveries
 
         self.args, self.seed, self.s, self.counter, self.site = args, seed, s, counter, site
         self.scrape_dags = scrape_dags
@@ -198,6 +203,10 @@ class ChaosRun:
         self.alias, self.dim = s.typesense_collection, s.embedding_dim
         self.budget_rps = hostbudget.BudgetConfig(**http_config.host_budget()).default_rps
         self.recoveries = Recoveries(self.journal, self.ts, self.alias, self.dim, self.agencies)
+        self.edits = EditsSeen(
+            self.ts, self.alias, lambda since: oracle.read_journal(site, since=since), self.agencies
+        )
+        self.changes: dict = {}
         self.faults: list = []
         self.waits: dict = {}
         self.driver = self.watcher = None
@@ -282,6 +291,8 @@ class ChaosRun:
         """The oracle's recovery pass and the event counter's drain."""
         for p in self.recoveries.check():
             log(f"{p.name}: readers see the truth again {p.recovery_s:.0f}s after its end")
+        if self.watcher is not None:
+            self.edits.check(self.watcher.ids)
         for p in self.recoveries.open:
             url, why = next(iter(p.last_problems.items()), ("-", "-"))
             log(f"{p.name}: not recovered yet: {len(p.last_problems)} articles, e.g. {url[-70:]}: {why}")
@@ -318,6 +329,12 @@ class ChaosRun:
             live = {u for u, e in oracle.truth(mine).items() if e.live}
             self.stuck = record.stuck_articles(conn, live)
         self.fresh = self.watcher.freshness(entries, self.epoch0)
+        self.edits.check(self.watcher.ids)
+        self.changes = {
+            "edits": self.edits.figures(),
+            "removals": self.watcher.gone(entries, self.epoch0, "remove"),
+            "moves": self.watcher.gone(entries, self.epoch0, "move"),
+        }
         with psycopg.connect(self.s.pg_dsn(self.s.pg_airflow_db)) as conn:
             self.waits = record.scrape_waits(conn, self.run_start, self.run_stop)
 
@@ -379,6 +396,8 @@ class ChaosRun:
                     f"{a}={realtime.pct(v, 50):.0f}/{realtime.pct(v, 95):.0f}" for a, v in sorted(per.items())
                 )
             )
+        for line in change_lines(self.changes):
+            print(line)
         if self.waits:  # Airflow's rows: a run's event -> its task's start, in DAG-id order
             print(
                 "scrape waits (mean/longest s): "
@@ -430,11 +449,38 @@ class ChaosRun:
             },
             "requests": self.requests,
             "scrape_waits": self.waits,
+            "changes": {k: {**v, "lags": [round(x, 1) for x in v["lags"]]} for k, v in self.changes.items()},
             "figures": figures,
         }
         out.write_text(json.dumps(self.history, indent=1, default=str))
         print(f"full history: {out}")
         return out
+
+
+def change_lines(changes: dict) -> list[str]:
+    """The report's lines for edits and take-downs reaching readers (watch.EditsSeen, FirstSeen.gone)."""
+
+    def figs(lags: list[float]) -> str:
+        if not lags:
+            return "none timed"
+        p50, p95 = realtime.pct(lags, 50), realtime.pct(lags, 95)
+        return f"p50 {p50:.0f}s, p95 {p95:.0f}s, max {max(lags):.0f}s"
+
+    out = []
+    e = changes.get("edits")
+    if e is not None:
+        out.append(
+            f"edit -> a reader gets its text: {len(e['lags'])} edits, {figs(e['lags'])};"
+            f" not seen by the end {e['open']}, superseded (taken down or moved first) {e['superseded']}"
+        )
+    for kind, what in (("removals", "removal"), ("moves", "move (the old address)")):
+        g = changes.get(kind)
+        if g is not None:
+            out.append(
+                f"{what} -> hidden: {len(g['lags'])}, {figs(g['lags'])};"
+                f" still visible at the end {g['visible']}, never indexed {g['never_shown']}"
+            )
+    return out
 
 
 def main(argv=None) -> int:

@@ -200,20 +200,20 @@ def judge(
 # ------------------------------------------------------------------------------------ the sources
 
 
-def read_journal(source: Any, timeout: float = 30.0) -> list[dict[str, Any]]:
-    """The journal of ``source``: a ``Site`` (in process), a site's base URL (``http://127.0.0.1:P``,
-    loopback only: its control API) or the entries themselves."""
+def read_journal(source: Any, timeout: float = 30.0, since: int = 0) -> list[dict[str, Any]]:
+    """The journal of ``source`` from entry ``since`` on: a ``Site`` (in process), a site's base
+    URL (``http://127.0.0.1:P``, loopback only: its control API) or the entries themselves."""
     if hasattr(source, "journal"):
-        return source.journal()
+        return source.journal(since)
     if isinstance(source, str):
         import httpx
 
         with httpx.Client(timeout=timeout) as client:
-            resp = client.get(source.rstrip("/") + "/_control/journal", params={"since": 0})
+            resp = client.get(source.rstrip("/") + "/_control/journal", params={"since": since})
         if resp.status_code != 200:
             raise RuntimeError(f"journal of {source}: HTTP {resp.status_code}: {resp.text[:300]}")
         return resp.json()["entries"]
-    return list(source)
+    return [e for e in source if e["seq"] >= since]
 
 
 def read_index(ts, alias: str) -> list[dict[str, Any]]:

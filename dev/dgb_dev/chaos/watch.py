@@ -16,13 +16,21 @@
   target, a removal after a second check a quarter of an hour later), whatever the faults. The run's
   final verdict judges them, with everything else, at the latest text.
 
-Both poll; a poll that fails (Typesense is down: that is what the faults do) is counted and
+* :class:`FirstSeen` also keeps the last time each URL had a document, so a removal's (or a
+  move's old address's) **-> hidden** is the first sighting without it (:meth:`FirstSeen.gone`);
+  :class:`EditsSeen` reads the journal's edits as they come and the edited documents' texts, for
+  each edit's **-> a reader gets its text**. Neither decides anything: they time what the final
+  verdict judges (integrity's checks bring edits and removals to readers, on its own schedule).
+
+All poll; a poll that fails (Typesense is down: that is what the faults do) is counted and
 retried at the next turn, never raised.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -59,6 +67,9 @@ class FirstSeen(threading.Thread):
         self.since = int(since_epoch - 86_400)
         self.first: dict[str, float] = {}
         self.shown: dict[str, float] = {}
+        self.ids: dict[str, str] = {}  # URL -> its document's id (as last seen)
+        self.last_seen: dict[str, float] = {}  # URL -> the last poll that found a document for it
+        self.ok_polls: list[float] = []  # times of the polls that answered
         self.polls = 0
         self.failed_polls = 0
         self._halt = threading.Event()
@@ -80,6 +91,7 @@ class FirstSeen(threading.Thread):
                 continue
             doc = json.loads(line)
             key = url_key(doc.get("url") or "")
+            self.ids[key], self.last_seen[key] = doc["id"], now
             if key in self.first:
                 continue
             self.shown.setdefault(key, now)
@@ -89,6 +101,7 @@ class FirstSeen(threading.Thread):
             if len(vector) == self.dim:
                 self.first[key] = now
                 new += 1
+        self.ok_polls.append(now)
         return new
 
     def run(self) -> None:
@@ -134,6 +147,134 @@ class FirstSeen(threading.Thread):
             "unseen": unseen,
             "resolution_s": self.every_s,
             "by_agency": dict(sorted(by_agency.items())),
+        }
+
+    def gone(
+        self, entries: list[Mapping[str, Any]], since_epoch: float, event: str = "remove"
+    ) -> dict[str, Any]:
+        """Taken down -> hidden from readers, for every ``remove`` (``event="move"``: every move's
+        old address) the journal has at or after ``since_epoch``: from the site's change to the
+        first answered poll after the last one that still found a document there (``lags``);
+        ``visible``: still found by the last poll; ``never_shown``: no poll ever found a document
+        there (taken down before it was indexed). Resolution: one poll (``every_s``)."""
+        polls = sorted(self.ok_polls)
+        lags: list[float] = []
+        visible = never = 0
+        for e in entries:
+            if e["event"] == "reset":
+                lags, visible, never = [], 0, 0
+                continue
+            if e["event"] != event or _epoch(e["at"]) < since_epoch:
+                continue
+            url = e.get("from_url") if event == "move" else e["url"]
+            if not url:
+                continue
+            last = self.last_seen.get(url_key(url))
+            if last is None:
+                never += 1
+                continue
+            i = bisect.bisect_right(polls, last)
+            if i == len(polls):
+                visible += 1
+            else:
+                lags.append(max(0.0, polls[i] - _epoch(e["at"])))
+        return {"lags": lags, "visible": visible, "never_shown": never, "resolution_s": self.every_s}
+
+
+_DOC_ID = re.compile(r"^[\w.-]+$")  # an id the export's filter takes as it is
+
+
+class EditsSeen:
+    """Edit -> a reader gets its text: reads the journal's new entries on each :meth:`check` (the
+    bench's watch turn) and the documents of the articles with an edit not yet seen, by id (the
+    ids :class:`FirstSeen` found). An edit is seen at the first check whose document has its text
+    or a later one of the same address (a second edit before integrity read the first counts for
+    both). An edit whose address is taken down or moved away first is ``superseded``. It reads
+    nothing of the pipeline's."""
+
+    def __init__(self, ts, alias: str, read: Callable[[int], list[dict]], agencies=None, batch: int = 100):
+        self.ts, self.alias, self.read, self.batch = ts, alias, read, batch
+        self.agencies = set(agencies) if agencies is not None else None
+        self.next_seq = 0
+        self.open: dict[str, list[tuple[int, float]]] = {}  # URL -> its edits not seen yet: (seq, at)
+        self.texts: dict[str, dict[str, int]] = {}  # URL -> a text it had -> the last entry giving it
+        self.lags: list[float] = []
+        self.superseded = 0
+        self.checks = 0
+        self.failed_checks = 0
+
+    def take(self, e: Mapping[str, Any]) -> None:
+        """One journal entry, in ``seq`` order."""
+        self.next_seq = max(self.next_seq, int(e["seq"]) + 1)
+        event = e["event"]
+        if event == "reset":
+            self.open.clear()
+            self.texts.clear()
+            return
+        if self.agencies is not None and e.get("agency") not in self.agencies:
+            return
+        key = url_key(e["url"])
+        if event == "move" and e.get("from_url"):
+            self.superseded += len(self.open.pop(url_key(e["from_url"]), []))
+        if event == "remove":
+            self.superseded += len(self.open.pop(key, []))
+            return
+        if e.get("hash"):
+            texts = self.texts.setdefault(key, {})
+            texts[e["hash"]] = texts["title:" + reader_text(e.get("title"))] = int(e["seq"])
+        if event == "edit":
+            self.open.setdefault(key, []).append((int(e["seq"]), _epoch(e["at"])))
+
+    def seen(self, doc: Mapping[str, Any], now: float) -> int:
+        """A document read at ``now``: closes its address's edits up to the entry whose text it
+        has; returns how many."""
+        key = url_key(doc.get("url") or "")
+        upto = self.texts.get(key, {}).get(_text_of(doc))
+        pending = self.open.get(key)
+        if upto is None or not pending:
+            return 0
+        done = [(seq, at) for seq, at in pending if seq <= upto]
+        for _seq, at in done:
+            self.lags.append(max(0.0, now - at))
+        rest = [p for p in pending if p[0] > upto]
+        if rest:
+            self.open[key] = rest
+        else:
+            del self.open[key]
+        return len(done)
+
+    def check(self, ids: Mapping[str, str], now: float | None = None) -> int:
+        """Read the journal's new entries, then the documents of the open edits' addresses that
+        ``ids`` knows; returns the edits seen in this check."""
+        try:
+            for e in sorted(self.read(self.next_seq), key=lambda e: e["seq"]):
+                self.take(e)
+            want = [ids[k] for k in list(self.open) if k in ids and _DOC_ID.match(ids[k])]
+            docs = self.ts.collections[self.alias].documents
+            found: list[dict] = []
+            for i in range(0, len(want), self.batch):
+                raw = docs.export(
+                    {
+                        "include_fields": "id,url,title,content",
+                        "filter_by": "id:[" + ",".join(want[i : i + self.batch]) + "]",
+                    }
+                )
+                text = raw.decode() if isinstance(raw, bytes) else raw
+                found += [json.loads(line) for line in text.splitlines() if line.strip()]
+        except Exception:  # the site or Typesense is down: the next turn looks again
+            self.failed_checks += 1
+            return 0
+        self.checks += 1
+        now = time.time() if now is None else now
+        return sum(self.seen(doc, now) for doc in found)
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "lags": self.lags,
+            "open": sum(len(v) for v in self.open.values()),
+            "superseded": self.superseded,
+            "checks": self.checks,
+            "failed_checks": self.failed_checks,
         }
 
 

@@ -2,7 +2,7 @@
 fault's recovery is not declared while an article the site published before the fault's end is
 missing, incomplete or at a text the site never had, and is declared once readers get it (edits
 and removals are left to the final verdict); a reader's first complete sight of each new URL gives
-its publication -> searchable."""
+its publication -> searchable; edits and take-downs are timed until readers get them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from dgb.pipeline import definitions
-from dgb_dev.chaos.watch import FirstSeen, Recoveries
+from dgb_dev.chaos.watch import EditsSeen, FirstSeen, Recoveries
 
 pytestmark = pytest.mark.stack
 
@@ -109,3 +109,58 @@ def test_first_seen_gives_each_new_article_its_publication_to_searchable(pipelin
     assert 0 <= fresh["lags"][0] <= time.time() - since
     published = [e for e in pipeline.site.journal() if e["event"] == "publish"][-1]  # NEW
     assert fresh["by_agency"] == {published["agency"]: fresh["lags"]}  # its agency, as the site says
+
+
+def indexed_new(pipeline) -> FirstSeen:
+    """NEW published, scraped and through every stage; a reader that has seen its document."""
+    seen = FirstSeen(pipeline.ts, pipeline.alias, time.time() - 1, pipeline.embedder.dim)
+    pipeline.site.publish(NEW)
+    pipeline.scrape()
+    pipeline.run()
+    assert seen.poll() == 1 and NEW_URL in seen.ids
+    return seen
+
+
+def test_an_edit_is_timed_until_a_reader_gets_its_text_or_a_later_one(pipeline):
+    seen = indexed_new(pipeline)
+    edits = EditsSeen(pipeline.ts, pipeline.alias, pipeline.site.journal, agencies=("mec",))
+    assert edits.check(seen.ids) == 0 and edits.figures()["open"] == 0  # a publication is no edit
+    t0 = time.time()
+    pipeline.site.edit("mec", "chaos-watch-nova", title="Nova escola técnica em Goiás abre vagas")
+    assert edits.check(seen.ids) == 0 and edits.figures()["open"] == 1  # readers still get the old text
+    # a second edit, which integrity finds; the stages bring its text to readers: both edits are seen
+    pipeline.edit("chaos-watch-nova", content="O MEC abriu 500 vagas na nova escola técnica de Goiás.")
+    pipeline.run()
+    assert edits.check(seen.ids) == 2
+    figures = edits.figures()
+    assert figures["open"] == 0 and len(figures["lags"]) == 2
+    assert all(0 <= lag <= time.time() - t0 for lag in figures["lags"])
+    # an edit the pipeline never read stays open, however often the reader looks
+    pipeline.site.edit("mec", "chaos-watch-nova", title="Escola técnica de Goiás: inscrições")
+    pipeline.run()
+    assert edits.check(seen.ids) == 0 and edits.check(seen.ids) == 0
+    assert edits.figures()["open"] == 1 and edits.failed_checks == 0
+    # taken down before readers got it: superseded, not open
+    pipeline.site.remove("mec", "chaos-watch-nova", 410)
+    edits.check(seen.ids)
+    assert (edits.figures()["open"], edits.figures()["superseded"]) == (0, 1)
+
+
+def test_a_removal_is_timed_until_a_reader_finds_no_document(pipeline):
+    seen = indexed_new(pipeline)
+    since = min(seen.ok_polls) - 1
+    pipeline.site.remove("mec", "chaos-watch-nova", 410)
+    seen.poll()  # gone from the site, not from the index
+    gone = seen.gone(pipeline.site.journal(), since)
+    assert (gone["lags"], gone["visible"], gone["never_shown"]) == ([], 1, 0)
+    pipeline.remove("chaos-watch-nova", on_site=False)  # integrity's two 410s
+    pipeline.run()
+    seen.poll()
+    gone = seen.gone(pipeline.site.journal(), since)
+    assert (gone["visible"], gone["never_shown"]) == (0, 0) and len(gone["lags"]) == 1
+    assert 0 <= gone["lags"][0] <= time.time() - since
+    # published and moved away before any scrape: its old address was never indexed
+    pipeline.site.publish(dict(NEW, url_slug="chaos-watch-movida", title="Escola técnica muda de endereço"))
+    pipeline.site.move("mec", "chaos-watch-movida", "chaos-watch-movida-2")
+    moves = seen.gone(pipeline.site.journal(), since, "move")
+    assert (moves["lags"], moves["visible"], moves["never_shown"]) == ([], 0, 1)

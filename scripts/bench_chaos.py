@@ -14,7 +14,8 @@ overlapping faults, checked by an oracle that reads only what readers see.
    hour (default 5,000: ten times production's day in one hour) of real gov.br text, in bursts,
    with edits, removals and moves of the run's articles, through the site's control API.
 3. **Faults**: one every ``--fault-every-min`` minutes (+-20%), drawn with the printed ``--seed``
-   (:mod:`faultsuite.chaos`: kill -9 of PostgreSQL, Typesense, every Airflow component, a running
+   as from a deck, each kind once before any comes twice (``--faults`` names the kinds; default
+   all) (:mod:`faultsuite.chaos`: kill -9 of PostgreSQL, Typesense, every Airflow component, a running
    task and the model service; SIGSTOP pauses; two faults at once; the Pub/Sub emulator losing
    its messages; the site slow or answering 503; 5-minute outages; an upgrade). Each one is
    confirmed (the process gone, the port closed, the process stopped) or counted in
@@ -81,7 +82,7 @@ for sub in ("include", "plugins", "dev", "scripts"):
 
 import bench_realtime as realtime  # noqa: E402
 from bench_soak import drain  # noqa: E402
-from faultsuite.chaos import Chaos  # noqa: E402
+from faultsuite.chaos import CHAOS, Chaos  # noqa: E402
 from faultsuite.context import Context  # noqa: E402
 
 SCRATCH = {
@@ -237,7 +238,7 @@ class ChaosRun:
         args, s = self.args, self.s
         ctx = Context.for_chaos(s, keep=args.keep)
         self.af = ctx.af
-        chaos = Chaos(ctx, self.seed, self.site, scale=args.outage_scale)
+        chaos = Chaos(ctx, self.seed, self.site, scale=args.outage_scale, faults=args.faults, deck=True)
         self.run_start = datetime.now(UTC)
         self.epoch0 = time.time()
         self.watcher = FirstSeen(self.ts, self.alias, self.epoch0, self.dim)
@@ -489,6 +490,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, help="the load's and the faults' seed (default: random, printed)")
     ap.add_argument("--rate", type=float, default=5000.0, help="new articles an hour (default 5000)")
     ap.add_argument("--fault-every-min", type=float, default=4.0)
+    ap.add_argument(
+        "--faults",
+        type=lambda v: tuple(f.strip() for f in v.split(",") if f.strip()),
+        default=(),
+        help="the fault kinds drawn, comma-separated (default: every kind of faultsuite's catalogue)",
+    )
     ap.add_argument("--outage-scale", type=float, default=1.0, help="outage lengths times this (smoke runs)")
     ap.add_argument("--base-min", type=float, default=20.0, help="longest wait for the base to be indexed")
     ap.add_argument(
@@ -500,6 +507,9 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--keep", action="store_true", help="keep the scratch database at the end")
     args = ap.parse_args(argv)
+    unknown = sorted(set(args.faults) - set(CHAOS))
+    if unknown:
+        ap.error(f"unknown fault kinds {unknown}; known: {', '.join(sorted(CHAOS))}")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 1_000_000)
     log(f"seed={seed}")
 

@@ -51,10 +51,17 @@ __all__ = ["CHAOS", "KILL_TARGETS", "SOAK_FAULTS", "Chaos", "Injected"]
 
 class Chaos:
     """Draws and injects the faults on the stack of ``ctx`` (its settings: the scratch names of
-    bench_realtime). ``faults``: the kinds drawn (default every one of CHAOS)."""
+    bench_realtime). ``faults``: the kinds drawn (default every one of CHAOS); ``deck``: each kind
+    once, in a seeded order, before any comes again (a run of n faults meets n kinds, up to all)."""
 
     def __init__(
-        self, ctx: Context, seed: int, site_base: str, scale: float = 1.0, faults: tuple[str, ...] = ()
+        self,
+        ctx: Context,
+        seed: int,
+        site_base: str,
+        scale: float = 1.0,
+        faults: tuple[str, ...] = (),
+        deck: bool = False,
     ):
         self.ctx = ctx
         self.rng = random.Random(seed)
@@ -65,9 +72,15 @@ class Chaos:
         unknown = set(self.faults) - set(CHAOS)
         if unknown:
             raise ValueError(f"unknown chaos faults {sorted(unknown)}")
+        self.deck = deck
+        self._hand: list[str] = []  # the deck's kinds not drawn yet
 
     def draw(self) -> str:
-        return self.rng.choice(self.faults)
+        if not self.deck:
+            return self.rng.choice(self.faults)
+        if not self._hand:
+            self._hand = self.rng.sample(self.faults, len(self.faults))
+        return self._hand.pop()
 
     def next_gap_s(self, every_s: float) -> float:
         """Seconds until the next fault: ``every_s`` +- 20%, from the seeded generator."""

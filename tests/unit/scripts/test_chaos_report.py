@@ -1,11 +1,14 @@
 """The chaos run's report lines for edits and take-downs reaching readers (scripts/bench_chaos.py's
 ``change_lines``, over the figures of dgb_dev.chaos.watch): every figure the watchers give is
-printed, and an empty list says so instead of a made-up percentile."""
+printed, and an empty list says so instead of a made-up percentile; an unknown ``--faults`` kind is
+refused before the stack is touched."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -29,3 +32,10 @@ def test_each_change_kind_gets_its_line_with_its_figures():
 
 def test_a_run_without_the_watchers_prints_no_change_line():
     assert bench_chaos.change_lines({}) == []
+
+
+def test_an_unknown_fault_kind_is_refused_before_anything_starts(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench_chaos.main(["--minutes", "1", "--faults", "kill_postgres,kill_everything"])
+    assert exit_.value.code == 2
+    assert "unknown fault kinds ['kill_everything']" in capsys.readouterr().err

@@ -186,6 +186,19 @@ def test_a_seed_replays_the_draws_and_their_plans_and_every_kind_comes_up():
                 assert 30 <= plan["hold_s"] <= 120
 
 
+def test_a_deck_draws_every_kind_once_before_any_twice_in_a_seeded_order():
+    def draws(seed, n, **kw):
+        c = _chaos(seed, deck=True, **kw)
+        return [c.draw() for _ in range(n)]
+
+    kinds = len(chaos.CHAOS)
+    first = draws(7, 2 * kinds)
+    assert sorted(first[:kinds]) == sorted(first[kinds:]) == sorted(chaos.CHAOS)
+    assert first == draws(7, 2 * kinds) and first != draws(8, 2 * kinds)
+    few = ("kill_postgres", "site_slow", "upgrade")
+    assert sorted(draws(7, 3, faults=few)) == sorted(few)
+
+
 def test_the_soak_draws_only_its_documented_faults():
     c = _chaos(4711, faults=chaos.SOAK_FAULTS)
     assert {c.draw() for _ in range(300)} == set(chaos.SOAK_FAULTS)

@@ -107,6 +107,23 @@ def weigh(
     )
 
 
+def next_look(evidence: Evidence, http_status: int | None, now: datetime, policy: RemovalPolicy) -> datetime:
+    """When an unconfirmed gone streak is worth checking again: when one more answer can move it on.
+
+    The gone answers still needed are spread over what is left of the delay, the last at its end,
+    so a 410 seen once is looked at again when its 15 minutes are up, not at its age tier's next due
+    time (a check before then confirms nothing). A streak short of answers after its delay is up
+    gets them at the policy's own spacing (delay / answers needed). A streak with enough answers
+    and its delay up, yet not confirmed (a tripped breaker paused it), gets ``now``: nothing to wait
+    for, so the caller keeps its tier's schedule."""
+    need, delay = policy.needs(http_status)
+    left = need - evidence.checks
+    if left <= 0:
+        return max(evidence.confirm_after, now)
+    wait = (evidence.confirm_after - now) / left
+    return now + (wait if wait > timedelta(0) else delay / need)
+
+
 def host_of(url: str | None) -> str | None:
     try:
         return (urlsplit(url or "").netloc or "").lower() or None

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 from dgb.db import transaction
 from dgb.integrity.checks import ContentResult, ImageResult
-from dgb.integrity.evidence import Evidence, RemovalPolicy, evaluate_breakers, host_of, weigh
+from dgb.integrity.evidence import Evidence, RemovalPolicy, evaluate_breakers, host_of, next_look, weigh
 from dgb.integrity.result import CheckResult
 from dgb.integrity.tiers import Schedule
 
@@ -162,8 +162,9 @@ def _weigh_gone_streak(
         )
         if row["removed_at"] is None and not evidence.confirmed:
             entry.outcome = "suspect_removed"
-            if evidence.confirm_after > now:  # look again as soon as the evidence can be complete
-                entry.next_due = min(entry.next_due, evidence.confirm_after)
+            look = next_look(evidence, content.http_status, now, policy)
+            if look > now:  # when the next gone answer can move the streak on, not before
+                entry.next_due = look
     elif content.status in ("unchanged", "modified"):
         entry.gone_since, entry.gone_checks, entry.gone_status = None, 0, None
 

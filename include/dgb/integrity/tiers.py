@@ -227,7 +227,8 @@ def assign_tiers(
 # most edits soonest:
 #
 # 1. removal evidence due (a suspect 404/410 to confirm), so a removal leaves the index one delay
-#    after its first gone answer even when young articles are queued;
+#    after its first gone answer even when young articles are queued; until then the suspect is
+#    not a candidate at all (a check before its next look confirms nothing);
 # 2. fresh: articles under ``fresh_age`` (3 h) not checked for ``fresh_interval`` (10 min), the
 #    longest-unchecked first (recent news every ~10 min). Their texts come before their images:
 #    under a backlog (a burst, the 10x chaos load) a pass costs one request per article, not two,
@@ -330,7 +331,7 @@ class Candidates:
     cheap: Any  # bool: the last content check answered 304
     image_checked: Any
     has_image: Any  # bool
-    urgent: Any  # bool: removal evidence due now
+    urgent: Any  # bool: removal evidence due now (an article not hidden yet)
 
     def __len__(self) -> int:
         return len(self.news_id)
@@ -493,9 +494,13 @@ CANDIDATES_SQL = (
     " extract(epoch FROM coalesce(s.page_updated_at, n.updated_datetime)),"
     " coalesce(s.http_status = 304, false), extract(epoch FROM s.image_checked_at),"
     " n.image_url IS NOT NULL,"
-    " (s.gone_since IS NOT NULL AND isfinite(s.next_due_at) AND s.next_due_at <= %(now)s)"
+    " (s.gone_since IS NOT NULL AND n.removed_at IS NULL AND isfinite(s.next_due_at)"
+    " AND s.next_due_at <= %(now)s)"
     " FROM integrity_state s JOIN news n ON n.id = s.news_id"
     " WHERE (n.removed_at IS NULL OR s.gone_since IS NOT NULL)"
+    # a gone streak not confirmed yet waits for its next look (evidence.next_look): a check before
+    # it confirms nothing, and would keep the one that can out of the next runs (`recent`)
+    " AND NOT (s.gone_since IS NOT NULL AND n.removed_at IS NULL AND s.next_due_at > %(now)s)"
     " AND (s.last_checked_at IS NULL OR s.last_checked_at < %(recent)s)"
 )
 

@@ -226,3 +226,41 @@ def test_a_round_that_ends_before_its_slot_is_followed_by_another(pg, site):
     with checker(base) as f:  # less than a round's minimum left: no second round
         short = run_budget(pg, f, policy=policy, clock=lambda: now, max_seconds=30.0, min_round_s=60.0)
     assert short.rounds == 1 and short.checked == 1
+
+
+def test_a_suspect_waits_for_the_look_that_can_confirm_it_and_a_removed_one_is_not_urgent(pg, site):
+    """A fresh article's first 410 is looked at again when its 15 minutes are up, not by the fresh
+    pass at 10 (that check confirmed nothing and kept the one that could out of the next runs:
+    removals took ~25 min in the chaos hour of seed 27); once hidden it is no longer urgent."""
+    site_, server, base = site
+    scrape_site(pg, base)
+    _quiet_pipeline(pg)
+    uid = uid_of(pg, "aviso-de-agora")
+    news_id = one_row(pg, "SELECT id FROM news WHERE unique_id = %s", uid)[0]
+    t0 = datetime.now(UTC)
+    with db.transaction(pg) as cur:
+        cur.execute("UPDATE integrity_state SET last_checked_at = %s", (t0 - timedelta(minutes=20),))
+    site_.remove("mec", "aviso-de-agora", 410)
+    policy = BudgetPolicy(budget_rps=10.0, slot_seconds=60.0)
+
+    def budget_run(at):
+        with checker(base) as f:
+            return run_budget(pg, f, policy=policy, clock=lambda: at)
+
+    def candidate(at):
+        cands = load_candidates(pg, at, policy)
+        where = [i for i, n in enumerate(cands.news_id.tolist()) if n == news_id]
+        return bool(cands.urgent[where[0]]) if where else None
+
+    assert budget_run(t0).outcomes["suspect_removed"] == 1
+    due_at = one_row(pg, "SELECT next_due_at FROM integrity_state WHERE news_id = %s", news_id)[0]
+    assert due_at == t0 + timedelta(minutes=15)
+    early = t0 + timedelta(minutes=11)  # past its fresh interval, before the evidence can be complete
+    assert candidate(early) is None
+    assert budget_run(early).outcomes.get("suspect_removed", 0) == 0
+    due = t0 + timedelta(minutes=15, seconds=1)
+    assert candidate(due) is True  # removal evidence due: first in the plan
+    assert budget_run(due).outcomes["removed"] == 1
+    assert one_row(pg, "SELECT count(*) FROM integrity_checks WHERE news_id = %s", news_id)[0] == 2
+    later = t0 + timedelta(days=3)  # still watched for a comeback, at its age's pace, not first
+    assert candidate(later) is False

@@ -382,7 +382,7 @@ def test_410_is_confirmed_sooner(pg, mirror):
         early = check_article(pg, f, uid, now=w.now + timedelta(minutes=10), policy=w.policy)
         late = check_article(pg, f, uid, now=w.now + timedelta(minutes=16), policy=w.policy)
     assert (first.outcome, early.outcome, late.outcome) == ("suspect_removed", "suspect_removed", "removed")
-    assert first.next_due_at == w.now + timedelta(minutes=10)  # its tier (0-2 d) re-checks before the 15 min
+    assert first.next_due_at == w.now + timedelta(minutes=15)  # when the evidence can be complete
     assert w.hidden() == 1
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dgb.integrity.checks import page_url, plone6_search_url, same_article, same_publication
-from dgb.integrity.evidence import RemovalPolicy, host_of, is_bad, is_normal, weigh
+from dgb.integrity.evidence import RemovalPolicy, host_of, is_bad, is_normal, next_look, weigh
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -35,6 +35,31 @@ def test_a_tripped_breaker_pauses_a_confirmed_removal():
 def test_more_checks_can_be_required():
     p = RemovalPolicy(confirm_checks=3, delay_s=0)
     assert not weigh(T0, 1, 404, T0, p).confirmed and weigh(T0, 2, 404, T0, p).confirmed
+
+
+@pytest.mark.parametrize("status,delay", [(404, timedelta(hours=6)), (410, timedelta(minutes=15))])
+def test_a_first_gone_answer_is_looked_at_again_when_its_delay_is_up(status, delay):
+    p = RemovalPolicy()
+    first = weigh(None, 0, status, T0, p)
+    assert next_look(first, status, T0, p) == T0 + delay
+    early = weigh(T0, 1, status, T0 + delay / 2, p)  # a second answer before the delay (a manual check)
+    assert early.checks == 2 and next_look(early, status, T0 + delay / 2, p) == T0 + delay
+
+
+def test_the_answers_still_needed_are_spread_over_the_delay_left():
+    p = RemovalPolicy(gone_confirm_checks=3, gone_delay_s=900)
+    first = weigh(None, 0, 410, T0, p)
+    assert next_look(first, 410, T0, p) == T0 + timedelta(seconds=450)
+    second = weigh(T0, 1, 410, T0 + timedelta(seconds=450), p)
+    assert next_look(second, 410, T0 + timedelta(seconds=450), p) == T0 + timedelta(seconds=900)
+    late = T0 + timedelta(hours=1)  # delay up, one answer short: at the policy's own spacing
+    assert next_look(weigh(T0, 1, 410, late, p), 410, late, p) == late + timedelta(seconds=300)
+
+
+def test_a_paused_streak_with_its_evidence_complete_has_nothing_to_wait_for():
+    at = T0 + timedelta(days=1)
+    e = weigh(T0, 5, 404, at, RemovalPolicy(), paused_by=("host:www.gov.br",))
+    assert not e.confirmed and next_look(e, 404, at, RemovalPolicy()) == at  # the caller keeps its tier
 
 
 def test_a_streak_dated_in_the_future_restarts_now():

@@ -178,7 +178,13 @@ def test_agency_outage_then_recovery_hides_nothing_but_the_withdrawn_article(pg,
     paused = {(b["scope"], b["key"]) for b in tripped_breakers(pg)}
     assert ("agency", "mec") in paused and ("agency", "mulheres") not in paused
     assert w.flagged("suspect_removed") == MEC_N
-    assert w.count("SELECT max(gone_checks) FROM integrity_state") >= 7  # seen gone, >= 6 h apart
+    # seen gone twice, 6 h apart (evidence enough, were removals not paused), and not every hour
+    # in between: a check before the delay is up confirms nothing
+    assert 2 <= w.count("SELECT max(gone_checks) FROM integrity_state") < 7
+    assert (
+        w.count("SELECT max(extract(epoch FROM last_checked_at - gone_since)) FROM integrity_state")
+        >= 6 * 3600
+    )
     report = integrity_report(pg)
     assert {(b["scope"], b["key"]) for b in report["removals_paused"]} == paused
     assert "removals paused" in format_table(report) and "agency mec" in format_table(report)

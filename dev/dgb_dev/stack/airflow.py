@@ -10,8 +10,10 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 from dgb.config import REPO_ROOT, Settings, read_env_file
+from dgb.config import database as config_database
 from dgb.config import dev as dev_settings
 from dgb.config import embed as embed_settings
 from dgb_dev.stack.broker import celery_env
@@ -19,6 +21,16 @@ from dgb_dev.stack.component import ManagedProcess
 from dgb_dev.stack.process import StackError, http_ok
 
 AIRFLOW_PARTS = ("api-server", "scheduler", "triggerer", "dag-processor")
+
+
+def airflow_db_url(s: Settings) -> str:
+    """Airflow's metadata database URL; its sessions end when left idle in a transaction
+    (:func:`dgb.config.database.airflow_idle_tx_timeout_s`: a killed scheduler's locks go with it)."""
+    url = f"postgresql+psycopg://{s.pg_user}:{s.pg_password}@{s.pg_host}:{s.pg_port}/{s.pg_airflow_db}"
+    timeout_s = config_database.airflow_idle_tx_timeout_s()
+    if timeout_s:
+        url += "?options=" + quote(f"-c idle_in_transaction_session_timeout={timeout_s * 1000}")
+    return url
 
 
 def airflow_env(settings: Settings) -> dict[str, str]:
@@ -61,7 +73,7 @@ def airflow_env(settings: Settings) -> dict[str, str]:
             "AIRFLOW__API__HOST": "127.0.0.1",
             "AIRFLOW__API__PORT": str(s.airflow_port),
             "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{s.airflow_port}",
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg://{s.pg_user}:{s.pg_password}@{s.pg_host}:{s.pg_port}/{s.pg_airflow_db}",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": airflow_db_url(s),
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
             "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
             # no health server process in the scheduler (~40 MiB): the stack reads every component's

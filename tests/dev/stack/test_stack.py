@@ -186,3 +186,36 @@ def test_airflow_parts_skip_the_log_server_and_the_emulator_is_sized(monkeypatch
         "JAVA_TOOL_OPTIONS" not in PubSubEmulator(s).env()
         or "-Xmx" not in PubSubEmulator(s).env()["JAVA_TOOL_OPTIONS"]
     )
+
+
+def test_an_airflow_session_left_idle_in_a_transaction_is_ended_by_the_server(pg_server, monkeypatch):
+    """Seed 28's chaos run: the scheduler, killed mid-transaction, left its socket open in the task
+    processes it had forked; the server kept its transaction (and row locks) and the next scheduler
+    and the DAG processor waited 9 minutes. Through the URL Airflow is given (read back through
+    Airflow's own configuration), a transaction left idle past the limit is ended by PostgreSQL."""
+    import time
+
+    import sqlalchemy
+    from sqlalchemy.exc import DBAPIError
+
+    from dgb_dev.stack.airflow import airflow_db_url, airflow_env
+
+    monkeypatch.setenv("DGB_AIRFLOW_DB_IDLE_TX_TIMEOUT_S", "1")
+    monkeypatch.setenv(
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", airflow_env(pg_server)["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+    )
+    from airflow.configuration import conf
+
+    url = conf.get("database", "sql_alchemy_conn")
+    assert url == airflow_db_url(pg_server) and "idle_in_transaction_session_timeout%3D1000" in url
+    engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            conn.execute(sqlalchemy.text("SELECT 1"))  # a transaction begun, then the client goes quiet
+            time.sleep(2.5)
+            with pytest.raises(DBAPIError, match="idle-in-transaction timeout"):
+                conn.execute(sqlalchemy.text("SELECT 1"))
+        monkeypatch.setenv("DGB_AIRFLOW_DB_IDLE_TX_TIMEOUT_S", "0")  # no limit: the plain URL
+        assert "options" not in airflow_db_url(pg_server)
+    finally:
+        engine.dispose()

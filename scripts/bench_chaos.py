@@ -309,12 +309,14 @@ class ChaosRun:
         from dgb_dev.chaos import oracle, record
 
         self.counter.open()
-        drained_s = drain(self.s, self.af, self.scrape_dags, self.args.drain_min)
-        left_min = max(1.0, self.args.drain_min - drained_s / 60)
         t0 = time.monotonic()
-        try:
+        drained_s = 0.0
+        try:  # Ctrl-C in either part of the drain: judge what readers see now, report it
+            drained_s = drain(self.s, self.af, self.scrape_dags, self.args.drain_min)
+            t0 = time.monotonic()
+            left_min = max(1.0, self.args.drain_min - drained_s / 60)
             settled, settled_s, _ = wait_truth(self.verdict, left_min, "drain", also=self.watch)
-        except KeyboardInterrupt:  # Ctrl-C in the drain: judge what readers see now, report it
+        except KeyboardInterrupt:
             settled, settled_s = False, time.monotonic() - t0
             log("drain cut short (Ctrl-C): judging what readers see now")
         self.history["drain"] = {"settled": settled, "seconds": round(drained_s + settled_s)}

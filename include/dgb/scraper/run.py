@@ -29,7 +29,7 @@ Listing pages are walked newest first.
   database crashing, the host rebooting) leaves its newer articles stored above a stretch nobody
   read, and every later run would stop at their fence; the mark sends the next run past them. A run
   that ends normally replaces it with the mark it really leaves (none, when nothing was skipped).
-  The chaos run of seed 28 lost 14 articles of one agency so: PostgreSQL was killed while a run
+  The chaos run of seed 28 lost 13 articles of one agency so: PostgreSQL was killed while a run
   read its second page.
 * A **backfill** (``start_date`` given) walks back until articles are older than ``start_date``
   (up to ``backfill_max_pages``) and re-reads known articles in the window so their edits are

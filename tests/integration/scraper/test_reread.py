@@ -57,7 +57,7 @@ def test_an_article_a_run_could_not_fetch_is_read_again_at_its_new_address(pg, m
     assert marks == [("mec",)]  # the first run left its mark where it skipped nova-0
     urls = [u for (u,) in _rows(pg, "SELECT url FROM news WHERE url LIKE '%nova-0%'")]
     assert len(urls) == 1 and urls[0].endswith("/nova-0-outro-endereco")
-    assert _rows(pg, "SELECT count(*) FROM scrape_reread")[0][0] == 0  # read past it: cleared
+    assert _marks(pg) == 0  # read past it: cleared
     with Fetcher(FAST) as f:
         third = scrape_agency(pg, mec, f)
     assert third.new == [] and third.pages == 1 and third.status == "success"
@@ -68,14 +68,14 @@ class Killed(BaseException):
 
 
 class DiesOnPageTwo:
-    """The real fetcher; the run stops when it first reaches for what is below listing page 1 (an
-    article of page 2, or page 2 itself): ``fail`` is raised there."""
+    """The real fetcher; ``fail`` is raised when the run asks for listing page 2 (page 1's articles
+    are committed by then)."""
 
-    def __init__(self, inner: Fetcher, slug: str, fail: BaseException):
-        self.inner, self.slug, self.fail = inner, slug, fail
+    def __init__(self, inner: Fetcher, fail: BaseException):
+        self.inner, self.fail = inner, fail
 
     def get(self, url, *args, **kwargs):
-        if url.endswith(f"/{self.slug}") or "b_start" in url:
+        if "b_start" in url:
             raise self.fail
         return self.inner.get(url, *args, **kwargs)
 
@@ -83,15 +83,26 @@ class DiesOnPageTwo:
         return getattr(self.inner, name)
 
 
-def _publish_burst(site, n: int) -> None:
+def _known_then_burst(pg, mirror):
+    """mec's articles stored by a first run, then 35 new ones: page 1 holds burst-34 .. burst-5,
+    page 2 starts with burst-4."""
+    site, server, base = mirror(ARTICLES)
+    mec = mirrored_agency(base, "mec")
+    with Fetcher(FAST) as f:
+        scrape_agency(pg, mec, f)
     now = datetime.now(UTC)
-    for i in range(n):  # burst-0 the oldest
-        at = (now - timedelta(minutes=n - i)).isoformat()
+    for i in range(35):  # burst-0 the oldest
+        at = (now - timedelta(minutes=35 - i)).isoformat()
         site.publish(article_dict("mec", f"burst-{i}", f"Notícia de rajada número {i} do ministério", at))
+    return mec
 
 
 def _burst_stored(pg) -> int:
     return _rows(pg, "SELECT count(*) FROM news WHERE url LIKE '%/burst-%'")[0][0]
+
+
+def _marks(pg) -> int:
+    return _rows(pg, "SELECT count(*) FROM scrape_reread")[0][0]
 
 
 @pytest.mark.parametrize(
@@ -105,20 +116,16 @@ def test_a_run_that_dies_after_committing_a_page_leaves_the_rest_to_the_next_run
     """Seed 28's chaos run: PostgreSQL was killed while a run read its second listing page. The
     first page's articles were stored; the run died before it could leave a mark, and every later
     run stopped at the fence of those stored articles: 13 articles never read."""
-    site, server, base = mirror(ARTICLES)
-    mec = mirrored_agency(base, "mec")
-    with Fetcher(FAST) as f:
-        scrape_agency(pg, mec, f)
-    _publish_burst(site, 35)  # page 1: burst-34 .. burst-5; page 2 starts with burst-4
+    mec = _known_then_burst(pg, mirror)
     with Fetcher(FAST) as f, pytest.raises(type(death)):
-        scrape_agency(pg, mec, DiesOnPageTwo(f, "burst-4", death))
+        scrape_agency(pg, mec, DiesOnPageTwo(f, death))
     assert _burst_stored(pg) == 30  # page 1 committed
-    assert len(_rows(pg, "SELECT agency_key FROM scrape_reread")) == 1  # written before that commit
+    assert _marks(pg) == 1  # written before that commit
     with Fetcher(FAST) as f:
         again = scrape_agency(pg, mec, f)  # page 1 is all known: the fence alone would stop there
     assert again.status == "success" and len(again.new) == 5 and again.pages == 2, again
     assert _burst_stored(pg) == 35
-    assert _rows(pg, "SELECT count(*) FROM scrape_reread")[0][0] == 0  # read past it: cleared
+    assert _marks(pg) == 0  # read past it: cleared
     with Fetcher(FAST) as f:
         third = scrape_agency(pg, mec, f)
     assert third.new == [] and third.pages == 1 and third.status == "success"
@@ -127,28 +134,19 @@ def test_a_run_that_dies_after_committing_a_page_leaves_the_rest_to_the_next_run
 def test_a_listing_page_that_fails_after_a_committed_one_keeps_the_rest_marked(pg, mirror):
     from dgb.scrape_errors import NetworkError
 
-    site, server, base = mirror(ARTICLES)
-    mec = mirrored_agency(base, "mec")
-    with Fetcher(FAST) as f:
-        scrape_agency(pg, mec, f)
-    _publish_burst(site, 35)
+    mec = _known_then_burst(pg, mirror)
     with Fetcher(FAST) as f:  # page 2 of the listing answers 503 after retries
-        first = scrape_agency(pg, mec, DiesOnPageTwo(f, "no-article", NetworkError("HTTP 503")))
+        first = scrape_agency(pg, mec, DiesOnPageTwo(f, NetworkError("HTTP 503")))
     assert first.status == "partial" and len(first.new) == 30 and first.error_category == "network_error"
-    assert len(_rows(pg, "SELECT agency_key FROM scrape_reread")) == 1  # kept: page 2 was not read
+    assert _marks(pg) == 1  # kept: page 2 was not read
     with Fetcher(FAST) as f:
         again = scrape_agency(pg, mec, f)
-    assert again.status == "success" and len(again.new) == 5, again
-    assert _rows(pg, "SELECT count(*) FROM scrape_reread")[0][0] == 0
+    assert again.status == "success" and len(again.new) == 5 and _marks(pg) == 0, again
 
 
 def test_a_run_that_reads_every_page_leaves_no_mark(pg, mirror):
-    site, server, base = mirror(ARTICLES)
-    mec = mirrored_agency(base, "mec")
-    with Fetcher(FAST) as f:
-        scrape_agency(pg, mec, f)
-    _publish_burst(site, 35)
+    mec = _known_then_burst(pg, mirror)
     with Fetcher(FAST) as f:
         whole = scrape_agency(pg, mec, f)
     assert whole.status == "success" and len(whole.new) == 35 and whole.pages == 2
-    assert _rows(pg, "SELECT count(*) FROM scrape_reread")[0][0] == 0  # the mark ahead of page 1 replaced
+    assert _marks(pg) == 0  # the mark written ahead of page 1 replaced at the end

@@ -32,6 +32,7 @@ from dgb.integrity.tiers import (
     due_articles,
     image_due,
     load_candidates,
+    load_due_suspects,
 )
 
 log = logging.getLogger("dgb.integrity")
@@ -197,6 +198,7 @@ class BudgetRunSummary:
     signal: dict[str, Any] | None = None
     rounds: int = 1  # plans made: more than one when a round ended before the slot (run_budget)
     extra_capacity: float = 0.0  # requests the later rounds were allowed, beyond ``capacity``
+    due_in_run: int = 0  # suspects whose removal evidence fell due during the run, checked next
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -214,6 +216,7 @@ class BudgetRunSummary:
             "seconds": round(self.seconds, 3),
             "rounds": self.rounds,
             "extra_capacity": round(self.extra_capacity, 1),
+            "due_in_run": self.due_in_run,
             "stopped_load": self.stopped_load,
             "note": self.note,
             "breaker_changes": [c.as_dict() for c in self.breaker_changes],
@@ -225,6 +228,7 @@ PLAN_REASONS = ("fresh", "forced", "score")
 
 
 MIN_ROUND_S = 30.0  # a run plans another round only with at least this long left in its slot
+SUSPECT_LOOK_S = 60.0  # a run looks this often for removal evidence that fell due after it planned
 
 
 def run_budget(
@@ -243,6 +247,7 @@ def run_budget(
     modified_signal: bool | None = None,
     agencies: list | None = None,
     min_round_s: float = MIN_ROUND_S,
+    suspect_look_s: float = SUSPECT_LOOK_S,
 ) -> BudgetRunSummary:
     """One run of the budget scheduler: take what the budget allows in the slot
     (``budget_rps * slot``, :func:`dgb.integrity.tiers.choose` over every article; ``budget_rps``
@@ -262,7 +267,12 @@ def run_budget(
     :mod:`dgb.integrity.signal`) the run first reads each Plone 6 agency's search sorted by
     modification date (one request each, out of the capacity), checks the articles it marked
     first, and leaves out of the plan the unchanged ones it covers. ``agencies``: the catalogue
-    the reads come from (default: the configured one, mirror URLs in mirror mode)."""
+    the reads come from (default: the configured one, mirror URLs in mirror mode).
+
+    Every ``suspect_look_s`` the run asks for suspect articles whose removal evidence fell due
+    since it planned (a first 410 is looked at again 15 min later, seldom at a slot's start) and
+    checks them next, in place of the plan's last checks: a removal is confirmed about a minute
+    after its evidence is due instead of at the next slot's plan (0 turns this off)."""
     policy = policy or BudgetPolicy.from_env()
     schedule = schedule or Schedule.from_env()
     removal = removal or RemovalPolicy.from_env()
@@ -295,6 +305,7 @@ def run_budget(
         recheck_every,
         load_thresholds,
         clock,
+        suspect_look_s,
     )
     planned = ctx.plan_and_check(now, capacity, first, skip if use_signal else None)
     while planned and max_seconds is not None and not summary.stopped_load and summary.note is None:
@@ -328,6 +339,7 @@ class _Round:
     recheck_every: int
     load_thresholds: dict[str, Any] | None
     clock: Callable[[], datetime] | None
+    suspect_look_s: float = SUSPECT_LOOK_S
 
     def plan_and_check(self, now: datetime, capacity: float, first: list, skip: set[int] | None) -> int:
         """Plan ``capacity`` requests at ``now`` (after ``first``, the signal's marked articles;
@@ -353,13 +365,33 @@ class _Round:
         self._check(ids, images)
         return len(ids)
 
+    def _now(self) -> datetime:
+        return self.clock() if self.clock is not None else datetime.now(UTC)
+
+    def _due_first(self, done: list, rest: list, uid: dict[int, str]) -> list:
+        """``rest`` (the checks left, (news id, with image)) with the removal evidence due now in
+        front and as many of its last checks dropped: the round makes no more requests than planned."""
+        checked = {news_id for news_id, _ in done}
+        found = load_due_suspects(self.conn, self._now(), self.policy, len(rest) + len(done))
+        due = [c for c in found if c[0] not in checked][: len(rest)]
+        if not due:
+            return rest
+        uid.update(due)
+        image = dict(rest)
+        taken = {news_id for news_id, _ in due}
+        self.summary.due_in_run += len(taken - image.keys())
+        front = [(news_id, image.get(news_id, False)) for news_id, _ in due]
+        return (front + [c for c in rest if c[0] not in taken])[: len(rest)]
+
     def _check(self, ids: list[int], images: list[bool]) -> None:
         conn, summary = self.conn, self.summary
         with conn.cursor() as cur:
             cur.execute("SELECT id, unique_id FROM news WHERE id = ANY(%s)", (ids,))
             uid = dict(cur.fetchall())
         conn.commit()
-        for n, (news_id, with_image) in enumerate(zip(ids, images, strict=True)):
+        queue = list(zip(ids, images, strict=True))
+        look_at = time.monotonic() + self.suspect_look_s
+        for n in range(len(queue)):
             if self.max_seconds is not None and time.monotonic() - self.t0 > self.max_seconds:
                 summary.note = (
                     f"stopped after {self.max_seconds:.0f} s with {len(ids) - n} planned checks left"
@@ -371,6 +403,10 @@ class _Round:
                     summary.stopped_load, summary.note = True, f"stopped_load: {reason} (after {n} checks)"
                     log.info("integrity budget run stopped_load %s after %d checks", reason, n)
                     break
+            if self.suspect_look_s and time.monotonic() >= look_at:
+                look_at = time.monotonic() + self.suspect_look_s
+                queue[n:] = self._due_first(queue[:n], queue[n:], uid)
+            news_id, with_image = queue[n]
             unique_id = uid.get(news_id)
             if unique_id is None:
                 continue

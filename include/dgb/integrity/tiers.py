@@ -512,9 +512,8 @@ def load_candidates(conn, now: datetime, policy: BudgetPolicy | None = None) -> 
 
     policy = policy or BudgetPolicy.from_env()
     rates = agency_rates(conn)
-    recent = now - timedelta(seconds=min(policy.min_gap_s, policy.fresh_interval_s * 0.9))
     with conn.cursor() as cur:
-        cur.execute(CANDIDATES_SQL, {"now": now, "recent": recent})
+        cur.execute(CANDIDATES_SQL, {"now": now, "recent": _recent(now, policy)})
         rows = cur.fetchall()
     conn.commit()
 
@@ -535,3 +534,29 @@ def load_candidates(conn, now: datetime, policy: BudgetPolicy | None = None) -> 
         has_image=col(8, bool),
         urgent=col(9, bool),
     )
+
+
+# Removal evidence that fell due after a run planned (its next look, evidence.next_look, is up):
+# the run checks it next instead of leaving it to the next slot's plan.
+DUE_SUSPECTS_SQL = (
+    "SELECT s.news_id, n.unique_id FROM integrity_state s JOIN news n ON n.id = s.news_id"
+    " WHERE s.gone_since IS NOT NULL AND n.removed_at IS NULL AND isfinite(s.next_due_at)"
+    " AND s.next_due_at <= %(now)s AND (s.last_checked_at IS NULL OR s.last_checked_at < %(recent)s)"
+    " ORDER BY s.next_due_at, s.news_id LIMIT %(limit)s"
+)
+
+
+def _recent(now: datetime, policy: BudgetPolicy) -> datetime:
+    """Articles checked after this are no candidates: a re-check sooner tells nothing new."""
+    return now - timedelta(seconds=min(policy.min_gap_s, policy.fresh_interval_s * 0.9))
+
+
+def load_due_suspects(conn, now: datetime, policy: BudgetPolicy, limit: int) -> list[tuple[int, str]]:
+    """(news id, unique id) of suspect articles (a gone answer, not hidden) whose removal evidence
+    is due at ``now``, the most overdue first, at most ``limit``: the ones the plan made at the start
+    of a run could not hold."""
+    with conn.cursor() as cur:
+        cur.execute(DUE_SUSPECTS_SQL, {"now": now, "recent": _recent(now, policy), "limit": limit})
+        rows = [(int(r[0]), r[1]) for r in cur.fetchall()]
+    conn.commit()
+    return rows

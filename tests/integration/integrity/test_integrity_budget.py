@@ -264,3 +264,34 @@ def test_a_suspect_waits_for_the_look_that_can_confirm_it_and_a_removed_one_is_n
     assert one_row(pg, "SELECT count(*) FROM integrity_checks WHERE news_id = %s", news_id)[0] == 2
     later = t0 + timedelta(days=3)  # still watched for a comeback, at its age's pace, not first
     assert candidate(later) is False
+
+
+@pytest.mark.parametrize("look_s", [0.0, 1e-9], ids=["no-look", "look"])
+def test_removal_evidence_that_falls_due_during_a_run_is_checked_in_that_run(pg, site, look_s):
+    """A suspect's evidence due a minute after a run planned is checked by that run, in place of
+    the plan's last check, not left to the next slot (seed 28: removal -> hidden took ~33 min, up to
+    10 of them waiting for a plan); with the look off (0) the run leaves it."""
+    site_, server, base = site
+    scrape_site(pg, base)
+    _quiet_pipeline(pg)
+    news_id = one_row(pg, "SELECT id FROM news WHERE unique_id = %s", uid_of(pg, "aviso-de-agora"))[0]
+    t0 = datetime.now(UTC)
+    with db.transaction(pg) as cur:
+        cur.execute("UPDATE integrity_state SET last_checked_at = %s", (t0 - timedelta(minutes=20),))
+    site_.remove("mec", "aviso-de-agora", 410)
+    policy = BudgetPolicy(budget_rps=10.0, slot_seconds=60.0)
+    with checker(base) as f:
+        assert run_budget(pg, f, policy=policy, clock=lambda: t0).outcomes["suspect_removed"] == 1
+    planned_at, due = t0 + timedelta(minutes=14), t0 + timedelta(minutes=15, seconds=1)
+    times = iter([planned_at])  # the plan is made a minute before the evidence is due, the checks after
+
+    with checker(base) as f:
+        run = run_budget(pg, f, policy=policy, clock=lambda: next(times, due), suspect_look_s=look_s)
+    assert run.planned == 2  # the two other articles: the suspect was not due when the run planned
+    assert run.checked == 2  # no more checks than planned
+    if look_s:
+        assert run.due_in_run == 1 and run.outcomes["removed"] == 1
+        assert one_row(pg, "SELECT removed_at IS NOT NULL FROM news WHERE id = %s", news_id)[0] is True
+    else:
+        assert run.due_in_run == 0 and run.outcomes.get("removed", 0) == 0
+        assert one_row(pg, "SELECT removed_at IS NULL FROM news WHERE id = %s", news_id)[0] is True

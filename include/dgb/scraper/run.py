@@ -38,8 +38,10 @@ Listing pages are walked newest first.
 Each listing page's articles are stored in one transaction (one savepoint per article). A failing
 article - fetch, parse (any exception, not only ScrapeError) or store - is skipped and reported
 with its category and counted by kind in ``RunReport.problems`` (the run is then ``partial``); the
-other articles and agencies go on. A failing listing page ends the run with that page's error
-category, keeping what earlier pages stored.
+other articles and agencies go on. A parser's unexpected exception is ``html_changed``; one the
+fetch itself raises outside the site's answer (the host budget's database down) is ``unknown``.
+A failing listing page ends the run with that page's error category, keeping what earlier pages
+stored.
 
 Same-site rule: the listing parsers drop listing items and next-page links that are not on the
 agency's own site (:func:`own_sites`: its configured listing URL's host, with its ``www.`` twin;
@@ -58,7 +60,13 @@ from datetime import UTC, date, datetime, timedelta
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from dgb.fetch import Fetcher
-from dgb.scrape_errors import EmptyContentError, HtmlChangedError, ScrapeError, as_scrape_error
+from dgb.scrape_errors import (
+    EmptyContentError,
+    HtmlChangedError,
+    ScrapeError,
+    UnknownScrapeError,
+    as_scrape_error,
+)
 from dgb.scraper import conditional, relocate, store
 from dgb.scraper.article import parse_article_bytes
 from dgb.scraper.ebc import parse_ebc_article, parse_ebc_listing
@@ -217,7 +225,13 @@ def _fetch_article(agency, item: ListingItem, fetcher: Fetcher) -> Article:
     if item.content is not None:  # Plone 6 API: the listing carries the whole article
         art = item.to_article(agency.key)
     else:
-        resp = fetcher.get(item.url)
+        try:
+            resp = fetcher.get(item.url)
+        except ScrapeError:
+            raise
+        except Exception as exc:  # the fetch's own machinery (the host budget's database): not the markup
+            what = f"{type(exc).__name__} fetching {item.url[:300]}: {str(exc)[:300]}"
+            raise UnknownScrapeError(what) from exc
         if agency.site_kind == "ebc":
             art = parse_ebc_article(
                 decode_bytes(resp.content, resp.charset),

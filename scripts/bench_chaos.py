@@ -423,7 +423,8 @@ class ChaosRun:
         )
         print(
             f"requests to the site: {self.requests['requests']}, max {self.requests['max_rps_10s']:.2f}/s"
-            f" over any 10 s (budget {self.budget_rps:g}/s)"
+            f" over any 10 s (budget {self.budget_rps:g}/s), the busiest from"
+            f" {self.requests.get('max_rps_10s_at') or '-'}"
         )
         if self.recoveries.open:
             print(f"not recovered by the end: {', '.join(p.name for p in self.recoveries.open)}")

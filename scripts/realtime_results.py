@@ -101,10 +101,15 @@ def request_figures(log_: dict, start: float, end: float) -> dict:
     secs = range(int(start), int(end))
     series = [counts.get(t, 0) for t in secs]
     windows = [sum(series[k : k + 10]) / 10 for k in range(max(1, len(series) - 9))]
+    busiest = max(range(len(windows)), key=windows.__getitem__) if windows else None
     return {
         "requests": sum(series),
         "mean_rps": round(sum(series) / max(1, len(series)), 3),
         "max_rps_10s": round(max(windows) if windows else 0.0, 2),
+        # when the busiest 10 s began (the first such window; None: no requests counted)
+        "max_rps_10s_at": None
+        if busiest is None or not any(series)
+        else datetime.fromtimestamp(int(start) + busiest, UTC).isoformat(timespec="seconds"),
         "max_rps_1s": max(series) if series else 0,
         "by_kind": log_["total"],
     }

@@ -88,3 +88,14 @@ def test_command_line_profile_and_cadence(monkeypatch):
     assert bench_realtime.parse_args(["--new-per-hour", "250"]).office == 0  # uniform: not used
     with pytest.raises(SystemExit):
         bench_realtime.parse_args(["--profile", "office", "--new-per-hour", "0"])
+
+
+def test_request_figures_say_when_the_busiest_ten_seconds_began():
+    start = 1_764_950_400.0  # 2025-12-05T16:00:00Z
+    # 2 a second, then one second of 3 at +30 s: the windows from +21 to +30 hold 21 requests
+    per_second = [[start + t, 3 if t == 30 else 2] for t in range(60)]
+    figures = rr.request_figures({"per_second": per_second, "total": {}}, start, start + 60)
+    assert figures["requests"] == 121 and figures["max_rps_10s"] == 2.1 and figures["max_rps_1s"] == 3
+    assert figures["max_rps_10s_at"] == "2025-12-05T16:00:21+00:00"
+    quiet = rr.request_figures({"per_second": [], "total": {}}, start, start + 60)
+    assert quiet["max_rps_10s"] == 0.0 and quiet["max_rps_10s_at"] is None

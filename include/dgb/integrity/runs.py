@@ -312,7 +312,7 @@ def run_budget(
         left = max_seconds - (time.monotonic() - t0)
         if left < min_round_s:
             break
-        now = clock() if clock is not None else datetime.now(UTC)
+        now = ctx._now()
         extra = policy.capacity(seconds=left, budget_rps=share.rps)
         summary.extra_capacity += extra
         summary.rounds += 1

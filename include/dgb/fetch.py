@@ -94,6 +94,14 @@ class Response:
         return None
 
 
+def wire_bytes(resp: Response | None) -> int:
+    """Approximate bytes on the wire of one response: status line, headers and body."""
+    if resp is None:
+        return 0
+    head = 17 + sum(len(k) + len(v) + 4 for k, v in resp.headers.raw) + 2
+    return head + len(resp.content)
+
+
 @dataclass
 class FetchStats:
     requests: int = 0

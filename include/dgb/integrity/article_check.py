@@ -54,7 +54,7 @@ log = logging.getLogger("dgb.integrity")
 LOAD_SQL = """
 SELECT n.id, n.unique_id, n.agency_key, n.agency_name, n.url, n.title, n.subtitle, n.content, n.image_url,
        n.published_at, n.updated_datetime, n.removed_at, n.image_broken, n.problem,
-       a.site_kind,
+       a.site_kind, a.url AS agency_url,
        s.news_id AS state_news_id, s.tier, s.etag, s.last_modified, s.page_updated_at, s.checks,
        s.image_status, s.content_status, s.consecutive_failures, s.gone_since, s.gone_checks, s.gone_status,
        s.signal_modified_at

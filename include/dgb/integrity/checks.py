@@ -25,12 +25,13 @@ page's own updated date (JSON-LD ``dateModified`` / "Atualizado em") is read and
 Anything else (429/5xx after retries, anti-bot, unparsable page, refused URL) -> ``error``.
 
 Moved, not removed (issue 16): a 200 reached through redirect(s) at another URL that parses as
-the same article (not both title and content differ) sets ``moved_to`` (the page's new URL,
-``found_via="redirect"``). A 404/410 of a gov.br (Plone) article is followed by one look-up in
-the agency's Plone 6 search API (``++api++/@search?Title=<title>``); an item with the same
-title and publication day is fetched and compared instead (``found_via="plone6_search"``). A
-``removed`` result is only an answer: the service decides, with more evidence, whether the
-article is really gone (see :mod:`dgb.integrity.evidence`).
+the same article (not both title and content differ, or the page carries the stored publication
+time) sets ``moved_to`` (the page's new URL, ``found_via="redirect"``). A 404/410 of a gov.br
+(Plone) article is followed by the look-ups of :mod:`dgb.integrity.lookups`: the agency's Plone 6
+search by title, then its listing at the article's place by date. A page they name is fetched and
+compared by the same rule (``found_via="plone6_search"`` or ``"listing"``). A ``removed`` result
+is only an answer: the service decides, with more evidence, whether the article is really gone
+(see :mod:`dgb.integrity.evidence`).
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from dgb.fetch import Fetcher, Response
+from dgb.fetch import Fetcher, Response, wire_bytes
+from dgb.integrity.lookups import find_in_listing, find_plone6_page, page_url, same_publication
+from dgb.integrity.lookups import row_get as _get
 from dgb.scrape_errors import NetworkError, ScrapeError, UrlBrokenError
 from dgb.scraper import store
 from dgb.scraper.models import Article
@@ -53,14 +56,6 @@ HEAD_REFUSED = frozenset({400, 403, 405, 501})
 RANGE_HEADER = {"Range": "bytes=0-1023"}
 IMAGE_STATUSES = ("ok", "redirect", "broken", "timeout", "error", "no_image")
 CONTENT_STATUSES = ("unchanged", "modified", "removed", "error")
-
-
-def wire_bytes(resp: Response | None) -> int:
-    """Approximate bytes on the wire of one response: status line, headers and body."""
-    if resp is None:
-        return 0
-    head = 17 + sum(len(k) + len(v) + 4 for k, v in resp.headers.raw) + 2
-    return head + len(resp.content)
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -208,14 +203,6 @@ class ContentResult:
         }
 
 
-def _get(row: Any, key: str, default=None):
-    if row is None:
-        return default
-    if isinstance(row, dict):
-        return row.get(key, default)
-    return getattr(row, key, default)
-
-
 def site_kind(conn, agency_key: str, url: str) -> str:
     """The agency's site kind (``html``, ``plone6_api``, ``ebc``): the agencies table, else the
     agency catalogue, else the URL."""
@@ -261,89 +248,12 @@ def plone6_api_url(url: str, agency_key: str) -> str | None:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-def page_url(fetched: str) -> str:
-    """The public URL of a fetched page (a Plone 6 API URL without its ``/++api++`` segment)."""
-    parts = urlsplit(fetched)
-    path = parts.path.replace("/++api++/", "/", 1)
-    if path.endswith("/++api++"):
-        path = path[: -len("/++api++")]
-    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-
-
 def same_article(changed: list[str], published_same: bool = False) -> bool:
     """Is a page found at another URL the same article? Yes when it carries the stored article's
     publication time (``published_same``: an editor who rewrote the title and the text, and so
     the URL, as Plone does on a rename); otherwise not when both title and content differ (a
     redirect to a home page or to another article)."""
     return published_same or not {"title", "content"} <= set(changed)
-
-
-def same_publication(stored: Any, page: Any) -> bool:
-    """Do the stored article and a page give the same publication time (within the minute a
-    listing or a page shows it to)? Unknown on either side: no."""
-    if stored is None or page is None:
-        return False
-    try:
-        return abs((stored - page).total_seconds()) < 60
-    except TypeError:  # one side without a time zone: not comparable
-        return False
-
-
-def plone6_search_url(url: str, agency_key: str, title: str) -> str | None:
-    """The agency's Plone 6 search for news items titled ``title`` (the agency's site root)."""
-    parts = urlsplit(url)
-    segments = parts.path.strip("/").split("/")
-    if agency_key not in segments or not (title or "").strip():
-        return None
-    at = segments.index(agency_key)
-    path = "/" + "/".join(segments[: at + 1] + ["++api++", "@search"])
-    query = f"portal_type=News%20Item&b_size=10&Title={quote(title.strip())}"
-    return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
-
-
-def _norm_title(text: str | None) -> str:
-    return " ".join((text or "").split()).casefold()
-
-
-def find_plone6_page(fetcher: Fetcher, news_row: Any) -> tuple[str | None, int]:
-    """The public URL of the Plone 6 item with the article's title and publication day, or None;
-    and the bytes the look-up cost. One request; any failure means "not found"."""
-    url, agency_key, title = _get(news_row, "url"), _get(news_row, "agency_key"), _get(news_row, "title")
-    published = _get(news_row, "published_at")
-    search = plone6_search_url(url, agency_key, title)
-    if search is None:
-        return None, 0
-    before = fetcher.stats.bytes
-    try:
-        resp = fetcher.get(search, headers={"Accept": "application/json"}, raise_for_status=False)
-    except ScrapeError:
-        return None, fetcher.stats.bytes - before
-    nbytes = fetcher.stats.bytes - before + wire_bytes(resp) - len(resp.content)
-    if resp.status != 200:
-        return None, nbytes
-    try:
-        import json
-
-        items = json.loads(resp.content).get("items") or []
-    except (ValueError, AttributeError):
-        return None, nbytes
-    want_day = published.date() if isinstance(published, datetime) else None
-    for item in items:
-        if not isinstance(item, dict) or _norm_title(item.get("title")) != _norm_title(title):
-            continue
-        found = item.get("@id")
-        if not isinstance(found, str) or not found or page_url(found) == url:
-            continue
-        effective = item.get("effective") or item.get("created")
-        if want_day is not None and isinstance(effective, str):
-            try:
-                day = datetime.fromisoformat(effective.replace("Z", "+00:00"))
-            except ValueError:
-                day = None
-            if day is not None and abs((day.date() - want_day).days) > 1:
-                continue
-        return page_url(found), nbytes
-    return None, nbytes
 
 
 def parse_page(
@@ -446,17 +356,7 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
         gone = ContentResult("removed", etag=etag, last_modified=last_modified, **common)
         if kind == "ebc" or not _lookups_allowed(news_row):
             return gone
-        found, extra = find_plone6_page(fetcher, news_row)
-        gone.bytes_fetched += extra
-        if found is None:
-            return gone
-        moved = check_content(fetcher, conn, {**_as_dict(news_row), "url": found, "_no_lookup": True}, None)
-        moved.bytes_fetched += gone.bytes_fetched
-        if moved.status not in ("unchanged", "modified") or not same_article(moved.changed_fields):
-            gone.bytes_fetched = moved.bytes_fetched
-            return gone
-        moved.moved_to, moved.found_via = found, "plone6_search"
-        return moved
+        return _look_elsewhere(fetcher, conn, {**_as_dict(news_row), "site_kind": kind}, gone)
     if not (200 <= resp.status < 300):
         category = "network_error" if resp.status in (408, 429) or resp.status >= 500 else "url_broken"
         return ContentResult(
@@ -494,14 +394,16 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
     moved_to = page_url(resp.url) if resp.redirects else None
     if moved_to == url:
         moved_to = None
-    if moved_to is not None and not same_article(
-        changed, _page_published_same(kind, resp, url, agency_key, published)
+    elsewhere = moved_to or (None if _lookups_allowed(news_row) else url)  # a redirect's or a look-up's page
+    if elsewhere is not None and not (
+        same_article(changed) or _page_published_same(kind, resp, url, agency_key, published)
     ):
+        how = "redirected to" if moved_to else "found at"
         return ContentResult(
             "error",
             etag=etag,
             last_modified=last_modified,
-            error=f"redirected to {moved_to}, which is not the same article",
+            error=f"{how} {elsewhere}, which is not the same article",
             error_category="url_broken",
             **common,
         )
@@ -517,6 +419,29 @@ def check_content(fetcher: Fetcher, conn, news_row: Any, state_row: Any = None) 
         found_via="redirect" if moved_to else None,
         **common,
     )
+
+
+def _look_elsewhere(fetcher: Fetcher, conn, news_row: dict, gone: ContentResult) -> ContentResult:
+    """After a 404/410: the page the look-ups find for the article (:mod:`dgb.integrity.lookups`:
+    the Plone 6 search by title, then the listing at the article's place), fetched and compared
+    (the same article: see :func:`same_article`, or its own publication time), as a move; else the
+    gone answer. Each look-up's requests are added to the bytes fetched."""
+    for via, lookup in (("plone6_search", find_plone6_page), ("listing", _listing_lookup(conn))):
+        found, extra = lookup(fetcher, news_row)
+        gone.bytes_fetched += extra
+        if found is None:
+            continue
+        moved = check_content(fetcher, conn, {**news_row, "url": found, "_no_lookup": True}, None)
+        gone.bytes_fetched += moved.bytes_fetched
+        if moved.status in ("unchanged", "modified"):
+            moved.bytes_fetched = gone.bytes_fetched
+            moved.moved_to, moved.found_via = found, via
+            return moved
+    return gone
+
+
+def _listing_lookup(conn):
+    return lambda fetcher, row: find_in_listing(fetcher, conn, row)
 
 
 def _as_dict(row: Any) -> dict:
@@ -535,6 +460,7 @@ def _as_dict(row: Any) -> dict:
             "published_at",
             "updated_datetime",
             "site_kind",
+            "agency_url",
         )
     }
 

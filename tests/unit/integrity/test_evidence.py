@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dgb.integrity.checks import page_url, plone6_search_url, same_article, same_publication
+from dgb.integrity.checks import same_article
 from dgb.integrity.evidence import RemovalPolicy, host_of, is_bad, is_normal, next_look, weigh
+from dgb.integrity.lookups import page_url, plone6_search_url, same_publication
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -10,11 +10,13 @@ address, each costing one or two requests of the host budget:
    newest first, so the article sits below the agency's live stored articles that are newer than
    it: their count, rounded down to a page, names the page (``?b_start:int=N`` on a classic
    listing of 30 a page, ``b_start=N`` on the Plone 6 search the scraper reads, 25 a page). The
-   page's dates say whether the place is on it or on a neighbour (one more page at most). An item
-   the pipeline does not store is the candidate when it has the stored title, or else when it is
-   the only one with the stored publication minute: an editor rewrote the title (and so the
-   address) before integrity saw the edit. This finds an article moved deep in its listing, below
-   where the scraper reads.
+   page's dates say whether the place is on it or on a neighbour (one more page at most). Items
+   the pipeline stores are not candidates: their address is stored, or their title is another
+   stored article's of around the same day (that one moved too). Of the rest, the candidate is the
+   item with the stored title, or else the only item that shows the stored publication time (to
+   the second when the listing shows seconds, else to the minute): an editor rewrote the title
+   (and so the address) before integrity saw the edit. Two such items are not guessed between.
+   This finds an article moved deep in its listing, below where the scraper reads.
 
 A candidate is only a guess: :func:`dgb.integrity.checks.check_content` fetches it and compares it
 with the stored article (the same title or text, or the page's own publication time) before it
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -187,18 +189,42 @@ def listed_items(kind: str, resp: Response, agency_key: str) -> list[Listed]:
     return out
 
 
+def shown_same(stored: datetime | None, listed: datetime | None) -> bool:
+    """Does a listing show the stored publication time? To the second when it shows seconds (a
+    Plone 6 ``effective``), else to the minute (a classic listing's ``16h40``). Pure."""
+    if stored is None or listed is None:
+        return False
+    try:
+        if listed.second or listed.microsecond:
+            return abs((stored - listed).total_seconds()) < 1
+        return stored - timedelta(seconds=stored.second, microseconds=stored.microsecond) == listed
+    except TypeError:  # one side without a time zone: not comparable
+        return False
+
+
 def pick(
-    items: list[Listed], title: str | None, published: datetime, gone_url: str, known: set[str]
+    items: list[Listed],
+    title: str | None,
+    published: datetime,
+    gone_url: str,
+    known: set[str],
+    taken: set[str] = frozenset(),
 ) -> str | None:
-    """The candidate among a listing's items for a gone article, or None: an item not stored by
-    the pipeline (not in ``known``) with the stored title and publication day, else the only such
-    item with the stored publication minute. Pure."""
-    fresh = {i.url: i for i in items if i.url != gone_url and i.url not in known}.values()
+    """The candidate among a listing's items for a gone article, or None. Items the pipeline
+    stores are not candidates: their address is ``known``, or their title is ``taken`` by another
+    stored article of the agency published around the same day (one that has moved too). Among
+    the rest: the item with the stored title and publication day, else the only item that shows
+    the stored publication time (:func:`shown_same`). Pure."""
+    fresh = [
+        i
+        for i in {i.url: i for i in items}.values()
+        if i.url != gone_url and i.url not in known and norm_title(i.title) not in taken
+    ]
     for i in fresh:
         day_ok = i.published_at is None or abs((i.published_at.date() - published.date()).days) <= 1
         if norm_title(i.title) == norm_title(title) and day_ok:
             return i.url
-    timed = [i.url for i in fresh if same_publication(published, i.published_at)]
+    timed = [i.url for i in fresh if shown_same(published, i.published_at)]
     return timed[0] if len(timed) == 1 else None
 
 
@@ -234,10 +260,18 @@ def _newer_live(conn, agency_key: str, published: datetime) -> int:
         return int(cur.fetchone()[0])
 
 
-def _known(conn, agency_key: str, urls: list[str]) -> set[str]:
+def _stored_near(conn, agency_key: str, gone_url: str, published: datetime, urls: list[str]):
+    """What the pipeline stores that a listed item could be: the listed addresses it knows, and
+    the (normalised) titles of the agency's other articles published within a day of the gone one."""
     with conn.cursor() as cur:
         cur.execute("SELECT url FROM news WHERE agency_key = %s AND url = ANY(%s)", (agency_key, urls))
-        return {r[0] for r in cur.fetchall()}
+        known = {r[0] for r in cur.fetchall()}
+        cur.execute(
+            "SELECT title FROM news WHERE agency_key = %s AND url <> %s AND published_at BETWEEN %s AND %s",
+            (agency_key, gone_url, published - timedelta(days=1), published + timedelta(days=1)),
+        )
+        taken = {norm_title(r[0]) for r in cur.fetchall()}
+    return known, taken
 
 
 def _agency_url(conn, agency_key: str) -> str | None:
@@ -314,10 +348,10 @@ def find_in_listing(fetcher: Fetcher, conn, news_row: Any) -> tuple[str | None, 
         except (ScrapeError, ValueError):
             break
         seen += items
-        known = _reading(conn, _known, agency_key, [i.url for i in seen])
-        if known is None:
+        stored = _reading(conn, _stored_near, agency_key, gone_url, published, [i.url for i in seen])
+        if stored is None:
             return None, nbytes
-        found = pick(seen, row_get(news_row, "title"), published, gone_url, known)
+        found = pick(seen, row_get(news_row, "title"), published, gone_url, *stored)
         if found is not None:
             return found, nbytes
         start = neighbour(items, published, start, size)

@@ -25,7 +25,7 @@ from tests.support.sql import all_rows
 pytestmark = pytest.mark.stack
 
 N = 70  # more than two classic pages (30) and two Plone 6 pages (25)
-NOW = datetime.now(UTC).replace(microsecond=0)
+NOW = datetime.now(UTC).replace(second=0, microsecond=0)  # whole minutes: the same-minute cases are exact
 
 
 def _articles(agency: str) -> list[tuple[str, str, str, str]]:
@@ -49,13 +49,13 @@ def _fetcher(base: str) -> Fetcher:
 def stored(pg, mirror):
     """The local site with ``N`` articles of ``mec`` as the given site kind, all stored."""
 
-    def make(kind: str):
+    def make(kind: str, extra=()):
         with db.transaction(pg) as cur:
             cur.execute("DELETE FROM agencies WHERE key = 'mec'")
-        site, server, base = mirror(_articles("mec"))
+        site, server, base = mirror(_articles("mec") + list(extra))
         with _fetcher(base) as f:
             report = scrape_agency(pg, mirrored_agency(base, "mec", kind), f)
-        assert report.status == "success" and len(report.new) == N, report
+        assert report.status == "success" and len(report.new) == N + len(extra), report
         return site, server, base
 
     return make
@@ -109,3 +109,28 @@ def test_a_deep_move_next_to_an_unstored_article_of_the_same_minute_is_not_guess
     site.publish(article_dict("mec", "vizinha-do-mesmo-minuto", "Uma vizinha do mesmo minuto", published))
     uid, result, _ = _check(pg, base, "nota-40")
     assert result.outcome == "suspect_removed" and result.content.moved_to is None, result
+
+
+@pytest.mark.parametrize(("kind", "apart_s"), [("plone6_api", 43), ("html", 20)])
+def test_a_withdrawn_article_is_not_taken_for_a_neighbour_that_moved(pg, stored, kind, apart_s):
+    """Issue 39's seed 31: two stored articles of one agency published ``apart_s`` seconds apart
+    (43 s: the next minute, as in the run; 20 s: the same minute, as a classic listing shows it);
+    the first is withdrawn, the second moved without a redirect. The withdrawn one stays a
+    suspect (not pointed at its neighbour's new address); the moved one is followed."""
+    at = (NOW - timedelta(minutes=20 * 40 + 10)).replace(second=30)
+    pair = [
+        ("mec", "retirada", "Uma nota que será retirada", at.isoformat()),
+        ("mec", "mudada", "Uma nota que muda de endereço", (at + timedelta(seconds=apart_s)).isoformat()),
+    ]
+    site, server, base = stored(kind, extra=pair)
+    site.remove("mec", "retirada", 410)
+    site.move("mec", "mudada", "mudada-nova", redirect=False)
+    _, gone, _ = _check(pg, base, "retirada")
+    assert gone.outcome == "suspect_removed" and gone.content.moved_to is None, gone
+    _, moved, _ = _check(pg, base, "mudada")
+    assert moved.outcome == "moved" and moved.content.moved_to.endswith("/mudada-nova"), moved
+    rows = all_rows(pg, "SELECT title, url FROM news WHERE title LIKE 'Uma nota%' ORDER BY title")
+    assert [(t, u.rsplit("/", 1)[1]) for t, u in rows] == [
+        ("Uma nota que muda de endereço", "mudada-nova"),
+        ("Uma nota que será retirada", "retirada"),
+    ]

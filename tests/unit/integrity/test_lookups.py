@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from dgb.integrity.lookups import Listed, listing_page_url, neighbour, pick
+from dgb.integrity.lookups import Listed, listing_page_url, neighbour, pick, shown_same
 
 T = datetime(2026, 12, 5, 15, 7, 44, tzinfo=UTC)
 
@@ -43,8 +43,11 @@ def test_the_stored_title_wins_then_only_a_lone_item_of_the_same_minute():
     assert pick(titled, "Old title", T, gone, {"https://h/a/known"}) == "https://h/a/renamed"
     far = [Listed("https://h/a/renamed", "Old title", T - timedelta(days=3))]
     assert pick(far, "Old title", T, gone, set()) is None  # the title, but another day
-    twins = items + [Listed("https://h/a/stranger", "Stranger", same_minute + timedelta(seconds=30))]
+    twins = items + [Listed("https://h/a/stranger", "Stranger", same_minute)]
     assert pick(twins, "Old title", T, gone, {"https://h/a/known"}) is None  # two unknown: no guess
+    # the other unknown item is a stored article that moved too (its title is taken): not a rival
+    assert pick(twins, "Old title", T, gone, {"https://h/a/known"}, {"stranger"}) == "https://h/a/new"
+    assert pick(items, "Old title", T, gone, {"https://h/a/known"}, {"rewritten title"}) is None
     assert pick(items, "Old title", T, gone, {"https://h/a/known", "https://h/a/new"}) is None
     later = [Listed("https://h/a/new", "Rewritten", T + timedelta(minutes=1))]
     assert pick(later, "Old title", T, gone, set()) is None  # another minute
@@ -59,3 +62,12 @@ def test_page_addresses_for_each_kind():
     assert api.startswith("https://www.gov.br/mulheres/++api++/pt-br/noticias/@search?")
     assert "b_start=50" in api and "sort_on=effective" in api and "sort_order=descending" in api
     assert "metadata_fields=effective" in api and "fullobjects" not in api
+
+
+def test_a_listing_shows_a_time_to_the_second_or_to_the_minute():
+    assert shown_same(T, T) and shown_same(T, T.replace(second=0))  # 15:07:44 listed as 15h07
+    assert not shown_same(T, T + timedelta(seconds=43))  # a Plone 6 effective 43 s later
+    assert not shown_same(T, T.replace(second=0) + timedelta(minutes=1))  # the next minute
+    assert not shown_same(T.replace(second=10), T.replace(second=50))  # seconds shown: not equal
+    assert not shown_same(T, None) and not shown_same(None, T)
+    assert not shown_same(T, T.replace(tzinfo=None))  # not comparable

@@ -40,6 +40,7 @@ from dgb.scraper.dates import parse_iso_datetime
 from dgb.scraper.listing import parse_listing_page
 from dgb.scraper.markup import decode_bytes
 from dgb.scraper.run import PLONE6_PAGE_SIZE, listing_url
+from dgb.scraper.sites import is_on_site, own_sites
 
 LISTING_PAGE_SIZE = {"html": 30, "plone6_api": PLONE6_PAGE_SIZE}
 LISTING_PAGES = 2  # the estimated page and at most one neighbour
@@ -130,6 +131,8 @@ def find_plone6_page(fetcher: Fetcher, news_row: Any) -> tuple[str | None, int]:
         found = item.get("@id")
         if not isinstance(found, str) or not found or page_url(found) == url:
             continue
+        if not is_on_site(found, own_sites(url)):  # a search answer naming another site: not it
+            continue
         effective = item.get("effective") or item.get("created")
         if want_day is not None and isinstance(effective, str):
             day = parse_iso_datetime(effective)
@@ -168,9 +171,9 @@ def listing_page_url(kind: str, listing: str, agency_key: str, start: int) -> st
 
 
 def listed_items(kind: str, resp: Response, agency_key: str) -> list[Listed]:
-    """The items of one listing page (the scraper's parser for a classic page; a Plone 6 search's
-    ``@id``, ``title`` and ``effective``). Raises ``ScrapeError``/``ValueError`` on a page that is
-    not a listing."""
+    """The items of one listing page on the page's own site (the scraper's parser for a classic
+    page; a Plone 6 search's ``@id``, ``title`` and ``effective``). Raises ``ScrapeError`` or
+    ``ValueError`` on a page that is not a listing."""
     text = decode_bytes(resp.content, resp.charset)
     if kind != "plone6_api":
         page = parse_listing_page(text, resp.url, agency_key)
@@ -179,9 +182,9 @@ def listed_items(kind: str, resp: Response, agency_key: str) -> list[Listed]:
     raw = data.get("items") if isinstance(data, dict) else None
     if not isinstance(raw, list):
         raise ValueError(f"Plone 6 search {resp.url[:200]}: no 'items' list")
-    out = []
+    out, sites = [], own_sites(resp.url)
     for item in raw:
-        if isinstance(item, dict) and isinstance(item.get("@id"), str) and item["@id"]:
+        if isinstance(item, dict) and isinstance(item.get("@id"), str) and is_on_site(item["@id"], sites):
             effective = item.get("effective") if isinstance(item.get("effective"), str) else None
             out.append(
                 Listed(page_url(item["@id"]), str(item.get("title") or ""), parse_iso_datetime(effective))

@@ -3,9 +3,13 @@ listed item is the gone article, and the page addresses."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
-from dgb.integrity.lookups import Listed, listing_page_url, neighbour, pick, shown_same
+import httpx
+
+from dgb.fetch import Response
+from dgb.integrity.lookups import Listed, listed_items, listing_page_url, neighbour, pick, shown_same
 
 T = datetime(2026, 12, 5, 15, 7, 44, tzinfo=UTC)
 
@@ -71,3 +75,28 @@ def test_a_listing_shows_a_time_to_the_second_or_to_the_minute():
     assert not shown_same(T.replace(second=10), T.replace(second=50))  # seconds shown: not equal
     assert not shown_same(T, None) and not shown_same(None, T)
     assert not shown_same(T, T.replace(tzinfo=None))  # not comparable
+
+
+def test_a_plone6_listing_keeps_only_items_on_its_own_site():
+    page = "https://www.gov.br/mulheres/++api++/pt-br/noticias/@search?b_start=25"
+    items = [
+        {
+            "@id": "https://www.gov.br/mulheres/pt-br/noticias/nova",
+            "title": "A",
+            "effective": "2026-12-05T15:07:44+00:00",
+        },
+        {"@id": "https://evil.example/mulheres/pt-br/noticias/nova", "title": "B", "effective": None},
+        {"@id": "http://10.0.0.1/x", "title": "C"},
+        {"title": "no address"},
+    ]
+    resp = Response(
+        page,
+        200,
+        httpx.Headers({"content-type": "application/json"}),
+        json.dumps({"items": items}).encode(),
+        0.0,
+    )
+    got = listed_items("plone6_api", resp, "mulheres")
+    assert [(i.url, i.title, i.published_at) for i in got] == [
+        ("https://www.gov.br/mulheres/pt-br/noticias/nova", "A", T)
+    ]

@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from psycopg.pq import TransactionStatus
 
+from dgb.agencies import load_agencies
 from dgb.fetch import Fetcher, Response, wire_bytes
 from dgb.scrape_errors import ScrapeError
 from dgb.scraper.dates import parse_iso_datetime
@@ -283,8 +284,6 @@ def _agency_url(conn, agency_key: str) -> str | None:
         found = cur.fetchone()
     if found:
         return found[0]
-    from dgb.agencies import load_agencies
-
     agency = load_agencies().get(agency_key)
     return agency.url if agency is not None else None
 

@@ -161,6 +161,8 @@ class AirflowPart(ManagedProcess):
         return airflow_env(self.s)
 
     def nice(self) -> int:
+        if self.sub == "dag-processor":
+            return dev_settings.dag_processor_nice()
         return dev_settings.airflow_nice()
 
     def argv(self) -> list[str]:

@@ -131,6 +131,15 @@ def airflow_nice() -> int:
     return env_number("DGB_AIRFLOW_NICE", 10, integer=True, minimum=0, maximum=19)
 
 
+def dag_processor_nice() -> int:
+    """``DGB_AIRFLOW_DAG_PROCESSOR_NICE`` (default 19, 0-19): the CPU priority of the local stack's
+    DAG processor, which re-parses unchanged DAG files every 30 s; at the lowest priority its
+    parsing waits while the pipeline's work keeps both cores busy (never below
+    ``DGB_AIRFLOW_NICE``'s)."""
+    own = env_number("DGB_AIRFLOW_DAG_PROCESSOR_NICE", 19, integer=True, minimum=0, maximum=19)
+    return max(airflow_nice(), own)
+
+
 def executor() -> str:
     """``DGB_EXECUTOR`` (default ``local``; ``celery``): the Airflow executor the stack runs on."""
     value = env_str("DGB_EXECUTOR", "").strip().lower() or "local"

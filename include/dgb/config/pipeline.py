@@ -15,6 +15,13 @@ def stage_chunk_size() -> int:
     return env_number("DGB_STAGE_CHUNK_SIZE", 25, integer=True, minimum=1)
 
 
+def stage_prefetch_chunks() -> int:
+    """``DGB_STAGE_PREFETCH_CHUNKS`` (default 2, >= 0): how many chunks ahead of the one being
+    processed a stage starts its free model calls (:mod:`dgb.pipeline.prefetch`; 0: none). Two keep
+    a request waiting at the model service while the task is slowed by other processes' bursts."""
+    return env_number("DGB_STAGE_PREFETCH_CHUNKS", 2, integer=True, minimum=0)
+
+
 def stage_max_failures() -> int:
     """``DGB_STAGE_MAX_FAILURES`` (default 3, >= 1): permanent failures in a stage before an
     article is parked for an operator."""

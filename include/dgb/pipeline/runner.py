@@ -119,6 +119,7 @@ class StageRun:
         self.t0 = time.monotonic()
         self.stage, self.conn, self.options = stage, conn, options
         self.chunk_size = options.chunk_size or config.stage_chunk_size()
+        self.prefetch_chunks = config.stage_prefetch_chunks()
         self.max_failures = options.max_failures or config.stage_max_failures()
         self.report = StageReport(stage.name)
         self.work: dict[str, Work] = {}
@@ -236,7 +237,8 @@ class StageRun:
                 break
             chunk = todo[pos : pos + (1 if state == HALF_OPEN else self.chunk_size)]  # half-open: one probe
             pos += len(chunk)
-            upcoming = todo[pos : pos + self.chunk_size] if state != HALF_OPEN else []
+            size, ahead = self.chunk_size, (self.prefetch_chunks if state != HALF_OPEN else 0)
+            upcoming = [todo[p : p + size] for p in range(pos, min(len(todo), pos + ahead * size), size)]
             c0 = time.monotonic()
             outcome = self.process_chunk(chunk, breakers, upcoming)
             retry += outcome.retry
@@ -245,15 +247,17 @@ class StageRun:
         return retry
 
     def process_chunk(
-        self, chunk: list[Work], breakers: Breakers, upcoming: list[Work] = ()
+        self, chunk: list[Work], breakers: Breakers, upcoming: list[list[Work]] = ()
     ) -> chunks.ChunkOutcome:
         """Process, sort and commit one chunk; tell the breakers how it went. ``upcoming``: the
-        next chunk, offered first to :meth:`~dgb.pipeline.stage.Stage.prefetch` (its model call
-        then queues behind this chunk's and runs while this chunk's features and commit do),
-        unless the chunk before met a transient failure (an outage: no calls ahead of a probe)."""
+        next chunks (``DGB_STAGE_PREFETCH_CHUNKS``), each offered first to
+        :meth:`~dgb.pipeline.stage.Stage.prefetch` (their model calls then queue behind this
+        chunk's and run while this chunk's features and commit do), unless the chunk before met a
+        transient failure (an outage: no calls ahead of a probe)."""
         stage, report = self.stage, self.report
-        if upcoming and self._ahead_ok:
-            stage.prefetch([w.row for w in upcoming])
+        if self._ahead_ok:
+            for rows in upcoming:
+                stage.prefetch([w.row for w in rows])
         results = chunks.process(stage, chunk, report)
         self._ahead_ok = not any(isinstance(r, Failure) and r.retryable for r in results.values())
         report.chunks += 1

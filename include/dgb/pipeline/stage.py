@@ -123,8 +123,9 @@ class Stage(ABC):
     def prefetch(self, rows: list[dict]) -> None:
         """The runner is about to process a chunk and ``rows`` are the next one: a stage whose
         :meth:`process` begins with a free, side-effect-free model call may start that call now,
-        in the background (:class:`dgb.pipeline.prefetch.Ahead`: it queues behind the current
-        chunk's call), so the model works while the chunk's own work and commit run;
+        in the background (:class:`dgb.pipeline.prefetch.Ahead`: sent at once, it waits at the model
+        service behind the current chunk's call), so the model works while the chunk's own work
+        and commit run;
         :meth:`process` then takes the answer when it gets exactly these rows (else it calls the
         model itself). The default does nothing. Never for paid calls: the next chunk may not run
         (deadline, open breaker)."""

@@ -184,3 +184,16 @@ def test_airflow_parts_take_their_nice_from_the_environment(monkeypatch):
     monkeypatch.setenv("DGB_AIRFLOW_NICE", "25")
     with pytest.raises(ValueError, match="DGB_AIRFLOW_NICE"):
         AirflowPart(s, "scheduler").nice()
+
+
+def test_the_dag_processor_runs_at_the_lowest_priority_unless_told(monkeypatch):
+    """It only re-parses unchanged DAG files: under a backlog that work waits, never the stages'."""
+    s = Settings.from_env()
+    monkeypatch.delenv("DGB_AIRFLOW_NICE", raising=False)
+    monkeypatch.delenv("DGB_AIRFLOW_DAG_PROCESSOR_NICE", raising=False)
+    assert AirflowPart(s, "dag-processor").nice() == 19
+    assert AirflowPart(s, "scheduler").nice() == 10  # the stage tasks' parent: unchanged
+    monkeypatch.setenv("DGB_AIRFLOW_DAG_PROCESSOR_NICE", "5")
+    assert AirflowPart(s, "dag-processor").nice() == 10  # never above the rest of Airflow
+    monkeypatch.setenv("DGB_AIRFLOW_NICE", "0")
+    assert AirflowPart(s, "dag-processor").nice() == 5

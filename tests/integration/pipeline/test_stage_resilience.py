@@ -786,11 +786,14 @@ class _Counting:
         return self.inner.classify_batch(items)
 
 
-def test_the_next_chunks_classification_runs_while_a_chunk_commits(pg, scraped, classifier):
-    """With the local classifier the next chunk's model call is started before a chunk is
-    processed, so it runs while that chunk's features are computed and its rows committed, and the
-    next chunk's processing takes its answer: one call per chunk, every chunk after the first
-    classified by the prefetch thread, the same outcome."""
+@pytest.mark.parametrize("ahead", [1, 2])
+def test_the_next_chunks_classification_runs_while_a_chunk_commits(
+    pg, scraped, classifier, monkeypatch, ahead
+):
+    """With the local classifier the next chunks' model calls (``DGB_STAGE_PREFETCH_CHUNKS``) are
+    started before a chunk is processed, so they run while that chunk's features are computed and
+    its rows committed, and the next chunks' processing takes their answers: one call per chunk,
+    every chunk after the first classified by a prefetch thread, the same outcome."""
     from dgb.features.compute import FeatureComputer
 
     events: list[tuple[str, tuple]] = []
@@ -805,6 +808,7 @@ def test_the_next_chunks_classification_runs_while_a_chunk_commits(pg, scraped, 
             events.append(("features", (title,)))
             return super().compute(title, content, **kw)
 
+    monkeypatch.setenv("DGB_STAGE_PREFETCH_CHUNKS", str(ahead))
     counting = Recording(classifier)
     stage = stages.EnrichStage(counting, pg, features=Features())
     report = run_stage(stage, pg, [], RunOptions(sweep_limit=100, chunk_size=2))
@@ -815,10 +819,10 @@ def test_the_next_chunks_classification_runs_while_a_chunk_commits(pg, scraped, 
     threads = [t for t, _ in counting.calls]
     assert threads.count("MainThread") == 1  # the first chunk: nothing was started for it
     assert all(t.startswith("dgb-prefetch") for t in threads if t != "MainThread")
-    # the second chunk's call was started before the first chunk's features were computed
+    # the next chunks' calls were started before the first chunk's features were computed
     first_features = next(i for i, (kind, _) in enumerate(events) if kind == "features")
     started_before = [ids for kind, ids in events[:first_features] if kind == "call"]
-    assert len(started_before) == 2, events[: first_features + 1]
+    assert len(started_before) == 1 + ahead, events[: first_features + 1]
     assert count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL") == len(scraped)
 
 

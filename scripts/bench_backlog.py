@@ -94,6 +94,20 @@ def write_chart(directory: Path, n: int, rows: list[tuple], model_s: float, pipe
         print(f"chart: {path}")
 
 
+def model_service_requests(s, since: datetime, until: datetime):
+    """The model service's requests between ``since`` and ``until`` (naive local times) from its
+    log in the local stack's state folder (:mod:`dgb_dev.modellog`), or None without that log."""
+    from dgb_dev.modellog import requests
+
+    path = s.state_dir / "logs" / "model.log"
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            return requests(fh, since, until)
+    except OSError as exc:
+        print(f"model service log {path}: {exc}", file=sys.stderr)
+        return None
+
+
 def model_alone(s, articles: list[Article]) -> tuple[float, float]:
     """Seconds of the model work alone for ``articles``, in this process: (the local classifier's,
     the classifier's and the embedding of title + summary together)."""
@@ -156,7 +170,7 @@ def main() -> int:
     by_agency: dict[str, list[Article]] = {}
     for a in articles:
         by_agency.setdefault(a.agency, []).append(a)
-    t0 = time.monotonic()
+    t0, t0_wall = time.monotonic(), datetime.now()  # naive local time: the model service log's
     ids: list[str] = []
     for agency, batch in by_agency.items():
         ids += save_articles(conn, agency, None, batch).new
@@ -181,6 +195,7 @@ def main() -> int:
         # 0.25 s near the end, so the end is seen within about that
         time.sleep(2.0 if len(remaining) > 200 else 0.25)
     pipeline_s = time.monotonic() - t0
+    served = model_service_requests(s, t0_wall, datetime.now())
     cpu = sampler.result()
     with conn.cursor() as cur:  # where the wall time went: each stage's first and last commit
         cur.execute(
@@ -227,6 +242,10 @@ def main() -> int:
         + " ".join(f"{n}={c['cpu_s_tree']:.0f}" for n, c in cpu.items() if "cpu_s_tree" in c)
         + f" machine_busy_pct={cpu['machine']['cpu_pct']:.0f}"
     )
+    if served is not None:  # how well the stages kept the model fed
+        print(served.line())
+        top = sorted(served.gaps, key=lambda g: -g[1])[:5]
+        print("model_service_longest_idle " + " ".join(f"{at:%H:%M:%S}={gap:.2f}s" for at, gap in top))
     print(f"model_alone_on_quiet_stack={'yes' if quiet else 'no'}")
     for when, (classify_s, all_s) in (("before", before), ("after", after)):
         print(

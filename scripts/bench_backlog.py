@@ -39,8 +39,24 @@ from dgb.scraper.store import save_articles  # noqa: E402
 CORPUS = Path(__file__).resolve().parents[1] / "include" / "dgb" / "data" / "corpus" / "articles.jsonl"
 
 
+def wait_idle_machine(deadline: float, busy_pct: float = 30.0) -> bool:
+    """Wait (until ``deadline``, monotonic) until the machine's CPU is at most ``busy_pct`` busy
+    over 2 s (the idle stack keeps it ~20% busy): after the pipeline, PostgreSQL's autovacuum of
+    the 2,000 new rows and the stage runs' last sweeps would otherwise slow the model alone."""
+    import psutil
+
+    while True:
+        pct = psutil.cpu_percent(interval=2.0)
+        if pct <= busy_pct:
+            return True
+        if time.monotonic() > deadline:
+            print(f"machine still {pct:.0f}% busy", file=sys.stderr)
+            return False
+
+
 def wait_quiet(s, timeout: float = 180.0) -> bool:
-    """Wait (bounded) until no stage DAG run is queued or running in Airflow; whether it is."""
+    """Wait (bounded) until no stage DAG run is queued or running in Airflow and the machine is
+    nearly idle; whether it is."""
     try:
         af = db.connect(s.pg_dsn(s.pg_airflow_db))
     except Exception as exc:
@@ -57,7 +73,7 @@ def wait_quiet(s, timeout: float = 180.0) -> bool:
                 busy = cur.fetchone()[0]
             af.commit()
             if not busy:
-                return True
+                return wait_idle_machine(deadline)
             if time.monotonic() > deadline:
                 print(f"{busy} stage run(s) still queued or running", file=sys.stderr)
                 return False

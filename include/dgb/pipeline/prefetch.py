@@ -6,16 +6,16 @@ task does everything that is not the model: the current chunk's article features
 writes, the relay. On a 2-core machine the model service then works through a backlog without
 waiting for the task between chunks. One request queued was not always enough: when another task
 starts (the every-minute dispatcher, a relay, a stage's cold start), the stage task, at the same
-low CPU priority, falls behind for a second or so; two queued cover that (a 2,000-article backlog:
-the model idle 4.5 s of 73 with one, see docs/benchmarks.md).
+low CPU priority, falls behind for a second or so. With two waiting, the model service's idle time
+in a 2,000-article backlog fell from 7-15% of the pipeline's time to 3-6% (docs/benchmarks.md).
 
 The calls run in up to ``depth`` background threads, so a call started while the previous one is
 still running is sent at once: the local classifier's call does Python work after the model
 answers (its heads, the sentiment inputs), and with one thread the next chunk's request reached
-the service only after that, leaving the model idle between chunks (about 7% of a 2,000-article
-backlog). A stage's ``process`` takes an answer when it is given exactly the rows a call was
-started for, else it calls the model itself. The calls must be safe to run side by side (the
-stages' are: the HTTP client is shared under a lock, the classifier's state is read-only).
+the service only after that, leaving the model idle between chunks. A stage's ``process`` takes
+an answer when it is given exactly the rows a call was started for, else it calls the model
+itself. The calls must be safe to run side by side (the stages' are: the HTTP client is shared
+under a lock, the classifier's state is read-only).
 """
 
 from __future__ import annotations
@@ -65,6 +65,14 @@ class Ahead:
         if future is None:
             return _MISSING
         return future.result()
+
+    def clear(self) -> None:
+        """Forget every call started (one not started yet never runs; a running one ends unused):
+        an answer is used only within the run that started it, never, say, an outage's failure
+        taken for a later run's half-open probe."""
+        while self._calls:
+            _key, future = self._calls.popitem(last=False)
+            future.cancel()
 
     def pending(self) -> int:
         """Calls started and not taken yet."""

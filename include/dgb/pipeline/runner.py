@@ -127,6 +127,7 @@ class StageRun:
         self._ahead_ok = True  # the last chunk met no transient failure: the next one may be prefetched
 
     def run(self, messages: Iterable[InMessage], unique_ids: Iterable[str]) -> StageReport:
+        self.stage.drop_prefetched()  # answers started by an earlier run are not this run's
         self.take_messages(messages)
         self.take_manual(unique_ids)
         self.sweep()

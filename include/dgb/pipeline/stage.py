@@ -131,6 +131,11 @@ class Stage(ABC):
         (deadline, open breaker)."""
         return None
 
+    def drop_prefetched(self) -> None:
+        """A stage run starts: forget the calls :meth:`prefetch` started in an earlier run (one that
+        stopped at its deadline or an open breaker leaves some). The default has none."""
+        return None
+
     def start_run(self) -> None:
         """Once per stage run, before its first :func:`~dgb.pipeline.runner.run_stage` (the operator
         calls it; the further sweeps of :func:`~dgb.pipeline.runner.keep_sweeping` do not): a place

@@ -108,6 +108,9 @@ class EnrichStage(Stage):
             for r in rows
         ]
 
+    def drop_prefetched(self) -> None:
+        self._ahead.clear()
+
     def prefetch(self, rows: list[dict]) -> None:
         if str(getattr(self.classifier, "name", "")) == "local":  # never Bedrock: paid
             self._ahead.start(_key(rows), self.classifier.classify_batch, self._items(rows))
@@ -265,6 +268,9 @@ class EmbedStage(Stage):
         from dgb.embed.model import prepare_text
 
         return [prepare_text(r["title"] or "", r["summary"], r["content"]) for r in rows]
+
+    def drop_prefetched(self) -> None:
+        self._ahead.clear()
 
     def prefetch(self, rows: list[dict]) -> None:
         self._ahead.start(_key(rows), partial(self.embedder.encode, batch_size=32), self._texts(rows))

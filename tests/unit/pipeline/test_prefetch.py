@@ -83,3 +83,24 @@ def test_a_failure_is_raised_where_the_answer_is_taken():
     ahead.start(("x",), boom, None)
     with pytest.raises(TimeoutError, match="timed out"):
         ahead.take(("x",))
+
+
+def test_clear_forgets_every_call_and_one_not_started_never_runs():
+    started, gate, ran = threading.Event(), threading.Event(), []
+
+    def call(xs):
+        started.set()
+        gate.wait(5)
+        ran.append(tuple(xs))
+        return upper(xs)
+
+    ahead = Ahead(depth=1)  # one thread
+    ahead.start(("a",), call, ["a"])
+    assert started.wait(5)
+    ahead.start(("b",), call, ["b"])  # drops "a" (running); "b" waits behind it in the thread
+    assert ahead.pending() == 1
+    ahead.clear()
+    assert ahead.pending() == 0 and ahead.take(("b",)) is MISSING
+    gate.set()
+    ahead._pool.shutdown(wait=True)
+    assert ran == [("a",)]  # "a" ended unused; "b" never ran

@@ -111,11 +111,12 @@ def write_chart(directory: Path, n: int, rows: list[tuple], model_s: float, pipe
 
 
 def model_service_requests(s, since: datetime, until: datetime):
-    """The model service's requests between ``since`` and ``until`` (naive local times) from its
-    log in the local stack's state folder (:mod:`dgb_dev.modellog`), or None without that log."""
+    """The model service's requests between ``since`` and ``until`` (naive local times) from the
+    log the local stack writes for it (:mod:`dgb_dev.modellog`), or None without that log."""
     from dgb_dev.modellog import requests
+    from dgb_dev.stack.components import component
 
-    path = s.state_dir / "logs" / "model.log"
+    path = component(s, "model").proc.log_file
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
             return requests(fh, since, until)

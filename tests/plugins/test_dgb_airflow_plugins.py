@@ -32,8 +32,9 @@ def test_airflows_plugin_manager_loads_it_from_the_plugins_folder():
 
 
 def test_loading_the_plugin_does_not_import_the_web_stack():
-    """Every task process loads the plugin: it must not pull in FastAPI or Airflow's API server
-    (~390 modules, ~0.5 s of each task's start) for an app only the API server serves."""
+    """Every Airflow process loads the plugin (scheduler, triggerer, DAG processor, each task): it
+    must not pull in FastAPI or Airflow's API server (~390 modules) for an app only the API server
+    serves."""
     code = (
         "import sys, dgb_airflow_plugins as p; "
         "assert p.DgbPipelinePlugin.fastapi_apps; "

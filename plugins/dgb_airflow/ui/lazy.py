@@ -1,12 +1,13 @@
 """An ASGI app that builds the real one on its first request.
 
 Airflow loads every plugin module in every process that reads plugins, not only in the API server
-that serves the pages: each task process does (for macros and listeners), and so do the scheduler,
-the triggerer and the DAG processor. Building the FastAPI app of the DGB pages at import pulled
-FastAPI, Airflow's API auth and their dependencies (~390 modules, ~0.5 s of CPU) into each of
-them: into every stage, scrape and relay task of the stack, several a minute even when idle.
-:class:`LazyApp` keeps the import of the plugin light; the API server, the one process that routes
-requests to the mount, builds the app on the first one.
+that serves the pages: the scheduler, the triggerer and the DAG processor do, and so does each task
+process (for macros and listeners; in the local stack's LocalExecutor it inherits them from the
+scheduler, which forks its workers). Building the FastAPI app of the DGB pages at import pulled
+FastAPI, Airflow's API auth and their dependencies (~390 modules, ~0.5 s of CPU in a fresh
+interpreter) into each of them: the idle scheduler's process tree held ~55 MiB for them (idle stack
+PSS, docs/benchmarks.md). :class:`LazyApp` keeps the import of the plugin light; the API server,
+the one process that routes requests to the mount, builds the app on the first one.
 """
 
 from __future__ import annotations

@@ -3,13 +3,10 @@ integrity page's FastAPI app (which also serves the pipeline view) and their Bro
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from fastapi.testclient import TestClient
 
 import dgb_airflow_plugins as registration
+from tests.support.processes import run_python
 
 
 def test_the_plugin_mounts_the_integrity_app_and_links_it_from_browse():
@@ -41,7 +38,4 @@ def test_loading_the_plugin_does_not_import_the_web_stack():
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'starlette', 'cadwyn') "
         "or m.startswith('airflow.api_fastapi')))"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    assert run_python(code) == "[]"

@@ -3,9 +3,7 @@ through a full collection; without the freeze the collection copies them."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from tests.support.processes import run_python
 
 CHILD_DIRTY = r"""
 import gc, os, sys
@@ -33,7 +31,7 @@ print(froze, grown)
 
 
 def _child(mode: str) -> tuple[bool, int]:
-    froze, grown = _run(CHILD_DIRTY, mode).split()
+    froze, grown = run_python(CHILD_DIRTY, mode).split()
     return froze == "1", int(grown)
 
 
@@ -59,19 +57,10 @@ print(first, again, os.read(r, 1) == b"1")
 """
 
 
-def _run(code: str, *args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip().splitlines()[-1]
-
-
 def test_it_freezes_once_per_process_and_again_in_a_forked_child():
-    assert _run(ONCE) == "True False True"
+    assert run_python(ONCE) == "True False True"
 
 
 def test_the_triggerer_runner_freezes_when_it_loads_the_pubsub_trigger():
     code = "import gc; import dgb_airflow.triggers.pubsub; print(gc.get_freeze_count() > 0)"
-    assert _run(code) == "True"
+    assert run_python(code) == "True"

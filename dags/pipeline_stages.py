@@ -12,6 +12,7 @@ from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTrigg
 
 from dgb import topology
 from dgb.config import settings
+from dgb.config.pipeline import stage_early_wake
 from dgb.dags_meta import DEFAULT_ARGS
 from dgb.pipeline.dags import STAGE_DAGS
 from dgb_airflow.operators.stage import StageOperator
@@ -54,26 +55,41 @@ def subscription_asset(name: str) -> Asset:
     )
 
 
+# one Asset (one watcher) per subscription, shared by every DAG it starts or wakes
+ASSETS: dict[str, Asset] = {}
+EARLY_WAKE = stage_early_wake()  # DGB_STAGE_EARLY_WAKE
+
 for spec in STAGE_DAGS:
-    assets = [subscription_asset(s) for s in spec.subscriptions]
+    names = spec.subscriptions + (spec.wake_subscriptions if EARLY_WAKE else ())
+    for n in names:
+        if n not in ASSETS:
+            ASSETS[n] = subscription_asset(n)
+    assets = [ASSETS[n] for n in names]
     condition = assets[0]
     for extra in assets[1:]:
         condition = condition | extra
-    with DAG(
-        dag_id=spec.dag_id,
-        schedule=AssetOrTimeSchedule(
-            timetable=CronTriggerTimetable(spec.sweep_cron, timezone="UTC"), assets=condition
-        ),
-        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-        catchup=False,
-        max_active_runs=1,  # every run sweeps all pending work: overlapping runs would repeat it
-        dagrun_timeout=timedelta(minutes=30),
-        default_args={**DEFAULT_ARGS, "retry_delay": timedelta(seconds=10)},
-        tags=["dgb", "pipeline", spec.stage],
-        doc_md=DOC.format(
-            dag_id=spec.dag_id, doc=spec.doc, subs=", ".join(f"`{s}`" for s in spec.subscriptions)
-        ),
-    ) as dag:
+    with (
+        DAG(
+            dag_id=spec.dag_id,
+            schedule=AssetOrTimeSchedule(
+                timetable=CronTriggerTimetable(spec.sweep_cron, timezone="UTC"), assets=condition
+            ),
+            start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+            catchup=False,
+            max_active_runs=1,  # every run sweeps all pending work: overlapping runs would repeat it
+            dagrun_timeout=timedelta(minutes=30),
+            default_args={**DEFAULT_ARGS, "retry_delay": timedelta(seconds=10)},
+            tags=["dgb", "pipeline", spec.stage],
+            doc_md=DOC.format(
+                dag_id=spec.dag_id,
+                doc=spec.doc,
+                subs=", ".join(f"`{s}`" for s in spec.subscriptions)
+                + "".join(
+                    f"; woken by `{s}` (DGB_STAGE_EARLY_WAKE)" for s in names[len(spec.subscriptions) :]
+                ),
+            ),
+        ) as dag
+    ):
         # inside the 30 min run timeout, so a hung attempt is killed and retried within the run
         StageOperator(task_id=spec.stage, stage=spec.stage, execution_timeout=timedelta(minutes=20))
     globals()[spec.dag_id] = dag

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from dgb import topology
+
 pytestmark = pytest.mark.airflow
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
@@ -83,3 +85,34 @@ def test_a_waiting_scrape_task_of_an_older_run_starts_first(monkeypatch):
     stage = next(iter(stages.values()))
     stage_weight = weight(stage, stage.task_ids[0], newer)
     assert weight(scrapes["scrape_mec"], "scrape", older) < stage_weight == 1
+
+
+def test_later_stages_are_woken_by_the_scraped_event_unless_switched_off(monkeypatch):
+    """embed_news and index_news run on their own input OR the enrichment subscription's asset (the
+    same Asset, one watcher, as enrich_news's), so their task start overlaps the enrichment;
+    ``DGB_STAGE_EARLY_WAKE=0`` leaves each stage on its own input."""
+    from airflow.sdk.definitions.asset import AssetAny
+
+    def inputs(dag) -> list[str]:
+        condition = dag.timetable.asset_condition
+        objects = condition.objects if isinstance(condition, AssetAny) else [condition]
+        return [a.name for a in objects]
+
+    monkeypatch.delenv("DGB_STAGE_EARLY_WAKE", raising=False)
+    stages = _load(monkeypatch, "pipeline_stages", None)
+    assert inputs(stages["enrich_news"]) == [topology.SUB_ENRICHMENT]
+    assert inputs(stages["embed_news"]) == [topology.SUB_EMBEDDINGS, topology.SUB_ENRICHMENT]
+    assert inputs(stages["index_news"]) == [
+        topology.SUB_TYPESENSE,
+        topology.SUB_TYPESENSE_UPDATE,
+        topology.SUB_ENRICHMENT,
+    ]
+    first = stages["enrich_news"].timetable.asset_condition
+    woken_by = stages["embed_news"].timetable.asset_condition.objects[-1]
+    assert woken_by is first and len(first.watchers) == 1
+    assert "woken by `dgb.news.scraped--enrichment`" in stages["embed_news"].doc_md
+
+    monkeypatch.setenv("DGB_STAGE_EARLY_WAKE", "0")
+    stages = _load(monkeypatch, "pipeline_stages", None)
+    assert inputs(stages["embed_news"]) == [topology.SUB_EMBEDDINGS]
+    assert inputs(stages["index_news"]) == [topology.SUB_TYPESENSE, topology.SUB_TYPESENSE_UPDATE]

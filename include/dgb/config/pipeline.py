@@ -7,7 +7,7 @@ on the next run. Standard library only.
 
 from __future__ import annotations
 
-from dgb.config import env_number
+from dgb.config import env_flag, env_number
 
 
 def stage_chunk_size() -> int:
@@ -46,6 +46,14 @@ def stage_linger_s() -> float:
     sweeping until this many seconds pass with nothing to do (0: it ends at once); a run that found
     nothing ends at once."""
     return env_number("DGB_STAGE_LINGER_S", 60.0, minimum=0)
+
+
+def stage_early_wake() -> bool:
+    """``DGB_STAGE_EARLY_WAKE`` (default on): the scraped event that starts the enrich stage's DAG
+    also starts the embed and index stages' DAGs, which wait warm for the work it announces
+    (:mod:`dgb.pipeline.dags`); off: each stage starts on its own input's event. Read when the DAG
+    file is parsed."""
+    return env_flag("DGB_STAGE_EARLY_WAKE", True)
 
 
 def stage_linger_max_s() -> float:

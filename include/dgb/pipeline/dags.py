@@ -1,13 +1,18 @@
 """The event-driven stage DAGs (no Airflow import; dags/pipeline_stages.py builds them).
 
 Each DAG is scheduled by its subscriptions' assets (one AssetWatcher each, on the ack-mode
-Pub/Sub trigger) OR a short timer that sweeps pending work the events missed.
+Pub/Sub trigger) OR a short timer that sweeps pending work the events missed. The later stages are
+also *woken* by the first stage's asset (``wake_subscriptions``, ``DGB_STAGE_EARLY_WAKE``): the
+scraped event that starts enrich_news starts embed_news and index_news too, so their task start and
+stage build overlap the enrichment instead of following it; a woken run does none of the wake's
+messages, it waits for the work they announce (:func:`dgb.pipeline.runner.keep_sweeping`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dgb import topology
 from dgb.pipeline.definitions import definition
 
 
@@ -17,6 +22,8 @@ class StageDag:
     stage: str
     sweep_cron: str
     doc: str
+    # subscriptions whose events only wake the DAG (their messages are another stage's input)
+    wake_subscriptions: tuple[str, ...] = ()
 
     @property
     def subscriptions(self) -> tuple[str, ...]:
@@ -39,6 +46,7 @@ STAGE_DAGS = (
         "* * * * *",
         "Embeds title + summary with the resident model service (DGB_EMBEDDING_MODEL), stores the "
         "vector with its model name, then emits `dgb.news.embedded`.",
+        wake_subscriptions=(topology.SUB_ENRICHMENT,),
     ),
     StageDag(
         "index_news",
@@ -46,6 +54,7 @@ STAGE_DAGS = (
         "* * * * *",
         "Builds each article's Typesense document whole from PostgreSQL and upserts it (removed "
         "articles are deleted from the index), recording the version it indexed.",
+        wake_subscriptions=(topology.SUB_ENRICHMENT,),
     ),
 )
 

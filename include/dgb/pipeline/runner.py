@@ -362,6 +362,7 @@ def keep_sweeping(
     idle_s: float,
     max_s: float,
     poll_s: float = 0.5,
+    woken_s_ago: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> StageReport:
     """After a run's own work (``report``), go on sweeping what becomes pending every ``poll_s``
@@ -376,7 +377,11 @@ def keep_sweeping(
     the work done and end at once. Nothing is lost if it stops early: the work is in PostgreSQL.
 
     It stays warm only after work: a run that found nothing (the 1-minute sweep of an idle
-    pipeline) ends at once, so an idle stack runs no stage task. Kept warm for ``idle_s`` after
+    pipeline) ends at once, so an idle stack runs no stage task. The exception is a run *woken* by
+    an earlier stage's event (``woken_s_ago``: how long ago the newest such event was stored;
+    :mod:`dgb.pipeline.dags`): the work that event announces is still on its way, so the run counts
+    its idle time from the event instead of from its own work, and one that starts ``idle_s``
+    after the event (it queued behind another run) ends at once. Kept warm for ``idle_s`` after
     its last work (``DGB_STAGE_LINGER_S``, 60 s), a run takes the next article within ``poll_s``
     when news arrives one at a time, instead of the ~1.5 s an event costs to become a DAG run and
     a task (the triggerer's one-second loop, the scheduler, a task process and the stage built).
@@ -390,10 +395,12 @@ def keep_sweeping(
         return report
     if report.retry or report.breakers_open or report.deadline_hit:
         return report
-    if not (report.processed or report.dead_lettered or report.parked):
-        return report  # nothing done (the idle 1-minute sweep; an event whose work another run did): ends
     t0 = time.monotonic()
     idle_since = t0
+    if not (report.processed or report.dead_lettered or report.parked):
+        if woken_s_ago is None or woken_s_ago >= idle_s:
+            return report  # nothing done (the idle 1-minute sweep; an event whose work another run did): ends
+        idle_since = t0 - max(woken_s_ago, 0.0)  # woken: wait for the announced work, from the event on
     while True:
         now = time.monotonic()
         deadline_s = options.deadline_s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow.sdk import BaseOperator
@@ -29,6 +30,33 @@ def triggering_messages(context: Any) -> list:
     return messages
 
 
+def split_wake(messages: list, inputs: tuple[str, ...]) -> tuple[list, list]:
+    """``messages`` split into the stage's own (from its ``inputs`` subscriptions) and those that
+    only woke its DAG (an earlier stage's input: :mod:`dgb.pipeline.dags`), which it never does."""
+    own = [m for m in messages if m.subscription in inputs]
+    return own, [m for m in messages if m.subscription not in inputs]
+
+
+def woken_s_ago(context: Any, inputs: tuple[str, ...], now: datetime | None = None) -> float | None:
+    """Seconds since the newest triggering asset event of a subscription outside the stage's
+    ``inputs`` (one that woke the DAG) was stored; None when no such event triggered the run."""
+    accessor = context.get("triggering_asset_events") or {}
+    newest = None
+    for key, asset_events in accessor.items():
+        for ev in asset_events:
+            asset = getattr(ev, "asset", None) or key
+            if (getattr(asset, "name", None) or str(key)) in inputs:
+                continue
+            stamp = getattr(ev, "timestamp", None)
+            if isinstance(stamp, datetime) and (newest is None or stamp > newest):
+                newest = stamp
+    if newest is None:
+        return None
+    if newest.tzinfo is None:
+        newest = newest.replace(tzinfo=UTC)
+    return max(((now or datetime.now(UTC)) - newest).total_seconds(), 0.0)
+
+
 def build_stage(
     name: str, conn, *, typesense_conn_id: str = "typesense_default", model_conn_id: str = "dgb_model_service"
 ):
@@ -53,8 +81,10 @@ def build_stage(
 class StageOperator(BaseOperator):
     """Consume -> process -> publish for one stage (``enrich``, ``embed`` or ``index``).
 
-    Reads every triggering asset event, also sweeps pending work from PostgreSQL (bounded),
-    accepts manual runs with ``{"unique_ids": [...]}``, and processes it in chunks: each chunk's
+    Reads every triggering asset event (messages of another stage's input only woke the DAG: the
+    run does none of them and waits, warm, for the work they announce), also sweeps pending work
+    from PostgreSQL (bounded), accepts manual runs with ``{"unique_ids": [...]}``, and processes
+    it in chunks: each chunk's
     results, next events and token ledger commit in one transaction, then the outbox is relayed
     so the next stage starts on the first chunk. No new chunk starts past ``deadline_s``; the
     rest stays pending for the next run. Transient failures (outages) never dead-letter: the task
@@ -122,11 +152,16 @@ class StageOperator(BaseOperator):
             stage_linger_max_s,
             stage_linger_s,
         )
+        from dgb.pipeline.definitions import definition
         from dgb.pipeline.runner import RunOptions, keep_sweeping, run_stage, unavailable_at_start
         from dgb.pipeline.threads import blas_threads
         from dgb_airflow.hooks.outbox import OutboxRelayHook, preload_publisher
 
-        messages = triggering_messages(context)
+        inputs = definition(self.stage).subscriptions
+        messages, wake = split_wake(triggering_messages(context), inputs)
+        woken = woken_s_ago(context, inputs) if wake else None
+        if woken is not None:
+            self.log.info("woken by %d message(s) of an earlier stage, %.1f s ago", len(wake), woken)
         conf = (context["dag_run"].conf or {}) if context.get("dag_run") else {}
         unique_ids = conf.get("unique_ids") or []
         if not isinstance(unique_ids, list) or not all(isinstance(u, str) for u in unique_ids):
@@ -150,8 +185,11 @@ class StageOperator(BaseOperator):
                 return unavailable_at_start(conn, self.stage, exc, final_attempt=final_attempt).summary()
             # the Pub/Sub client library imports in a thread while the stage waits on the model
             # service and PostgreSQL; started after the build, which is CPU work the import would
-            # slow down (one GIL, two cores shared with the rest of the stack)
-            preload_publisher()
+            # slow down (one GIL, two cores shared with the rest of the stack). Not in the index
+            # stage, which emits no event: its relay is for a rare dead letter, and the import
+            # (~0.6 s of CPU) would compete with the enrich task it is woken beside
+            if stage.next_topic:
+                preload_publisher()
             relay_hook = OutboxRelayHook(self.gcp_conn_id)  # one publisher for every chunk's relay
             relay = lambda: relay_hook.relay_soon(conn, self.log)  # noqa: E731
             options = RunOptions(
@@ -166,7 +204,9 @@ class StageOperator(BaseOperator):
             with blas_threads(stage_blas_threads()):
                 stage.start_run()
                 report = run_stage(stage, conn, messages, options, unique_ids=unique_ids)
-                report = keep_sweeping(stage, conn, report, options, idle_s=linger_s, max_s=linger_max_s)
+                report = keep_sweeping(
+                    stage, conn, report, options, idle_s=linger_s, max_s=linger_max_s, woken_s_ago=woken
+                )
             self.log.info("stage %s: %s", self.stage, report.summary())
             relay()
         finally:

@@ -763,6 +763,69 @@ def test_a_run_that_found_nothing_does_not_stay_warm(pg, scraped, classifier):
     assert out.sweeps == 0 and naps == []
 
 
+def test_a_woken_run_waits_for_the_announced_work_from_the_event_on(pg, pg_server, scraped, classifier):
+    """A run woken by an earlier stage's event (the embed and index DAGs on the scraped event) has
+    nothing to do at first: it stays, takes the work once it becomes pending, and counts its idle
+    time from the event; one that starts after ``idle_s`` (queued behind another run) ends at once."""
+    enrich = stages.EnrichStage(classifier, pg)
+    run_stage(enrich, pg, [], RunOptions(sweep_limit=100))  # everything done
+    other = db.connect(pg_server.pg_dsn())
+    naps: list[float] = []
+
+    def nap(seconds: float) -> None:  # the previous stage commits while the woken run waits
+        naps.append(seconds)
+        time.sleep(seconds)
+        if len(naps) == 3:
+            with db.transaction(other) as cur:
+                cur.execute("UPDATE news SET enriched_at = NULL WHERE unique_id = ANY(%s)", (scraped[:2],))
+
+    try:
+        idle = run_stage(enrich, pg, [], RunOptions(sweep_limit=100))
+        assert idle.processed == []
+        out = keep_sweeping(
+            enrich,
+            pg,
+            idle,
+            RunOptions(sweep_limit=100),
+            idle_s=2,
+            max_s=30,
+            poll_s=0.05,
+            woken_s_ago=0.1,
+            sleep=nap,
+        )
+    finally:
+        other.close()
+    assert sorted(out.processed) == sorted(scraped[:2]) and len(naps) > 3
+
+    # woken longer ago than idle_s: the event's work was someone else's by now
+    late = run_stage(enrich, pg, [], RunOptions(sweep_limit=100))
+    naps.clear()
+    out = keep_sweeping(
+        enrich, pg, late, RunOptions(sweep_limit=100), idle_s=2, max_s=30, woken_s_ago=2.5, sleep=naps.append
+    )
+    assert out.sweeps == 0 and naps == []
+    # woken 1.5 s ago with idle_s 2: it polls for the half second left (at most 6 naps of 0.1 s),
+    # not for 2 s from its own start (20)
+    naps.clear()
+
+    def real_nap(seconds: float) -> None:
+        naps.append(seconds)
+        time.sleep(seconds)
+
+    out = keep_sweeping(
+        enrich,
+        pg,
+        late,
+        RunOptions(sweep_limit=100),
+        idle_s=2,
+        max_s=30,
+        poll_s=0.1,
+        woken_s_ago=1.5,
+        sleep=real_nap,
+    )
+    assert out.processed == [] and 1 <= out.sweeps == len(naps) <= 6
+
+
 def test_a_run_whose_events_were_already_done_does_not_stay_warm(pg, scraped, classifier):
     """Events queued behind a warm run find their articles done (skipped): such a run ends at once,
     or each would linger in turn long after the news stopped."""

@@ -171,3 +171,45 @@ def test_model_service_down_on_every_try_dead_letters_nothing(pg, mirror, projec
     # once its work was done it went on sweeping (nothing new came) for about DGB_STAGE_LINGER_S
     assert out["sweeps"] >= 1 and time.monotonic() - t0 >= 1
     assert _count(pg, "SELECT count(*) FROM news WHERE enriched_at IS NOT NULL AND attempts = 0") == len(new)
+
+
+def test_a_stage_woken_by_the_scraped_event_takes_the_work_once_enriched(
+    pg, mirror, project, stack_env, monkeypatch
+):
+    """The embed DAG also runs on the scraped event (dgb.pipeline.dags): its run does none of those
+    messages (they are the enrich stage's input: not counted, not skipped, not dead-lettered), waits
+    warm, and embeds the articles as soon as the enrich stage commits them."""
+    import threading
+    from datetime import UTC, datetime
+
+    from google.cloud import pubsub_v1
+
+    from dgb import db
+    from dgb.taxonomy import load_taxonomy, themes_rows
+
+    _site, _server, base = mirror(ARTICLES)
+    with Fetcher(FAST) as f:
+        new = scrape_agency(pg, mirrored_agency(base, "mec"), f).new
+    db.upsert_themes(pg, themes_rows(load_taxonomy()))
+    outbox.relay(pg, pubsub_v1.PublisherClient(), project)
+    n = len(new)
+    wake = _asset_events(project, topology.SUB_ENRICHMENT, n)
+    for ev in wake[topology.SUB_ENRICHMENT]:
+        ev.timestamp = datetime.now(UTC)
+
+    def enrich_later() -> None:
+        time.sleep(1.0)  # the woken embed run is waiting by then
+        StageOperator(task_id="enrich", stage="enrich", linger_s=0).execute(task_context())
+
+    enricher = threading.Thread(target=enrich_later)
+    enricher.start()
+    try:
+        out = StageOperator(task_id="embed", stage="embed", linger_s=5).execute(
+            task_context(triggering_asset_events=wake)
+        )
+    finally:
+        enricher.join()
+    assert out["messages"] == 0 and out["skipped"] == 0 and out["dead_lettered"] == 0
+    assert out["processed"] == n and out["sweeps"] >= 2
+    assert _count(pg, "SELECT count(*) FROM news WHERE array_length(content_embedding, 1) = 512") == n
+    assert _count(pg, "SELECT count(*) FROM dead_letters") == 0

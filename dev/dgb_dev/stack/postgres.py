@@ -36,13 +36,17 @@ class Postgres(Component):
                     "postgres: pg_ctlcluster not found; install Debian's postgresql-15 (see README)."
                 )
             ver, name = self._cluster()
-            res = subprocess.run(["pg_ctlcluster", ver, name, "start"], capture_output=True, text=True)
+            argv = ["pg_ctlcluster", ver, name, "start"]
+            options = dev_settings.pg_server_options()  # DGB_PG_SHARED_BUFFERS
+            if options:
+                argv += ["--", *options]
+            res = subprocess.run(argv, capture_output=True, text=True)
             if res.returncode != 0 and "already running" not in (res.stderr + res.stdout):
                 raise StackError(f"postgres: pg_ctlcluster {ver} {name} start failed: {res.stderr.strip()}")
             (self.s.state_dir / "run").mkdir(parents=True, exist_ok=True)
             (self.s.state_dir / "run" / self.marker).write_text(f"{ver} {name}\n")
             wait_until(self.healthy, 30, "postgres")
-            status = f"started cluster {ver}/{name}"
+            status = f"started cluster {ver}/{name}" + (f" ({options[-1][3:]})" if options else "")
         self.ensure_roles()
         return status
 

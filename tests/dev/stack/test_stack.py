@@ -188,6 +188,41 @@ def test_airflow_parts_skip_the_log_server_and_the_emulator_is_sized(monkeypatch
     )
 
 
+def test_postgres_is_started_with_small_shared_buffers_unless_told(monkeypatch, tmp_path):
+    """``make up`` starts the machine's cluster with ``shared_buffers`` from DGB_PG_SHARED_BUFFERS
+    (64MB) as a server option of that start (pg_ctlcluster's ``-- -o``), the cluster's files
+    untouched; ``none``: no option; a value that is not a size is refused before anything starts."""
+    from dgb.config import settings
+    from dgb_dev.stack.postgres import Postgres
+
+    calls = tmp_path / "calls"
+    fake = tmp_path / "bin" / "pg_ctlcluster"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {calls}\necho >> {calls}\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("DGB_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("DGB_PG_MANAGE_CLUSTER", "1")
+    # not running before the start, running once pg_ctlcluster was called
+    monkeypatch.setattr(Postgres, "healthy", lambda self: calls.exists())
+    monkeypatch.setattr(Postgres, "ensure_roles", lambda self: None)
+
+    def up() -> list[str]:
+        calls.unlink(missing_ok=True)
+        Postgres(settings()).up()
+        return calls.read_text().strip().rstrip("|").split("|")
+
+    monkeypatch.delenv("DGB_PG_SHARED_BUFFERS", raising=False)
+    assert up() == ["15", "main", "start", "--", "-o", "-c shared_buffers=64MB"]
+    monkeypatch.setenv("DGB_PG_SHARED_BUFFERS", "none")
+    assert up() == ["15", "main", "start"]
+    monkeypatch.setenv("DGB_PG_SHARED_BUFFERS", "64MB; DROP")
+    calls.unlink(missing_ok=True)
+    with pytest.raises(ValueError, match="DGB_PG_SHARED_BUFFERS"):
+        Postgres(settings()).up()
+    assert not calls.exists()
+
+
 def test_an_airflow_session_left_idle_in_a_transaction_is_ended_by_the_server(pg_server, monkeypatch):
     """Seed 28's chaos run: the scheduler, killed mid-transaction, left its socket open in the task
     processes it had forked; the server kept its transaction (and row locks) and the next scheduler

@@ -27,18 +27,18 @@ def pg_cluster() -> tuple[str, str]:
 
 
 def pg_server_options() -> list[str]:
-    """``DGB_PG_SHARED_BUFFERS`` (default ``64MB``; ``none``: the cluster's own setting): PostgreSQL's
+    """``DGB_PG_SHARED_BUFFERS`` (default ``32MB``; ``none``: the cluster's own setting): PostgreSQL's
     shared buffers when ``make up`` starts the cluster (``pg_ctlcluster ... start -- -o "-c
     shared_buffers=..."``; the cluster's configuration files are left alone). Debian's 128 MB fill
     up over a day of use and stay resident whatever the stack is doing; the local stack's working
     set is a fraction of that, and a page evicted from them is still in the kernel's page cache,
     which gives memory back under pressure. The server options as ``pg_ctl`` arguments; a value
     that is not a PostgreSQL size is a ``ValueError``."""
-    value = env_str("DGB_PG_SHARED_BUFFERS", "64MB").strip()
+    value = env_str("DGB_PG_SHARED_BUFFERS", "32MB").strip()
     if value.lower() == "none":
         return []
     if not re.fullmatch(r"[0-9]+(kB|MB|GB)", value):
-        raise ValueError(f"DGB_PG_SHARED_BUFFERS={value!r}: expected a PostgreSQL size such as 64MB")
+        raise ValueError(f"DGB_PG_SHARED_BUFFERS={value!r}: expected a PostgreSQL size such as 32MB")
     return ["-o", f"-c shared_buffers={value}"]
 
 

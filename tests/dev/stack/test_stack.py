@@ -190,7 +190,7 @@ def test_airflow_parts_skip_the_log_server_and_the_emulator_is_sized(monkeypatch
 
 def test_postgres_is_started_with_small_shared_buffers_unless_told(monkeypatch, tmp_path):
     """``make up`` starts the machine's cluster with ``shared_buffers`` from DGB_PG_SHARED_BUFFERS
-    (64MB) as a server option of that start (pg_ctlcluster's ``-- -o``), the cluster's files
+    (32MB) as a server option of that start (pg_ctlcluster's ``-- -o``), the cluster's files
     untouched; ``none``: no option; a value that is not a size is refused before anything starts."""
     from dgb.config import settings
     from dgb_dev.stack.postgres import Postgres
@@ -213,10 +213,10 @@ def test_postgres_is_started_with_small_shared_buffers_unless_told(monkeypatch, 
         return calls.read_text().strip().rstrip("|").split("|")
 
     monkeypatch.delenv("DGB_PG_SHARED_BUFFERS", raising=False)
-    assert up() == ["15", "main", "start", "--", "-o", "-c shared_buffers=64MB"]
+    assert up() == ["15", "main", "start", "--", "-o", "-c shared_buffers=32MB"]
     monkeypatch.setenv("DGB_PG_SHARED_BUFFERS", "none")
     assert up() == ["15", "main", "start"]
-    monkeypatch.setenv("DGB_PG_SHARED_BUFFERS", "64MB; DROP")
+    monkeypatch.setenv("DGB_PG_SHARED_BUFFERS", "32MB; DROP")
     calls.unlink(missing_ok=True)
     with pytest.raises(ValueError, match="DGB_PG_SHARED_BUFFERS"):
         Postgres(settings()).up()

@@ -52,10 +52,16 @@ def airflow_env(settings: Settings) -> dict[str, str]:
             "AIRFLOW_HOME": str(home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            # LocalExecutor; by default the variant whose workers each run one task
+            # (DGB_EXECUTOR_RECYCLE; celery_env below replaces it with the CeleryExecutor)
+            "AIRFLOW__CORE__EXECUTOR": (
+                "dgb_airflow.executors.recycling.RecyclingLocalExecutor"
+                if dev_settings.executor_recycle()
+                else "LocalExecutor"
+            ),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            # task processes at once = LocalExecutor worker processes, each ~40 MiB while idle: the
-            # three warm stage runs, the dispatcher or a scrape, and an integrity run fit in 5
+            # task processes at once = LocalExecutor worker processes: the three warm stage runs,
+            # the dispatcher or a scrape, and an integrity run fit in 5
             "AIRFLOW__CORE__PARALLELISM": os.environ.get("AIRFLOW__CORE__PARALLELISM", "5"),
             # a component's idle database connections are PostgreSQL backends (~5 MiB each); bursts
             # still open up to pool + overflow

@@ -165,6 +165,13 @@ def executor() -> str:
     return value
 
 
+def executor_recycle() -> bool:
+    """``DGB_EXECUTOR_RECYCLE`` (default on): the local stack's LocalExecutor ends each worker process
+    after one task and forks a fresh one from the scheduler when work is queued
+    (:mod:`dgb_airflow.executors.recycling`), so the idle pool holds no memory a task left behind."""
+    return env_flag("DGB_EXECUTOR_RECYCLE", True)
+
+
 def redis_port() -> int:
     """``DGB_REDIS_PORT`` (default 6379 + ``DGB_PORT_BASE``): the Celery broker's port."""
     return env_number("DGB_REDIS_PORT", 6379 + env_number("DGB_PORT_BASE", 0, integer=True), integer=True)

@@ -188,6 +188,26 @@ def test_airflow_parts_skip_the_log_server_and_the_emulator_is_sized(monkeypatch
     )
 
 
+def test_airflow_runs_the_recycling_local_executor_unless_told(monkeypatch):
+    """The stack's Airflow runs the LocalExecutor whose workers run one task each (an importable
+    class path, as Airflow loads it); DGB_EXECUTOR_RECYCLE=0 gives Airflow's own."""
+    import importlib
+
+    from airflow.executors.local_executor import LocalExecutor
+
+    from dgb.config import settings
+    from dgb_dev.stack.airflow import airflow_env
+
+    monkeypatch.delenv("DGB_EXECUTOR", raising=False)
+    monkeypatch.delenv("DGB_EXECUTOR_RECYCLE", raising=False)
+    path = airflow_env(settings())["AIRFLOW__CORE__EXECUTOR"]
+    module, _, name = path.rpartition(".")
+    assert issubclass(getattr(importlib.import_module(module), name), LocalExecutor)
+    assert name == "RecyclingLocalExecutor"
+    monkeypatch.setenv("DGB_EXECUTOR_RECYCLE", "0")
+    assert airflow_env(settings())["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
+
+
 def test_postgres_is_started_with_small_shared_buffers_unless_told(monkeypatch, tmp_path):
     """``make up`` starts the machine's cluster with ``shared_buffers`` from DGB_PG_SHARED_BUFFERS
     (32MB) as a server option of that start (pg_ctlcluster's ``-- -o``), the cluster's files

@@ -26,7 +26,7 @@ PYTEST_ARGS ?=
 # Airflow executor of `make up`: local (LocalExecutor, default) or celery (DGB_EXECUTOR)
 EXECUTOR ?=
 
-.PHONY: venv up down status test lint airflow lock bench clean-state deploy-composer faults docs docs-build \
+.PHONY: venv up down status test lint airflow lock deploy-composer faults docs docs-build \
 	bench-charts
 
 venv: $(STAMP)

@@ -88,7 +88,9 @@ def _count(conn, sql: str) -> int:
         return cur.fetchone()[0]
 
 
-def test_stages_enrich_embed_index_from_their_triggering_events(pg, mirror, project, stack_env):
+def _scraped_and_relayed(pg, mirror, project) -> list[str]:
+    """The local site's articles scraped (rows and scraped events committed), the themes loaded and
+    the outbox relayed to the emulator: the new articles' ids."""
     from google.cloud import pubsub_v1
 
     from dgb import db
@@ -99,7 +101,11 @@ def test_stages_enrich_embed_index_from_their_triggering_events(pg, mirror, proj
         new = scrape_agency(pg, mirrored_agency(base, "mec"), f).new
     db.upsert_themes(pg, themes_rows(load_taxonomy()))
     outbox.relay(pg, pubsub_v1.PublisherClient(), project)
-    n = len(new)
+    return new
+
+
+def test_stages_enrich_embed_index_from_their_triggering_events(pg, mirror, project, stack_env):
+    n = len(_scraped_and_relayed(pg, mirror, project))
 
     ctx = task_context(triggering_asset_events=_asset_events(project, topology.SUB_ENRICHMENT, n))
     out = StageOperator(task_id="enrich", stage="enrich", sweep_limit=0).execute(ctx)
@@ -182,17 +188,7 @@ def test_a_stage_woken_by_the_scraped_event_takes_the_work_once_enriched(
     import threading
     from datetime import UTC, datetime
 
-    from google.cloud import pubsub_v1
-
-    from dgb import db
-    from dgb.taxonomy import load_taxonomy, themes_rows
-
-    _site, _server, base = mirror(ARTICLES)
-    with Fetcher(FAST) as f:
-        new = scrape_agency(pg, mirrored_agency(base, "mec"), f).new
-    db.upsert_themes(pg, themes_rows(load_taxonomy()))
-    outbox.relay(pg, pubsub_v1.PublisherClient(), project)
-    n = len(new)
+    n = len(_scraped_and_relayed(pg, mirror, project))
     wake = _asset_events(project, topology.SUB_ENRICHMENT, n)
     for ev in wake[topology.SUB_ENRICHMENT]:
         ev.timestamp = datetime.now(UTC)

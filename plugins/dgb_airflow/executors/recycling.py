@@ -10,10 +10,10 @@ them ~110 MiB.
 
 Here a worker ends after its first workload, and LocalExecutor's own bookkeeping replaces it: when
 the next workload is queued it reaps the ended workers and forks as many fresh ones (all at once,
-the collector frozen) as the pool lacks. A task still starts on a worker that was waiting for it,
-so it waits for no fork; the idle pool is made of workers that have run nothing yet. A shutdown's
-poison pill still ends a waiting worker, and a worker killed with the scheduler is replaced the
-same way.
+the collector frozen) as the pool lacks. A task starts on a worker that was waiting for it, or,
+when every worker has ended, on one forked for it (a fork of the scheduler: milliseconds); the
+idle pool is made of workers that have run nothing yet. A shutdown's poison pill still ends a
+waiting worker, and a worker killed with the scheduler is replaced the same way.
 
 Select it with ``AIRFLOW__CORE__EXECUTOR=dgb_airflow.executors.recycling.RecyclingLocalExecutor``
 (the local stack does unless ``DGB_EXECUTOR_RECYCLE=0``).

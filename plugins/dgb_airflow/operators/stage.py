@@ -2,31 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from airflow.sdk import BaseOperator
 
 
+def triggering_events(context: Any) -> Iterator[tuple[str, Any]]:
+    """(subscription, asset event) for every asset event that triggered this run."""
+    accessor = context.get("triggering_asset_events") or {}
+    for key, asset_events in accessor.items():
+        for ev in asset_events:
+            asset = getattr(ev, "asset", None) or key
+            yield getattr(asset, "name", None) or str(key), ev
+
+
 def triggering_messages(context: Any) -> list:
     """Every message of every asset event that triggered this run (events get coalesced)."""
     from dgb.pipeline.messages import InMessage
 
-    accessor = context.get("triggering_asset_events") or {}
     messages = []
-    for key, asset_events in accessor.items():
-        for ev in asset_events:
-            asset = getattr(ev, "asset", None) or key
-            subscription = getattr(asset, "name", None) or str(key)
-            payload = (ev.extra or {}).get("payload")
-            if not isinstance(payload, dict):
-                continue
-            if isinstance(payload.get("messages"), list):  # a pulled batch (the trigger's events)
-                for message in payload["messages"]:
-                    if isinstance(message, dict):
-                        messages.append(InMessage.from_payload(subscription, message))
-            elif "message_id" in payload:  # one message: events stored before batches
-                messages.append(InMessage.from_payload(subscription, payload))
+    for subscription, ev in triggering_events(context):
+        payload = (ev.extra or {}).get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if isinstance(payload.get("messages"), list):  # a pulled batch (the trigger's events)
+            for message in payload["messages"]:
+                if isinstance(message, dict):
+                    messages.append(InMessage.from_payload(subscription, message))
+        elif "message_id" in payload:  # one message: events stored before batches
+            messages.append(InMessage.from_payload(subscription, payload))
     return messages
 
 
@@ -40,16 +46,11 @@ def split_wake(messages: list, inputs: tuple[str, ...]) -> tuple[list, list]:
 def woken_s_ago(context: Any, inputs: tuple[str, ...], now: datetime | None = None) -> float | None:
     """Seconds since the newest triggering asset event of a subscription outside the stage's
     ``inputs`` (one that woke the DAG) was stored; None when no such event triggered the run."""
-    accessor = context.get("triggering_asset_events") or {}
     newest = None
-    for key, asset_events in accessor.items():
-        for ev in asset_events:
-            asset = getattr(ev, "asset", None) or key
-            if (getattr(asset, "name", None) or str(key)) in inputs:
-                continue
-            stamp = getattr(ev, "timestamp", None)
-            if isinstance(stamp, datetime) and (newest is None or stamp > newest):
-                newest = stamp
+    for subscription, ev in triggering_events(context):
+        stamp = getattr(ev, "timestamp", None)
+        if subscription not in inputs and isinstance(stamp, datetime) and (newest is None or stamp > newest):
+            newest = stamp
     if newest is None:
         return None
     if newest.tzinfo is None:

@@ -13,7 +13,6 @@ from typing import Any
 
 from airflow.sdk.bases.hook import BaseHook
 
-from dgb.pipeline.threads import lower_thread_priority
 from dgb.pubsub_clients import emulator_host, publisher_client
 
 SOON_TIMEOUT_S = 5.0  # the relay right after a commit waits at most this long on Pub/Sub
@@ -92,17 +91,12 @@ class OutboxRelayHook(BaseHook):
             log.warning("relay after commit failed (outbox_relay will retry): %s", exc)
 
 
-def preload_publisher(nice: int = 0) -> None:
+def preload_publisher() -> None:
     """Import the Pub/Sub client library in a background thread, so the relay right after a
     commit does not wait for the import (about a second on a loaded machine): a stage task calls
-    this first, and the import overlaps the stage's own database and model-service waits.
-    ``nice``: the importing thread's CPU priority lowered by that much (a run woken early)."""
-
-    def load() -> None:
-        lower_thread_priority(nice)
-        importlib.import_module("google.cloud.pubsub_v1")
-
-    threading.Thread(target=load, name="dgb-preload", daemon=True).start()
+    this first, and the import overlaps the stage's own database and model-service waits."""
+    args = ("google.cloud.pubsub_v1",)
+    threading.Thread(target=importlib.import_module, args=args, name="dgb-preload", daemon=True).start()
 
 
 def relay_outbox(conn: Any, gcp_conn_id: str = OutboxRelayHook.default_conn_name, batch_size: int = 500):

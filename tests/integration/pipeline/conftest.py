@@ -1,6 +1,7 @@
-"""Fixtures of the pipeline's end-to-end tests (test_pipeline.py, test_stage_resilience.py): mec's
-articles scraped from the local gov.br site with their events relayed. The model, the classifier
-and the Pub/Sub project: tests/integration/conftest.py."""
+"""Fixtures of the pipeline's end-to-end tests (test_pipeline.py and the stage mechanism's
+test_stage_*.py): mec's articles scraped from the local gov.br site with their events relayed, and
+a model service nobody answers. The model, the classifier and the Pub/Sub project:
+tests/integration/conftest.py."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dgb.fetch import Fetcher
 from dgb.scraper.run import scrape_agency
 from tests.support.articles import ARTICLES, mirrored_agency
 from tests.support.fetch import FAST
+from tests.support.stage_faults import CountingEmbedder, closed_port
 
 
 @pytest.fixture
@@ -28,3 +30,15 @@ def scraped(pg, mirror, project, pubsub_server):
         [a for a in ARTICLES if a[0] == "mec"]
     )
     return report.new
+
+
+@pytest.fixture
+def down_embedder(embedder):
+    """The model service's client on a loopback port where nothing listens (a real outage), one
+    attempt per call; ``dim`` answered locally (the stage checks the vectors' shape)."""
+    from dgb.embed.client import ServiceEmbedder
+
+    client = ServiceEmbedder(f"http://127.0.0.1:{closed_port()}", timeout=2, attempts=1)
+    client._name, client._dim = embedder.name, embedder.dim
+    yield CountingEmbedder(client)
+    client.close()

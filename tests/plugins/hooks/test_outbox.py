@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import sys
-import threading
-from types import SimpleNamespace
 
 import pytest
 
@@ -16,8 +12,7 @@ from dgb import db, events, outbox, topology
 from dgb.cli import main
 from dgb.config import messaging
 from dgb.observe.status import pipeline_status
-from dgb_airflow.hooks import outbox as outbox_hook
-from dgb_airflow.hooks.outbox import OutboxRelayHook, preload_publisher, relay_outbox
+from dgb_airflow.hooks.outbox import OutboxRelayHook, relay_outbox
 from tests.support.pubsub import pull_all
 
 
@@ -235,21 +230,3 @@ def test_the_publisher_is_the_connections_project_with_or_without_the_provider(p
     no_project = '{"conn_type": "google_cloud_platform", "extra": {"is_anonymous": true}}'
     monkeypatch.setenv("AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT", no_project)
     assert OutboxRelayHook().publisher()[1] is None
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
-def test_the_publisher_preload_imports_in_a_thread_at_the_priority_asked(monkeypatch):
-    def nice() -> int:
-        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-    seen: list[tuple[str, int, int]] = []
-    record = lambda name: seen.append((name, threading.get_native_id(), nice()))  # noqa: E731
-    monkeypatch.setattr(outbox_hook, "importlib", SimpleNamespace(import_module=record))
-    base = nice()
-    for lower in (0, 4):
-        preload_publisher(lower)
-        for t in [t for t in threading.enumerate() if t.name == "dgb-preload"]:
-            t.join(5)
-    client = "google.cloud.pubsub_v1"
-    assert [(name, n) for name, _tid, n in seen] == [(client, base), (client, base + 4)]
-    assert threading.get_native_id() not in {tid for _name, tid, _n in seen} and nice() == base

@@ -15,8 +15,11 @@ asset event carrying that message id, the DAG run it queued, its task instance's
     work             task start -> the next event committed (index: indexed_at)
     next publish     the stage's event committed -> confirmed by Pub/Sub
 
-An article picked up by a run that was already going (its sweep) has no asset->task chain of its
-own; it counts in the stage's total and in ``swept`` only.
+An article picked up by a run that was already going (its sweep), or by a run another event woke
+(the embed and index stages' runs started by the scraped event, ``DGB_STAGE_EARLY_WAKE``), has no
+asset->task chain of its own for that stage; it counts in the stage's total and in ``swept or
+woken`` only. A chain is the run of the stage's own DAG that the event queued (the scraped event
+also queues the woken DAGs' runs).
 
     .venv/bin/python scripts/bench_latency.py [--n 20] [--interval 5] [--agency mec]
 
@@ -168,14 +171,16 @@ def hop_breakdown(conn, s, unique_ids: list[str]) -> dict[str, list[float]]:
             "  CROSS JOIN LATERAL (SELECT x ->> 'message_id' AS mid FROM"
             "        jsonb_array_elements(coalesce(e.extra::jsonb -> 'payload' -> 'messages', '[]')) x"
             "        UNION ALL SELECT e.extra::jsonb -> 'payload' ->> 'message_id') m"
+            # every DAG run the event queued: with the early wake the scraped event queues the
+            # embed and index DAGs' runs too, and one of those can be the first
             "  LEFT JOIN LATERAL (SELECT r.dag_id, r.run_id, r.queued_at FROM dagrun_asset_event l"
-            "        JOIN dag_run r ON r.id = l.dag_run_id WHERE l.event_id = e.id"
-            "        ORDER BY r.queued_at LIMIT 1) r ON true"
+            "        JOIN dag_run r ON r.id = l.dag_run_id WHERE l.event_id = e.id) r ON true"
             "  LEFT JOIN task_instance ti ON ti.dag_id = r.dag_id AND ti.run_id = r.run_id"
-            " WHERE m.mid = ANY(%s) AND e.timestamp >= %s",
+            " WHERE m.mid = ANY(%s) AND e.timestamp >= %s ORDER BY r.queued_at DESC",
             (message_ids, since),
         )
-        chain = {(row[0], row[1]): row[2:] for row in cur.fetchall()}
+        # (message, asset, DAG) -> the first run of that DAG the event queued (rows newest first)
+        chain = {(row[0], row[1], row[3]): row[2:] for row in cur.fetchall()}
     af.close()
     hops: dict[str, list[float]] = {}
 
@@ -194,9 +199,9 @@ def hop_breakdown(conn, s, unique_ids: list[str]) -> dict[str, list[float]]:
             if event is None or done is None:
                 continue
             add(f"{stage}: total (publish -> next commit)", event[1], done)
-            ts, dag, queued, started = chain.get((event[2], sub), (None, None, None, None))
-            if ts is None or started is None or dag != dag_id or done < started:
-                hops.setdefault(f"{stage}: swept (no chain of its own)", []).append(0.0)
+            ts, _dag, queued, started = chain.get((event[2], sub, dag_id), (None, None, None, None))
+            if ts is None or started is None or done < started:
+                hops.setdefault(f"{stage}: swept or woken (no chain of its own)", []).append(0.0)
             else:
                 add(f"{stage}: publish->asset", event[1], ts)
                 add(f"{stage}: asset->run", ts, queued)

@@ -150,7 +150,6 @@ class StageOperator(BaseOperator):
         from dgb.config.pipeline import (
             stage_blas_threads,
             stage_deadline_s,
-            stage_early_wake,
             stage_linger_max_s,
             stage_linger_s,
             stage_woken_nice,
@@ -180,9 +179,9 @@ class StageOperator(BaseOperator):
         linger_max_s = self.linger_max_s
         if linger_max_s is None:
             linger_max_s = stage_linger_max_s()
-        # a woken run has the enrich stage's whole work to build in: it builds at a lower CPU
-        # priority, so the enrich task the article waits on, started beside it, gets the cores
-        # first; its own thread keeps the task's priority for the work
+        # a woken run has the enrich stage's whole work to build in: it builds, and imports its
+        # Pub/Sub client, at a lower CPU priority, so the enrich task the article waits on, started
+        # beside it, gets the cores first; its own thread keeps the task's priority for the work
         nice = stage_woken_nice() if woken is not None else 0
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         try:
@@ -191,12 +190,11 @@ class StageOperator(BaseOperator):
             except Exception as exc:  # e.g. the model service is down: an outage, not an error
                 return unavailable_at_start(conn, self.stage, exc, final_attempt=final_attempt).summary()
             # the Pub/Sub client library imports in a thread while the stage waits on the model
-            # service and PostgreSQL, so the relay after the first commit need not wait for it:
-            # only when the next stage waits on that event. With the early wake its run is already
-            # up and sweeping (it sees the commit, not the event), and the import (~0.6 s of CPU,
-            # one GIL) would only slow this run's first chunk; the relay imports it then. Not in
-            # the index stage, which emits no event (its relay is for a rare dead letter)
-            if stage.next_topic and not stage_early_wake():
+            # service and PostgreSQL; started after the build, which is CPU work the import would
+            # slow down (one GIL, two cores shared with the rest of the stack). Not in the index
+            # stage, which emits no event: its relay is for a rare dead letter, and the import
+            # (~0.6 s of CPU) would compete with the enrich task it is woken beside
+            if stage.next_topic:
                 preload_publisher()
             relay_hook = OutboxRelayHook(self.gcp_conn_id)  # one publisher for every chunk's relay
             relay = lambda: relay_hook.relay_soon(conn, self.log)  # noqa: E731

@@ -104,18 +104,7 @@ def _scraped_and_relayed(pg, mirror, project) -> list[str]:
     return new
 
 
-@pytest.mark.parametrize("early_wake", ["1", "0"])
-def test_stages_enrich_embed_index_from_their_triggering_events(
-    pg, mirror, project, stack_env, monkeypatch, early_wake
-):
-    """Each stage takes the articles of its triggering events. The Pub/Sub client is imported
-    ahead (in a thread) only by a stage whose next stage waits on its event: none with the early
-    wake, whose woken runs sweep; the enrich and embed stages without it."""
-    from dgb_airflow.hooks import outbox as outbox_hook
-
-    preloads: list[int] = []
-    monkeypatch.setattr(outbox_hook, "preload_publisher", lambda: preloads.append(1))
-    monkeypatch.setenv("DGB_STAGE_EARLY_WAKE", early_wake)
+def test_stages_enrich_embed_index_from_their_triggering_events(pg, mirror, project, stack_env):
     n = len(_scraped_and_relayed(pg, mirror, project))
 
     ctx = task_context(triggering_asset_events=_asset_events(project, topology.SUB_ENRICHMENT, n))
@@ -137,7 +126,6 @@ def test_stages_enrich_embed_index_from_their_triggering_events(
     assert out["processed"] == n
     assert stack_env.ts.collections[stack_env.alias].retrieve()["num_documents"] == n
     assert _count(pg, "SELECT count(*) FROM news WHERE indexed_version = version") == n
-    assert len(preloads) == (0 if early_wake == "1" else 2)
 
 
 def test_a_manual_run_takes_unique_ids_and_refuses_bad_conf(pg, mirror, project, stack_env):

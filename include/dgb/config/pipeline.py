@@ -56,14 +56,6 @@ def stage_early_wake() -> bool:
     return env_flag("DGB_STAGE_EARLY_WAKE", True)
 
 
-def stage_woken_nice() -> int:
-    """``DGB_STAGE_WOKEN_NICE`` (default 10, 0..19): how far below the task's own CPU priority (a
-    nice value) a run woken early builds its stage and imports its Pub/Sub client, in a thread of
-    their own, so they do not take the cores from the enrich task the article waits on (0: at the
-    task's own priority; :func:`dgb.pipeline.threads.at_lower_priority`)."""
-    return env_number("DGB_STAGE_WOKEN_NICE", 10, integer=True, minimum=0, maximum=19)
-
-
 def stage_linger_max_s() -> float:
     """``DGB_STAGE_LINGER_MAX_S`` (default 540, >= 0): the longest a stage run goes on sweeping
     (under the run's 600 s deadline: a busy stream is then taken up by the next run)."""

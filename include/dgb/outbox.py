@@ -21,6 +21,11 @@ no other relay takes them), commits, publishes, then marks each row published, f
 again with backoff in a second short transaction. A relay that dies after its claim leaves the
 rows to become due again when the claim lapses. Delivery is at-least-once (a crash between
 publish and mark republishes); consumers dedup by the ``unique_id`` attribute.
+
+Every row added also notifies the PostgreSQL channel :data:`CHANNEL` with its topic, in the same
+statement: PostgreSQL delivers the notification when the writer's transaction commits (never for a
+rolled-back one, once per topic per transaction), so a stage run waiting for work announced on that
+topic sweeps at once instead of at its next poll (:mod:`dgb.pipeline.wakeup`).
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ MAX_ATTRIBUTE_VALUE_BYTES = 1024
 PENDING = "published_at IS NULL AND failed_at IS NULL"
 FAILED = "failed_at IS NOT NULL"
 
+CHANNEL = "dgb_outbox"  # LISTEN/NOTIFY channel: the topic of each committed outbox row
+
 
 def enqueue(cur, event: Event) -> None:
     """Add ``event`` to the outbox using the caller's cursor (its transaction)."""
@@ -61,7 +68,9 @@ def enqueue(cur, event: Event) -> None:
 def enqueue_raw(cur, topic: str, aggregate_id: str, payload: dict, attributes: dict[str, str]) -> None:
     """Add any message (e.g. a dead letter for a subscription's dead-letter topic)."""
     cur.execute(
-        "INSERT INTO outbox (topic, aggregate_id, payload, attributes) VALUES (%s, %s, %s, %s)",
+        "WITH added AS (INSERT INTO outbox (topic, aggregate_id, payload, attributes)"
+        " VALUES (%s, %s, %s, %s) RETURNING topic)"
+        f" SELECT pg_notify('{CHANNEL}', topic) FROM added",
         (
             topic,
             aggregate_id,

@@ -73,6 +73,7 @@ from dgb.pipeline.messages import InMessage, Work, topic_of
 from dgb.pipeline.report import StageReport, StageRetry, log_outcome, log_outcomes
 from dgb.pipeline.resilience import CONFLICT, HALF_OPEN, OPEN, POSTGRESQL, TRANSIENT, Breakers, classify
 from dgb.pipeline.stage import DONE, READY, Failure, Stage
+from dgb.pipeline.wakeup import CommitWaiter, input_topics
 
 log = logging.getLogger("dgb.pipeline")
 
@@ -363,12 +364,15 @@ def keep_sweeping(
     max_s: float,
     poll_s: float = 0.5,
     woken_s_ago: float | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ) -> StageReport:
-    """After a run's own work (``report``), go on sweeping what becomes pending every ``poll_s``
-    seconds, and end once ``idle_s`` seconds pass with nothing to do, or after ``max_s`` seconds,
-    or at the run's ``deadline_s`` (counted from the run's start). Each sweep is a
-    :func:`run_stage` over the pending work, its outcome added to ``report``.
+    """After a run's own work (``report``), go on sweeping what becomes pending, at the latest
+    every ``poll_s`` seconds and at once when a commit announces work of the stage's input topics
+    (``sleep``: how the run waits between sweeps; by default a
+    :class:`~dgb.pipeline.wakeup.CommitWaiter` on ``conn``), and end once ``idle_s`` seconds pass
+    with nothing to do, or after ``max_s`` seconds, or at the run's ``deadline_s`` (counted from
+    the run's start). Each sweep is a :func:`run_stage` over the pending work, its outcome added
+    to ``report``.
 
     A backlog arrives as a stream of events, one or a few chunks each: without this, every event
     costs a DAG run (scheduling, a task process, the stage built again) for seconds of work, and
@@ -401,13 +405,26 @@ def keep_sweeping(
         if woken_s_ago is None or woken_s_ago >= idle_s:
             return report  # nothing done (the idle 1-minute sweep; an event whose work another run did): ends
         idle_since = t0 - max(woken_s_ago, 0.0)  # woken: wait for the announced work, from the event on
+    waiter = None
+    if sleep is None:
+        sleep = waiter = CommitWaiter(conn, input_topics(stage.subscriptions))
+    try:
+        _sweep_until_idle(stage, conn, report, options, sleep, t0, idle_since, idle_s, max_s, poll_s)
+    finally:
+        if waiter is not None:
+            waiter.close()
+    report.seconds += time.monotonic() - t0
+    return report
+
+
+def _sweep_until_idle(stage, conn, report, options, sleep, t0, idle_since, idle_s, max_s, poll_s) -> None:
     while True:
         now = time.monotonic()
         deadline_s = options.deadline_s
         remaining = None if deadline_s is None else deadline_s - report.seconds - (now - t0)
         if now - idle_since >= idle_s or now - t0 >= max_s or (remaining is not None and remaining <= poll_s):
             break
-        sleep(poll_s)
+        sleep(min(poll_s, idle_s - (now - idle_since), max_s - (now - t0)))  # never past the end
         sweep = replace(
             options,
             final_attempt=True,
@@ -421,8 +438,6 @@ def keep_sweeping(
             break
         if more.processed or more.dead_lettered or more.parked:
             idle_since = time.monotonic()
-    report.seconds += time.monotonic() - t0
-    return report
 
 
 def unavailable_at_start(conn, name: str, exc: Exception, *, final_attempt: bool) -> StageReport:

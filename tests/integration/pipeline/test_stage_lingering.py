@@ -5,14 +5,16 @@ event announced."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 
-from dgb import db
+from dgb import db, outbox, topology
 from dgb.pipeline import stages
 from dgb.pipeline.resilience import MODEL_SERVICE
 from dgb.pipeline.runner import RunOptions, keep_sweeping, run_stage
+from dgb.pipeline.wakeup import CommitWaiter, input_topics
 from tests.support.sql import count
 
 pytestmark = pytest.mark.stack
@@ -161,3 +163,74 @@ def test_a_run_whose_events_were_already_done_does_not_stay_warm(pg, scraped, cl
     naps: list[float] = []
     out = keep_sweeping(enrich, pg, done, RunOptions(sweep_limit=100), idle_s=5, max_s=30, sleep=naps.append)
     assert out.sweeps == 0 and naps == []
+
+
+def _announce(dsn: str, uids: list[str], topic: str, *, commit: bool = True) -> None:
+    """From another connection: make ``uids`` pending for the enrich stage and add the event that
+    announces it to the outbox, in one transaction (committed or rolled back)."""
+    conn = db.connect(dsn)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("UPDATE news SET enriched_at = NULL WHERE unique_id = ANY(%s)", (uids,))
+            outbox.enqueue_raw(cur, topic, uids[0], {"unique_id": uids[0]}, {"unique_id": uids[0]})
+        conn.commit() if commit else conn.rollback()
+    finally:
+        conn.close()
+
+
+def test_a_waiter_wakes_on_the_commit_of_its_topics_only(pg, pg_server, scraped, classifier):
+    """The outbox notifies each committed row's topic: a waiter on the stage's input topics returns
+    on such a commit, and not on a rolled-back one or another topic's (it then waits its timeout)."""
+    run_stage(stages.EnrichStage(classifier, pg), pg, [], RunOptions(sweep_limit=100))
+    waiter = CommitWaiter(pg, input_topics((topology.SUB_ENRICHMENT,)))
+    assert waiter.topics == {topology.TOPIC_SCRAPED}
+    waiter(0.0)  # LISTEN from here on
+    assert waiter.listening and waiter.woken == 0
+    dsn = pg_server.pg_dsn()
+    _announce(dsn, scraped[:1], topology.TOPIC_ENRICHED)  # another stage's input
+    _announce(dsn, scraped[:1], topology.TOPIC_SCRAPED, commit=False)
+    waiter(0.3)
+    assert waiter.woken == 0
+    later = threading.Timer(0.2, _announce, (dsn, scraped[:1], topology.TOPIC_SCRAPED))
+    later.start()
+    waiter(30.0)  # returns with the commit, not after 30 s
+    later.join()
+    assert waiter.woken == 1
+    waiter.close()
+    assert waiter.listening is None
+    _announce(dsn, scraped[:1], topology.TOPIC_SCRAPED)  # not listening any more: nothing queued
+    with pg.cursor() as cur:
+        cur.execute("SELECT 1")
+    pg.commit()
+    assert list(pg.notifies(timeout=0.1)) == []
+
+
+def test_a_warm_run_sweeps_when_the_commit_of_its_work_is_notified(
+    pg, pg_server, scraped, classifier, monkeypatch
+):
+    """keep_sweeping waits between sweeps on a CommitWaiter of the stage's input topics (the
+    default): the articles another stage commits are taken by the sweep the notification starts.
+    The poll here is longer than the whole run, so only the notification can start a sweep early."""
+    from dgb.pipeline import runner
+
+    waiters: list[CommitWaiter] = []
+
+    class Recorded(CommitWaiter):
+        def __init__(self, *args):
+            super().__init__(*args)
+            waiters.append(self)
+
+    monkeypatch.setattr(runner, "CommitWaiter", Recorded)
+    enrich = stages.EnrichStage(classifier, pg)
+    run_stage(enrich, pg, [], RunOptions(sweep_limit=100))  # everything done
+    idle = run_stage(enrich, pg, [], RunOptions(sweep_limit=100))
+    later = threading.Timer(0.5, _announce, (pg_server.pg_dsn(), scraped[:2], topology.TOPIC_SCRAPED))
+    later.start()
+    out = keep_sweeping(
+        enrich, pg, idle, RunOptions(sweep_limit=100), idle_s=3, max_s=30, poll_s=60, woken_s_ago=0.0
+    )
+    later.join()
+    assert sorted(out.processed) == sorted(scraped[:2])
+    # woken once by the commit (that sweep took the work), then the wait to the end of idle_s
+    assert [w.woken for w in waiters] == [1] and out.sweeps == 2
+    assert waiters[0].listening is None  # UNLISTENed when the run ended

@@ -386,9 +386,10 @@ def keep_sweeping(
     :mod:`dgb.pipeline.dags`): the work that event announces is still on its way, so the run counts
     its idle time from the event instead of from its own work, and one that starts ``idle_s``
     after the event (it queued behind another run) ends at once. Kept warm for ``idle_s`` after
-    its last work (``DGB_STAGE_LINGER_S``, 60 s), a run takes the next article within ``poll_s``
-    when news arrives one at a time, instead of the ~1.5 s an event costs to become a DAG run and
-    a task (the triggerer's one-second loop, the scheduler, a task process and the stage built).
+    its last work (``DGB_STAGE_LINGER_S``, 60 s), a run takes the next article at its commit (at
+    the latest ``poll_s`` after it) when news arrives one at a time, instead of the ~1.5 s an
+    event costs to become a DAG run and a task (the triggerer's one-second loop, the scheduler, a
+    task process and the stage built).
     It does not start, or it stops, when a sweep meets an outage (transient failures left
     pending, an open breaker) or the deadline: the run's normal retry and the 1-minute sweep own
     that work. Sweeps never raise :class:`StageRetry` (the run's own work is committed). With

@@ -102,7 +102,8 @@ class StageOperator(BaseOperator):
     :param deadline_s: seconds after which no new chunk starts (default ``DGB_STAGE_DEADLINE_S``,
         600: well inside the stage DAGs' 30 min run timeout).
     :param linger_s: once it has done work, the run goes on sweeping what becomes pending
-        (every 0.5 s) until this many seconds pass with nothing to do (default
+        (at each notified commit of its input topics, at least every 0.5 s) until this many
+        seconds pass with nothing to do (default
         ``DGB_STAGE_LINGER_S``, 60; 0: end at once), so the next article, and a backlog flowing in
         from the previous stage, are taken by a warm run instead of one DAG run per event
         (:func:`dgb.pipeline.runner.keep_sweeping`; not after an outage or the deadline, not

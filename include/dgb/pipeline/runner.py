@@ -406,39 +406,38 @@ def keep_sweeping(
         if woken_s_ago is None or woken_s_ago >= idle_s:
             return report  # nothing done (the idle 1-minute sweep; an event whose work another run did): ends
         idle_since = t0 - max(woken_s_ago, 0.0)  # woken: wait for the announced work, from the event on
-    waiter = None
-    if sleep is None:
-        sleep = waiter = CommitWaiter(conn, input_topics(stage.subscriptions))
+    waiter = CommitWaiter(conn, input_topics(stage.subscriptions)) if sleep is None else None
+    wait = sleep or waiter
     try:
-        _sweep_until_idle(stage, conn, report, options, sleep, t0, idle_since, idle_s, max_s, poll_s)
+        while True:
+            now = time.monotonic()
+            deadline_s = options.deadline_s
+            remaining = None if deadline_s is None else deadline_s - report.seconds - (now - t0)
+            if (
+                now - idle_since >= idle_s
+                or now - t0 >= max_s
+                or (remaining is not None and remaining <= poll_s)
+            ):
+                break
+            wait(min(poll_s, idle_s - (now - idle_since), max_s - (now - t0)))  # never past the end
+            sweep = replace(
+                options,
+                final_attempt=True,
+                quiet=True,
+                deadline_s=None if remaining is None else remaining - poll_s,
+            )
+            more = run_stage(stage, conn, [], sweep)
+            report.absorb(more)
+            report.sweeps += 1
+            if more.retry or more.breakers_open or more.deadline_hit:
+                break
+            if more.processed or more.dead_lettered or more.parked:
+                idle_since = time.monotonic()
     finally:
         if waiter is not None:
             waiter.close()
     report.seconds += time.monotonic() - t0
     return report
-
-
-def _sweep_until_idle(stage, conn, report, options, sleep, t0, idle_since, idle_s, max_s, poll_s) -> None:
-    while True:
-        now = time.monotonic()
-        deadline_s = options.deadline_s
-        remaining = None if deadline_s is None else deadline_s - report.seconds - (now - t0)
-        if now - idle_since >= idle_s or now - t0 >= max_s or (remaining is not None and remaining <= poll_s):
-            break
-        sleep(min(poll_s, idle_s - (now - idle_since), max_s - (now - t0)))  # never past the end
-        sweep = replace(
-            options,
-            final_attempt=True,
-            quiet=True,
-            deadline_s=None if remaining is None else remaining - poll_s,
-        )
-        more = run_stage(stage, conn, [], sweep)
-        report.absorb(more)
-        report.sweeps += 1
-        if more.retry or more.breakers_open or more.deadline_hit:
-            break
-        if more.processed or more.dead_lettered or more.parked:
-            idle_since = time.monotonic()
 
 
 def unavailable_at_start(conn, name: str, exc: Exception, *, final_attempt: bool) -> StageReport:

@@ -39,7 +39,7 @@ class CommitWaiter:
     def __init__(self, conn, topics: frozenset[str]):
         self.conn, self.topics = conn, topics
         self.listening: bool | None = None  # None: not tried yet; False: this connection cannot
-        self.woken = 0  # waits a notification ended early (read by logs and tests)
+        self.woken = 0  # how many waits a notification ended early
 
     def _listen(self) -> bool:
         if not hasattr(self.conn, "notifies"):

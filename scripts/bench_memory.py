@@ -9,7 +9,9 @@ component `make up` starts (PostgreSQL's cluster with all its backends, the Pub/
 JVM, Typesense, the local site, the model service, each Airflow component with its children, the
 watchdog) it waits ``--settle`` seconds for the stack to be idle (no stage or scrape run going),
 then takes ``--samples`` samples ``--interval`` seconds apart and prints, per component, the mean
-PSS of its tree and its process count, then the total; the last line::
+PSS of its tree and its process count, then the total, the spread of the samples' totals (a
+long window, e.g. ``--samples 40 --interval 15``, covers the periodic tasks that come and go:
+an integrity run holds a worker and a task process for minutes); the last line::
 
     memory: total_pss_mib=<x> airflow_pss_mib=<x> processes=<n> load=<1-min load average>
 
@@ -93,11 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     time.sleep(args.settle)
     samples: dict[str, list[float]] = {n: [] for n in roots}
     counts: dict[str, int] = {}
+    totals: list[float] = []
     for k in range(args.samples):
         for name, pid in roots.items():
             pids = tree(pid)
             counts[name] = len(pids)
             samples[name].append(sum(pss_kib(p) for p in pids) / 1024)
+        totals.append(sum(v[-1] for v in samples.values()))
         if k < args.samples - 1:
             time.sleep(args.interval)
     figures = {n: round(statistics.fmean(v), 1) for n, v in samples.items()}
@@ -108,8 +112,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name.ljust(width)}  {figures[name]:8.1f} MiB PSS  {counts[name]:3d} processes")
     load = os.getloadavg()[0]
     print(f"{'total'.ljust(width)}  {total:8.1f} MiB PSS ({total / 1024:.2f} GiB)")
+    over = sum(1 for t in totals if t > 1536)
+    print(
+        f"samples' totals: min {min(totals):.0f} / median {statistics.median(totals):.0f} / "
+        f"max {max(totals):.0f} MiB over {len(totals)} samples; above 1.5 GiB in {over}"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"pss_mib": figures, "processes": counts, "load": load}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {"pss_mib": figures, "processes": counts, "load": load, "sample_totals_mib": totals}, indent=2
+            )
+        )
     print(
         f"memory: total_pss_mib={total:.0f} airflow_pss_mib={airflow:.0f} "
         f"processes={sum(counts.values())} load={load:.2f}"

@@ -166,9 +166,9 @@ def executor() -> str:
 
 
 def executor_recycle() -> bool:
-    """``DGB_EXECUTOR_RECYCLE`` (default on): the local stack's LocalExecutor ends each worker process
-    after one task and forks a fresh one from the scheduler when work is queued
-    (:mod:`dgb_airflow.executors.recycling`), so the idle pool holds no memory a task left behind."""
+    """``DGB_EXECUTOR_RECYCLE`` (default on): the local stack's LocalExecutor forks worker processes
+    from the scheduler only for queued tasks and ends each after its one task
+    (:mod:`dgb_airflow.executors.recycling`), so no idle worker holds memory."""
     return env_flag("DGB_EXECUTOR_RECYCLE", True)
 
 

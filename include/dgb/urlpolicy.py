@@ -20,8 +20,10 @@ A URL is allowed only when
 Loopback is the one exception a configuration can make, and only narrowly: with
 ``allow_loopback=True`` a loopback address is accepted for a host that matched an allowlist
 pattern which itself names a loopback host (``127.0.0.1:8090``, ``localhost:8090``). That is
-how tests and the offline mirror (``UrlPolicy.for_settings`` in mirror mode) reach the local
-site; a gov.br name resolving to 127.0.0.1, another port on 127.0.0.1, or 127.0.0.2 stay refused.
+how tests and the offline mirror reach the local site; a gov.br name resolving to 127.0.0.1,
+another port on 127.0.0.1, or 127.0.0.2 stay refused. In mirror mode (``UrlPolicy.for_settings``)
+the mirror's ``host:port`` is the whole allowlist: the offline stack sends nothing past it, not
+even a DNS query for a gov.br name.
 
 The guard runs on every redirect hop (``Fetcher(url_guard=policy.guard)``); with
 ``guarded_transport(policy)`` the connection itself is also pinned to a vetted address, so a
@@ -221,19 +223,21 @@ class UrlPolicy:
 
     @classmethod
     def for_settings(cls, settings=None, *, resolver: Resolver | None = None) -> UrlPolicy:
-        """The service's policy: the configured allowlist and, in mirror mode (the offline
-        default), the local mirror's exact ``host:port`` with loopback allowed for it alone."""
+        """The service's policy: live, the configured allowlist; in mirror mode (the offline
+        default), the local mirror's exact ``host:port`` alone, loopback allowed for it. A mirror
+        stack never reaches past its mirror: a gov.br URL that gets into it (a benchmark's made-up
+        article, a link the mirror serves) is refused by the allowlist, before any DNS lookup."""
         if settings is None:
             from dgb.config import Settings
 
             settings = Settings.from_env()
-        extra: list[str] = []
         if getattr(settings, "source_mode", "live") == "mirror":
             parts = urlsplit(settings.mirror_url)
             if parts.hostname:
                 host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-                extra.append(f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}")
-        return cls.from_env(extra, allow_loopback=bool(extra), resolver=resolver)
+                mirror = f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+                return cls([mirror], allow_loopback=True, resolver=resolver)
+        return cls.from_env(resolver=resolver)
 
     @property
     def allowed_hosts(self) -> list[str]:

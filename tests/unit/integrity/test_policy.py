@@ -281,20 +281,29 @@ def test_defaults_and_env_configuration(monkeypatch):
         UrlPolicy(["*"])
 
 
-def test_for_settings_adds_only_the_mirror_in_mirror_mode(monkeypatch):
+@pytest.mark.parametrize("configured", [None, "www.gov.br, *.ebc.com.br"])
+def test_for_settings_allows_only_the_mirror_in_mirror_mode(monkeypatch, configured):
     from dataclasses import replace
 
     from dgb.config import Settings
 
-    monkeypatch.delenv("DGB_INTEGRITY_ALLOWED_HOSTS", raising=False)
+    if configured is None:
+        monkeypatch.delenv("DGB_INTEGRITY_ALLOWED_HOSTS", raising=False)
+    else:
+        monkeypatch.setenv("DGB_INTEGRITY_ALLOWED_HOSTS", configured)
     monkeypatch.delenv("DGB_MIRROR_URL", raising=False)
     s = Settings.from_env()
-    mirror = UrlPolicy.for_settings(replace(s, source_mode="mirror", mirror_port=8555))
-    assert mirror.allowed_hosts[-1] == "127.0.0.1:8555" and mirror.allow_loopback
+    resolver = FakeResolver({"www.gov.br": [PUBLIC]})  # records every lookup; no DNS server asked
+    mirror = UrlPolicy.for_settings(replace(s, source_mode="mirror", mirror_port=8555), resolver=resolver)
+    assert mirror.allowed_hosts == ["127.0.0.1:8555"] and mirror.allow_loopback
     assert mirror.decide("http://127.0.0.1:8555/www.gov.br/mec/x").allowed
     assert not mirror.decide("http://127.0.0.1:8556/").allowed
-    live = UrlPolicy.for_settings(replace(s, source_mode="live"))
-    assert live.allowed_hosts == list(DEFAULT_ALLOWED_HOSTS) and not live.allow_loopback
+    refused = mirror.decide("https://www.gov.br/fazenda/bench/1")  # a gov.br name: refused unlooked-up
+    assert not refused.allowed and "not in the allowlist" in refused.reason
+    assert "www.gov.br" not in resolver.calls
+    live = UrlPolicy.for_settings(replace(s, source_mode="live"))  # live: the configured list
+    expected = list(DEFAULT_ALLOWED_HOSTS) if configured is None else ["www.gov.br", "*.ebc.com.br"]
+    assert live.allowed_hosts == expected and not live.allow_loopback
 
 
 def test_classify_public_addresses():

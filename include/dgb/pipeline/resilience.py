@@ -12,7 +12,8 @@ circuit breaker per dependency.
   AccessDenied: those concern every call, not one article), Typesense (``IndexUnavailable``,
   503, timeouts, HTTP status 0, 5xx) and PostgreSQL (``OperationalError``: connection lost,
   admin shutdown, ...). Python's ``ConnectionError`` / ``TimeoutError`` too. A PostgreSQL
-  *conflict* (a deadlock or a serialization failure, reason :data:`CONFLICT`) is transient too,
+  *conflict* (a deadlock, a serialization failure or a lock wait past its ``lock_timeout``, reason
+  :data:`CONFLICT`) is transient too,
   but it says nothing about the database's health: it never counts against a breaker.
 * **permanent** (this article cannot go through as it is): a 4xx answer about the request
   (validation, malformed, unprocessable), PostgreSQL data errors (``DataError``,
@@ -50,7 +51,7 @@ from dgb.config import pipeline as config
 from dgb.db import transaction
 
 TRANSIENT, PERMANENT, UNKNOWN = "transient", "permanent", "unknown"
-CONFLICT = "postgresql_conflict"  # a deadlock / serialization failure: retry, the database is fine
+CONFLICT = "postgresql_conflict"  # deadlock / serialization failure / lock timeout: retry, the db is fine
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
 
 MODEL_SERVICE, BEDROCK, TYPESENSE, POSTGRESQL = "model_service", "bedrock", "typesense", "postgresql"
@@ -129,7 +130,14 @@ def _one(exc: BaseException) -> Verdict | None:
     if module.startswith("psycopg"):
         import psycopg
 
-        if isinstance(exc, (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)):
+        if isinstance(
+            exc,
+            (
+                psycopg.errors.DeadlockDetected,
+                psycopg.errors.SerializationFailure,
+                psycopg.errors.LockNotAvailable,  # a lock_timeout ran out: another writer held on
+            ),
+        ):
             return Verdict(TRANSIENT, POSTGRESQL, CONFLICT, detail)
         if isinstance(exc, psycopg.OperationalError):
             return Verdict(TRANSIENT, POSTGRESQL, "postgresql_unavailable", detail)

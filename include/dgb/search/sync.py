@@ -7,6 +7,18 @@ records ``indexed_at`` / ``indexed_version`` in ONE statement, only for rows sti
 read. No Airflow import: the index stage (DAG / TypesenseHook) passes a Typesense client and a
 psycopg 3 connection in.
 
+One writer at a time: a sync holds a PostgreSQL advisory lock (:data:`WRITER_LOCK`, on its
+connection's session) from its first read to its marks. The version guard of the marks keeps
+PostgreSQL right when two writers overlap, but not the index: Typesense keeps the LAST upsert, so a
+writer that read an article before an edit (or before its vector) and imports after one that read
+it since would leave the older document searchable while PostgreSQL counts the newer one as
+indexed. Two writers happen: the index stage and reconciliation's repair or a rebuild, and a stage
+task whose supervisor died (a scheduler killed with its workers: Airflow gives a task process its
+own process group, so it outlives them) next to the run that replaces it. Seen in a chaos run:
+an article searchable without its vector for 15 minutes. A writer waits at most
+:data:`WRITER_LOCK_WAIT_S` for the lock, then fails with ``LockNotAvailable`` (a conflict: the
+work stays pending, nothing is an outage).
+
 Transactions: reads and writes of PostgreSQL run inside ``conn.transaction()`` blocks. On a
 connection that is idle (no transaction open: the normal case for a task's connection) each block is
 its own transaction, so the marks written by :func:`sync` are COMMITTED when it
@@ -21,11 +33,15 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from dgb.db import lock_articles
 from dgb.search.documents import fetch_documents, jsonl_line
+
+WRITER_LOCK = 0x64676269  # "dgbi": one writer of the index at a time (module doc)
+WRITER_LOCK_WAIT_S = 30.0  # the longest a sync waits for it
 
 
 class IndexUnavailable(RuntimeError):
@@ -158,6 +174,24 @@ def _mark(conn, versions: dict[str, int], present: dict[str, bool]) -> set[str]:
         return {r[0] for r in cur.fetchall()}
 
 
+@contextmanager
+def one_writer(conn, wait_s: float = WRITER_LOCK_WAIT_S):
+    """Hold :data:`WRITER_LOCK` on ``conn``'s session for the block (module doc); waits at most
+    ``wait_s`` for it (``psycopg.errors.LockNotAvailable`` after that). A lost connection releases
+    it with the session."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT set_config('lock_timeout', %s, true)", (f"{max(1, int(wait_s * 1000))}ms",))
+        cur.execute("SELECT pg_advisory_lock(%s)", (WRITER_LOCK,))
+    try:
+        yield
+    finally:
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK,))
+        except Exception:  # the connection is gone, and the lock with it; the sync's error matters
+            pass
+
+
 def sync(
     ts,
     alias: str,
@@ -168,8 +202,10 @@ def sync(
     batch_size: int = 100,
     max_retries: int = 5,
     sleep: Callable[[float], None] = time.sleep,
+    lock_wait_s: float = WRITER_LOCK_WAIT_S,
 ) -> SyncResult:
-    """Bring the index entries of ``unique_ids`` in line with PostgreSQL.
+    """Bring the index entries of ``unique_ids`` in line with PostgreSQL, as the one writer of the
+    index meanwhile (:func:`one_writer`, waiting at most ``lock_wait_s``).
 
     Non-removed articles are upserted whole in batches of ``batch_size`` into ``alias`` (an
     alias or a collection name); every per-document import result is checked, failures land in
@@ -183,6 +219,14 @@ def sync(
     version; rows that changed meanwhile are reported in ``stale`` and stay pending.
     """
     ids = list(dict.fromkeys(unique_ids))
+    if not ids:
+        return SyncResult()
+    with one_writer(conn, lock_wait_s):
+        return _sync(ts, alias, conn, ids, dim, batch_size, max_retries, sleep)
+
+
+def _sync(ts, alias, conn, ids: list[str], dim, batch_size, max_retries, sleep) -> SyncResult:
+    """:func:`sync` inside its writer lock."""
     result = SyncResult()
     documents = ts.collections[alias].documents
     done_versions: dict[str, int] = {}

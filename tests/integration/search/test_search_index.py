@@ -379,6 +379,74 @@ def test_marks_only_the_version_that_was_indexed(pg, ref, tsx, pg_server):
     assert ts.collections[alias].documents[moving].retrieve()["title"] == "Nova"
 
 
+def test_a_writer_that_read_an_older_version_never_imports_after_a_newer_one(pg, ref, tsx, pg_server):
+    """Two syncs of one article at once (the index stage beside reconciliation's repair, or a stage
+    task orphaned by a killed scheduler beside the run that replaced it): the first reads version 1
+    and is held just before its import; the article changes; the second syncs it. Without one
+    writer at a time the second's version-2 document lands first and the held version-1 import
+    overwrites it: PostgreSQL says version 2 is indexed, readers get version 1 (seen in a chaos run
+    as a document without its vector for 15 minutes)."""
+    import threading
+
+    s, ts, alias = tsx
+    uid = add_news(pg, ref, "two-writers", "Versão antiga")
+    held, release = threading.Event(), threading.Event()
+
+    def hold(call, body, params, real):
+        held.set()
+        assert release.wait(30)
+        return real.import_(body, params)
+
+    other = db.connect(pg_server.pg_dsn())
+    out: dict = {}
+    try:
+        first = threading.Thread(
+            target=lambda: out.update(first=sync.sync(_Ts(ts, hold), alias, pg, [uid], DIM)), daemon=True
+        )
+        first.start()
+        assert held.wait(30)
+        with db.transaction(other) as cur:
+            cur.execute(
+                "UPDATE news SET title = 'Versão nova', version = version + 1 WHERE unique_id = %s", (uid,)
+            )
+        second = threading.Thread(
+            target=lambda: out.update(second=sync.sync(ts, alias, other, [uid], DIM)), daemon=True
+        )
+        second.start()
+        second.join(1.0)
+        assert second.is_alive(), "the second writer did not wait for the first"
+        release.set()
+        first.join(30)
+        second.join(30)
+        assert out["first"].stale == [uid] and out["second"].marked == 1
+        assert ts.collections[alias].documents[uid].retrieve()["title"] == "Versão nova"
+        assert state(other, uid)[1:] == (2, 2)
+    finally:
+        release.set()
+        other.close()
+
+
+def test_a_writer_waits_for_the_lock_only_so_long(pg, ref, tsx, pg_server):
+    """A writer that cannot get the lock (another one is stuck: a paused process) gives up after
+    ``lock_wait_s`` with a conflict, which the stage leaves pending without blaming an outage."""
+    import psycopg
+
+    from dgb.pipeline.resilience import CONFLICT, TRANSIENT, classify
+
+    s, ts, alias = tsx
+    uid = add_news(pg, ref, "lock-wait", "Espera")
+    holder = db.connect(pg_server.pg_dsn())
+    try:
+        with sync.one_writer(holder), pytest.raises(psycopg.errors.LockNotAvailable) as caught:
+            sync.sync(ts, alias, pg, [uid], DIM, lock_wait_s=0.3)
+        assert state(pg, uid)[1] is None  # nothing marked
+        verdict = classify(caught.value)
+        assert verdict.kind == TRANSIENT and verdict.reason == CONFLICT
+        assert sync.sync(ts, alias, pg, [uid], DIM, lock_wait_s=0.3).marked == 1  # released
+    finally:
+        holder.close()
+
+
 # --------------------------------------------------------------------------- search
 
 

@@ -11,11 +11,12 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from dgb_airflow.metrics import emit_metrics
+from dgb_airflow.operators.lifeline import TiedToSupervisor
 
 SAMPLE = 20  # changed ids shown in the log and the XCom
 
 
-class _EngagementOperator(BaseOperator):
+class _EngagementOperator(TiedToSupervisor, BaseOperator):
     """Shared base: the news database and Typesense connections.
 
     :param postgres_conn_id: Airflow connection of the news database.

@@ -9,6 +9,7 @@ from airflow.sdk import BaseOperator
 
 from dgb_airflow.metrics import emit_metrics
 from dgb_airflow.metrics import incr as _incr
+from dgb_airflow.operators.lifeline import TiedToSupervisor
 
 
 def _result_metrics(result, log) -> None:
@@ -39,7 +40,7 @@ def emit_band_gauges(conn, log) -> list[dict]:
     return bands
 
 
-class IntegrityBudgetOperator(BaseOperator):
+class IntegrityBudgetOperator(TiedToSupervisor, BaseOperator):
     """One run of the budget scheduler (issue 14): what the request budget allows in this slot.
 
     :func:`dgb.integrity.runs.run_budget` chooses over every article (under 3 h first every
@@ -108,7 +109,7 @@ class IntegrityBudgetOperator(BaseOperator):
         return out
 
 
-class IntegrityTierOperator(BaseOperator):
+class IntegrityTierOperator(TiedToSupervisor, BaseOperator):
     """Re-check up to ``limit`` due articles of one integrity tier.
 
     Content by conditional GET (304 = unchanged), images by HEAD (GET+Range fallback), through

@@ -8,9 +8,10 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from dgb_airflow.hooks.outbox import relay_outbox
+from dgb_airflow.operators.lifeline import TiedToSupervisor
 
 
-class OutboxRelayOperator(BaseOperator):
+class OutboxRelayOperator(TiedToSupervisor, BaseOperator):
     """Publish pending outbox events to Pub/Sub, then purge published rows past the retention
     (``DGB_OUTBOX_RETENTION_DAYS``). Fails (to be retried) only if a retryable publish failed:
     rows Pub/Sub refused for good move to the terminal ``failed`` state, are logged and counted

@@ -14,6 +14,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from dgb_airflow.metrics import emit_metrics
+from dgb_airflow.operators.lifeline import TiedToSupervisor
 
 
 def _conf(context: Any) -> dict:
@@ -27,7 +28,7 @@ def _jsonable(data: dict) -> dict:
     return json.loads(json.dumps(data, default=str))
 
 
-class _SafetyNetOperator(BaseOperator):
+class _SafetyNetOperator(TiedToSupervisor, BaseOperator):
     """Shared base: connections, and the relay after the work is committed.
 
     :param postgres_conn_id: Airflow connection of the news database.

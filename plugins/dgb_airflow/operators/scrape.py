@@ -8,9 +8,10 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from dgb_airflow.hooks.outbox import OutboxRelayHook
+from dgb_airflow.operators.lifeline import TiedToSupervisor
 
 
-class ScrapeAgencyOperator(BaseOperator):
+class ScrapeAgencyOperator(TiedToSupervisor, BaseOperator):
     """Scrape one agency (or several, in turn) into PostgreSQL, events into the outbox, then
     relay them to Pub/Sub at once (the outbox_relay DAG is the safety net). Requests go through the
     per-host budget shared by every worker (:mod:`dgb.hostbudget`) at ``scrape`` priority.
@@ -79,7 +80,7 @@ class ScrapeAgencyOperator(BaseOperator):
         return reports
 
 
-class ScrapeDispatchOperator(BaseOperator):
+class ScrapeDispatchOperator(TiedToSupervisor, BaseOperator):
     """Poll the agencies that are due now and start the scrape DAGs of those with news.
 
     Each agency's cadence is learnt from its publication history (:mod:`dgb.scraper.cadence`);

@@ -8,6 +8,8 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from dgb_airflow.operators.lifeline import TiedToSupervisor
+
 
 def triggering_events(context: Any) -> Iterator[tuple[str, Any]]:
     """(subscription, asset event) for every asset event that triggered this run."""
@@ -79,7 +81,7 @@ def build_stage(
     return stages.build(name, conn, settings(), stages.Dependencies(embedder=embedder, typesense=typesense))
 
 
-class StageOperator(BaseOperator):
+class StageOperator(TiedToSupervisor, BaseOperator):
     """Consume -> process -> publish for one stage (``enrich``, ``embed`` or ``index``).
 
     Reads every triggering asset event (messages of another stage's input only woke the DAG: the

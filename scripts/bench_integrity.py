@@ -8,7 +8,10 @@
 (b) Due-set query at scale: 1,000,000 synthetic articles (and their integrity_state rows) in a
     temporary database ``dgb_bench_integrity`` (created, migrated, dropped at the end); the time
     of one tier's due query (LIMIT = the tier batch) for every tier, median of repeated runs,
-    and whether the plan reads the ``integrity_state_tier_due_idx`` index. Target <= 0.5 s.
+    and whether the plan reads the ``integrity_state_tier_due_idx`` index. Target <= 0.5 s. Also
+    the budget run's plan on those rows: loading every candidate, choosing an hour's checks, and
+    the Python heap's peak while the candidates load (``due.plan_*``); the due-suspects query with
+    and without its partial index (``due.suspects_*``).
 
     .venv/bin/python scripts/bench_integrity.py [--pages N] [--rows N] [--skip-db] [--skip-http]
 """
@@ -247,6 +250,9 @@ def bench_due(rows: int, repeats: int = 7) -> dict:
         t = time.perf_counter()
         backlog(conn, 5000, 60)
         out["backlog_probe_seconds"] = round(time.perf_counter() - t, 4)
+        # the budget run's plan: every candidate loaded, then chosen (each round of a run does both)
+        out.update(bench_plan(conn, repeats=3))
+        out.update(bench_suspects(conn, repeats))
         from dgb.integrity.report import integrity_report
 
         t = time.perf_counter()
@@ -255,6 +261,99 @@ def bench_due(rows: int, repeats: int = 7) -> dict:
         conn.close()
     finally:
         pg._psql_admin(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
+    return out
+
+
+def bench_plan(conn, repeats: int) -> dict:
+    """One budget round's plan on the loaded rows: :func:`tiers.load_candidates` (the query and the
+    arrays) and :func:`tiers.choose` for an hour's capacity at 2 requests/s, median seconds of
+    ``repeats``, and the Python heap's peak while the candidates load (tracemalloc, a separate call)."""
+    import tracemalloc
+
+    from dgb.integrity import tiers
+
+    policy = tiers.BudgetPolicy.from_env()
+    loads, chooses = [], []
+    for _ in range(repeats):
+        now = time_now()
+        t = time.perf_counter()
+        cands = tiers.load_candidates(conn, now, policy)
+        loads.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        plan = tiers.choose(cands, now.timestamp(), 7200.0, policy)
+        chooses.append(time.perf_counter() - t)
+    tracemalloc.start()
+    tiers.load_candidates(conn, time_now(), policy)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return {
+        "plan_candidates": len(cands),
+        "plan_chosen": len(plan.index),
+        "plan_load_candidates_seconds": round(statistics.median(loads), 3),
+        "plan_choose_seconds": round(statistics.median(chooses), 3),
+        "plan_load_candidates_peak_mib": round(peak / 2**20, 1),
+    }
+
+
+SUSPECTS_SQL = """
+UPDATE integrity_state SET gone_since = now() - interval '20 minutes', gone_checks = 1,
+       next_due_at = now() - random() * interval '10 minutes'
+WHERE news_id % 1000 = 7
+"""
+
+
+def bench_suspects(conn, repeats: int) -> dict:
+    """The due-suspects query a budget run asks every minute (one row in 1,000 with a gone answer
+    waiting for its confirmation), median seconds with the partial index
+    ``integrity_state_suspects_due_idx`` and, in the same run, without it (dropped, then made again)."""
+    from dgb import db
+    from dgb.integrity import tiers
+
+    policy = tiers.BudgetPolicy.from_env()
+    with db.transaction(conn) as cur:
+        cur.execute(SUSPECTS_SQL)
+        marked = cur.rowcount
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("ANALYZE integrity_state")
+    conn.autocommit = False
+
+    def timed() -> tuple[float, int, str]:
+        tiers.load_due_suspects(conn, time_now(), policy, 400)  # warm-up
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            got = tiers.load_due_suspects(conn, time_now(), policy, 400)
+            times.append(time.perf_counter() - t)
+        with conn.cursor() as cur:
+            cur.execute(
+                "EXPLAIN " + tiers.DUE_SUSPECTS_SQL,
+                {"now": time_now(), "recent": time_now(), "limit": 400},
+            )
+            plan = "\n".join(r[0] for r in cur.fetchall())
+        conn.commit()
+        return statistics.median(times), len(got), plan
+
+    with db.transaction(conn) as cur:
+        cur.execute("SELECT to_regclass('integrity_state_suspects_due_idx') IS NOT NULL")
+        has_index = cur.fetchone()[0]
+    out = {"suspects_marked": marked}
+    if has_index:  # the migrations of the code measured made it (0022)
+        with_idx, found, plan = timed()
+        out["suspects_returned"] = found
+        out["suspects_query_seconds"] = round(with_idx, 4)
+        out["suspects_uses_index"] = int("integrity_state_suspects_due_idx" in plan)
+        with db.transaction(conn) as cur:
+            cur.execute("DROP INDEX integrity_state_suspects_due_idx")
+    without_idx, found_without, _ = timed()
+    out["suspects_returned_without_index"] = found_without
+    out["suspects_query_seconds_without_index"] = round(without_idx, 4)
+    if has_index:
+        with db.transaction(conn) as cur:  # as the migration made it
+            cur.execute(
+                "CREATE INDEX integrity_state_suspects_due_idx ON integrity_state (next_due_at, news_id)"
+                " WHERE gone_since IS NOT NULL"
+            )
     return out
 
 
